@@ -1,0 +1,811 @@
+//! The mediator: the transformer chain, and the invariants no transformer can break.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::naming::NameRules;
+use crate::schema::{self, Repair};
+use crate::tool::{EnhancedTool, Tool, ToolContext};
+use crate::transformer::{Answer, ToolTransformer};
+
+/// Runs tools through a chain of transformers and enforces the invariants on what comes out.
+///
+/// # Order
+///
+/// Transformers run highest [`priority`](ToolTransformer::priority) first; equal priorities run
+/// in the order they were registered. The built-in ones: overrides (200), rules (100).
+///
+/// The chain decides per tool. Each transformer sees the tools no earlier transformer answered
+/// with at least the acceptance confidence (0.5 unless set). When the chain ends, a tool takes
+/// its accepted answer, else the most confident answer it got (the earlier one on a tie), else
+/// it comes out as it came with `enhanced_by: "none"` and confidence 0. Answers below the
+/// minimum confidence (0 unless set) are never used.
+///
+/// # Invariants
+///
+/// Whatever the transformers answer, [`Mediator::enhance`] returns one tool per input tool in
+/// input order; output names are unique and valid under the [`NameRules`] (a rename that would
+/// collide or be invalid is refused and the tool keeps its name); every input schema is valid
+/// JSON Schema with an object root; `outputSchema`, `_meta`, unknown fields and the schema's
+/// `$schema` and `$defs` pass through unchanged; a failing transformer's tools fall through.
+/// Everything refused or repaired is reported as a [`ChainEvent`].
+pub struct Mediator {
+    chain: Box<[Arc<dyn ToolTransformer>]>,
+    names: NameRules,
+    acceptance: f64,
+    min_confidence: f64,
+}
+
+/// Builds a [`Mediator`]; register transformers in any order.
+pub struct MediatorBuilder {
+    transformers: Vec<Arc<dyn ToolTransformer>>,
+    names: NameRules,
+    acceptance: f64,
+    min_confidence: f64,
+}
+
+impl Default for MediatorBuilder {
+    fn default() -> Self {
+        MediatorBuilder {
+            transformers: Vec::new(),
+            names: NameRules::MCP,
+            acceptance: 0.5,
+            min_confidence: 0.0,
+        }
+    }
+}
+
+impl MediatorBuilder {
+    pub fn transformer(mut self, transformer: impl ToolTransformer + 'static) -> Self {
+        self.transformers.push(Arc::new(transformer));
+        self
+    }
+
+    pub fn shared_transformer(mut self, transformer: Arc<dyn ToolTransformer>) -> Self {
+        self.transformers.push(transformer);
+        self
+    }
+
+    /// The names the consumer accepts. [`NameRules::MCP`] unless set.
+    pub fn name_rules(mut self, names: NameRules) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// An answer at least this confident ends the chain for its tool.
+    pub fn acceptance(mut self, confidence: f64) -> Self {
+        self.acceptance = confidence.clamp(0.0, 1.0);
+        self
+    }
+
+    /// Answers below this confidence are never used. 0 (the default) uses every answer.
+    pub fn min_confidence(mut self, confidence: f64) -> Self {
+        self.min_confidence = confidence.clamp(0.0, 1.0);
+        self
+    }
+
+    pub fn build(mut self) -> Mediator {
+        // Stable: equal priorities keep registration order.
+        self.transformers
+            .sort_by_key(|transformer| std::cmp::Reverse(transformer.priority()));
+        Mediator {
+            chain: self.transformers.into_boxed_slice(),
+            names: self.names,
+            acceptance: self.acceptance,
+            min_confidence: self.min_confidence,
+        }
+    }
+}
+
+/// What the chain refused, repaired or saw fail. None of these fails a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainEvent {
+    TransformerFailed {
+        transformer: String,
+        error: String,
+    },
+    AnswerRefused {
+        transformer: String,
+        tool: String,
+        reason: String,
+    },
+    RenameRefused {
+        transformer: String,
+        tool: String,
+        name: String,
+        reason: String,
+    },
+    /// The source's own name was invalid or a duplicate, so the tool is exposed under `name`.
+    NameRepaired {
+        tool: String,
+        name: String,
+    },
+    SchemaRepaired {
+        tool: String,
+        repairs: Vec<Repair>,
+    },
+}
+
+impl fmt::Display for ChainEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainEvent::TransformerFailed { transformer, error } => {
+                write!(
+                    f,
+                    "transformer `{transformer}` failed, its tools fall through: {error}"
+                )
+            }
+            ChainEvent::AnswerRefused {
+                transformer,
+                tool,
+                reason,
+            } => {
+                write!(f, "refused `{transformer}`'s answer for `{tool}`: {reason}")
+            }
+            ChainEvent::RenameRefused {
+                transformer,
+                tool,
+                name,
+                reason,
+            } => {
+                write!(
+                    f,
+                    "refused `{transformer}`'s rename of `{tool}` to `{name}`: {reason}"
+                )
+            }
+            ChainEvent::NameRepaired { tool, name } => {
+                write!(f, "source name `{tool}` exposed as `{name}`")
+            }
+            ChainEvent::SchemaRepaired { tool, repairs } => {
+                write!(f, "repaired the input schema of `{tool}`:")?;
+                for repair in repairs {
+                    write!(f, " {} at `{}`;", repair.what, repair.pointer)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The chain's output and what happened on the way.
+#[derive(Debug, Clone)]
+pub struct Enhancement {
+    pub tools: Vec<EnhancedTool>,
+    pub events: Vec<ChainEvent>,
+}
+
+struct Candidate {
+    transformer: usize,
+    answer: Answer,
+}
+
+impl Mediator {
+    pub fn builder() -> MediatorBuilder {
+        MediatorBuilder::default()
+    }
+
+    /// The transformers in the order they run.
+    pub fn transformers(&self) -> impl Iterator<Item = &dyn ToolTransformer> {
+        self.chain.iter().map(|transformer| transformer.as_ref())
+    }
+
+    pub fn name_rules(&self) -> NameRules {
+        self.names
+    }
+
+    /// Runs `tools` through the chain; events go to `tracing`.
+    pub async fn enhance(&self, tools: Vec<Tool>, context: &ToolContext) -> Vec<EnhancedTool> {
+        let enhancement = self.enhance_with_report(tools, context).await;
+        for event in &enhancement.events {
+            tracing::warn!(source = %context.source, "{event}");
+        }
+        enhancement.tools
+    }
+
+    /// Runs `tools` through the chain and returns what happened beside the result.
+    pub async fn enhance_with_report(
+        &self,
+        tools: Vec<Tool>,
+        context: &ToolContext,
+    ) -> Enhancement {
+        let mut events = Vec::new();
+        let mut candidates: Vec<Vec<Candidate>> = (0..tools.len()).map(|_| Vec::new()).collect();
+        let mut pending: Vec<usize> = (0..tools.len()).collect();
+
+        for (position, transformer) in self.chain.iter().enumerate() {
+            if pending.is_empty() {
+                break;
+            }
+            let batch: Vec<Tool>;
+            let batch: &[Tool] = if pending.len() == tools.len() {
+                &tools
+            } else {
+                batch = pending.iter().map(|&index| tools[index].clone()).collect();
+                &batch
+            };
+            let answers = match transformer.transform(batch, context).await {
+                Ok(answers) => answers,
+                Err(error) => {
+                    events.push(ChainEvent::TransformerFailed {
+                        transformer: transformer.name().to_owned(),
+                        error: error.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let mut answered = vec![false; pending.len()];
+            let mut accepted = vec![false; pending.len()];
+            for mut answer in answers {
+                let Some(&index) = pending.get(answer.index) else {
+                    events.push(ChainEvent::AnswerRefused {
+                        transformer: transformer.name().to_owned(),
+                        tool: format!("#{}", answer.index),
+                        reason: format!(
+                            "no tool at position {} of a batch of {}",
+                            answer.index,
+                            pending.len()
+                        ),
+                    });
+                    continue;
+                };
+                let original = &tools[index];
+                let refuse = |reason: String| ChainEvent::AnswerRefused {
+                    transformer: transformer.name().to_owned(),
+                    tool: original.name.clone(),
+                    reason,
+                };
+                if std::mem::replace(&mut answered[answer.index], true) {
+                    events.push(refuse("a second answer for the same tool".into()));
+                    continue;
+                }
+                if !answer.confidence.is_finite() {
+                    events.push(refuse(format!(
+                        "confidence {} is not a number",
+                        answer.confidence
+                    )));
+                    continue;
+                }
+                answer.confidence = answer.confidence.clamp(0.0, 1.0);
+                if answer.confidence < self.min_confidence {
+                    continue;
+                }
+                if let Some(reason) = broken_schema(original, &answer.tool) {
+                    events.push(refuse(reason));
+                    continue;
+                }
+                keep_untouched_fields(original, &mut answer.tool);
+                if answer.confidence >= self.acceptance {
+                    accepted[answer.index] = true;
+                }
+                candidates[index].push(Candidate {
+                    transformer: position,
+                    answer,
+                });
+            }
+            let mut slot = 0;
+            pending.retain(|_| {
+                let keep = !accepted[slot];
+                slot += 1;
+                keep
+            });
+        }
+
+        let mut enhanced: Vec<EnhancedTool> = tools
+            .into_iter()
+            .zip(candidates)
+            .map(|(tool, candidates)| self.settle(tool, candidates))
+            .collect();
+        self.enforce_names(&mut enhanced, &mut events);
+        for tool in &mut enhanced {
+            enforce_schema(tool, &mut events);
+        }
+        Enhancement {
+            tools: enhanced,
+            events,
+        }
+    }
+
+    /// The accepted answer if there is one, else the most confident, else the tool as it came.
+    fn settle(&self, tool: Tool, candidates: Vec<Candidate>) -> EnhancedTool {
+        let chosen = candidates.into_iter().reduce(|best, next| {
+            if next.answer.confidence > best.answer.confidence {
+                next
+            } else {
+                best
+            }
+        });
+        let Some(Candidate {
+            transformer,
+            answer,
+        }) = chosen
+        else {
+            return EnhancedTool::unchanged(tool);
+        };
+        EnhancedTool {
+            original_name: tool.name,
+            tool: answer.tool,
+            category: answer.category,
+            confidence: answer.confidence,
+            enhanced_by: self.chain[transformer].name().to_owned(),
+            argument_aliases: answer.argument_aliases,
+            inferred: answer.inferred,
+            hidden: answer.hidden,
+        }
+    }
+
+    /// Every output name valid and unique: source names first (repaired if they must be),
+    /// then renames in input order, each refused if it is invalid or taken.
+    fn enforce_names(&self, tools: &mut [EnhancedTool], events: &mut Vec<ChainEvent>) {
+        let mut taken: HashSet<String> = HashSet::with_capacity(tools.len() * 2);
+        let mut exposed: Vec<String> = Vec::with_capacity(tools.len());
+        for tool in tools.iter() {
+            let mut name = if self.names.is_valid(&tool.original_name) {
+                tool.original_name.clone()
+            } else {
+                self.names.sanitize(&tool.original_name)
+            };
+            if taken.contains(&name) {
+                name = unique_variant(&name, &taken, self.names);
+            }
+            if name != tool.original_name {
+                events.push(ChainEvent::NameRepaired {
+                    tool: tool.original_name.clone(),
+                    name: name.clone(),
+                });
+            }
+            taken.insert(name.clone());
+            exposed.push(name);
+        }
+        for (tool, own) in tools.iter_mut().zip(exposed) {
+            let wanted = std::mem::take(&mut tool.tool.name);
+            if wanted == tool.original_name || wanted == own {
+                tool.tool.name = own;
+                continue;
+            }
+            let reason = if !self.names.is_valid(&wanted) {
+                Some("not a valid tool name for this client")
+            } else if taken.contains(&wanted) {
+                Some("another tool has that name")
+            } else {
+                None
+            };
+            match reason {
+                Some(reason) => {
+                    events.push(ChainEvent::RenameRefused {
+                        transformer: tool.enhanced_by.clone(),
+                        tool: tool.original_name.clone(),
+                        name: wanted,
+                        reason: reason.into(),
+                    });
+                    tool.tool.name = own;
+                }
+                None => {
+                    taken.insert(wanted.clone());
+                    tool.tool.name = wanted;
+                }
+            }
+        }
+    }
+}
+
+fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> String {
+    (2..)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let mut base = name.to_owned();
+            base.truncate(rules.max_len.saturating_sub(suffix.len()));
+            base + &suffix
+        })
+        .find(|candidate| !taken.contains(candidate))
+        .expect("an unbounded range always yields a free name")
+}
+
+/// An answer may not replace a schema with an invalid one; it may leave the source's as it was.
+fn broken_schema(original: &Tool, answer: &Tool) -> Option<String> {
+    if answer.input_schema == original.input_schema {
+        return None;
+    }
+    match &answer.input_schema {
+        None => Some("it removed the input schema".into()),
+        Some(schema) => schema::check(schema)
+            .err()
+            .map(|error| format!("its input schema is invalid: {error}")),
+    }
+}
+
+/// Fields no transformer may change.
+fn keep_untouched_fields(original: &Tool, answer: &mut Tool) {
+    answer.output_schema.clone_from(&original.output_schema);
+    answer.meta.clone_from(&original.meta);
+    answer.extra.clone_from(&original.extra);
+    if let (Some(Some(source)), Some(Some(proposed))) = (
+        original
+            .input_schema
+            .as_ref()
+            .map(|schema| schema.as_object()),
+        answer
+            .input_schema
+            .as_mut()
+            .map(|schema| schema.as_object_mut()),
+    ) {
+        for key in ["$schema", "$defs"] {
+            match source.get(key) {
+                Some(value) if proposed.get(key) != Some(value) => {
+                    proposed.insert(key.to_owned(), value.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The last guard: a schema that is missing or invalid here is repaired, or replaced by the
+/// empty object schema when repair cannot save it.
+fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
+    match &tool.tool.input_schema {
+        Some(schema) if schema::is_valid(schema) => return,
+        _ => {}
+    }
+    let mut repairs;
+    match tool.tool.input_schema.take() {
+        None => {
+            repairs = vec![Repair {
+                pointer: String::new(),
+                what: "added the empty object schema".into(),
+            }];
+            tool.tool.input_schema = Some(schema::empty_object());
+        }
+        Some(mut schema) => {
+            repairs = schema::repair(&mut schema);
+            if let Err(error) = schema::check(&schema) {
+                repairs.push(Repair {
+                    pointer: error.pointer,
+                    what: format!(
+                        "replaced the schema with the empty object schema ({})",
+                        error.message
+                    ),
+                });
+                schema = schema::empty_object();
+            }
+            tool.tool.input_schema = Some(schema);
+        }
+    }
+    events.push(ChainEvent::SchemaRepaired {
+        tool: tool.original_name.clone(),
+        repairs,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::SourceType;
+    use crate::transformer::TransformError;
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    /// Answers with a fixed function of each tool, for testing the chain.
+    struct Scripted<F> {
+        name: &'static str,
+        priority: i32,
+        answer: F,
+    }
+
+    #[async_trait]
+    impl<F> ToolTransformer for Scripted<F>
+    where
+        F: Fn(usize, &Tool) -> Option<Answer> + Send + Sync,
+    {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn priority(&self) -> i32 {
+            self.priority
+        }
+        async fn transform(
+            &self,
+            tools: &[Tool],
+            _: &ToolContext,
+        ) -> Result<Vec<Answer>, TransformError> {
+            Ok(tools
+                .iter()
+                .enumerate()
+                .filter_map(|(index, tool)| (self.answer)(index, tool))
+                .collect())
+        }
+    }
+
+    struct Failing;
+
+    #[async_trait]
+    impl ToolTransformer for Failing {
+        fn name(&self) -> &str {
+            "failing"
+        }
+        fn priority(&self) -> i32 {
+            1000
+        }
+        async fn transform(
+            &self,
+            _: &[Tool],
+            _: &ToolContext,
+        ) -> Result<Vec<Answer>, TransformError> {
+            Err("the model is down".into())
+        }
+    }
+
+    fn tools(names: &[&str]) -> Vec<Tool> {
+        names
+            .iter()
+            .map(|name| Tool::new(*name).with_input_schema(json!({"type": "object"})))
+            .collect()
+    }
+
+    fn context() -> ToolContext {
+        ToolContext::new("test", SourceType::Manual)
+    }
+
+    fn run(mediator: &Mediator, input: Vec<Tool>) -> Enhancement {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(mediator.enhance_with_report(input, &context()))
+    }
+
+    fn describe(
+        name: &'static str,
+        priority: i32,
+        confidence: f64,
+    ) -> Scripted<impl Fn(usize, &Tool) -> Option<Answer>> {
+        Scripted {
+            name,
+            priority,
+            answer: move |index, tool: &Tool| {
+                Some(Answer::new(
+                    index,
+                    tool.clone().with_description(format!("by {name}")),
+                    confidence,
+                ))
+            },
+        }
+    }
+
+    #[test]
+    fn empty_chain_passes_tools_through() {
+        let out = run(&Mediator::builder().build(), tools(&["a", "b"]));
+        assert_eq!(out.tools.len(), 2);
+        assert_eq!(out.tools[0].enhanced_by, "none");
+        assert_eq!(out.tools[0].confidence, 0.0);
+        assert_eq!(out.tools[1].tool, tools(&["b"])[0]);
+        assert!(out.events.is_empty());
+    }
+
+    #[test]
+    fn higher_priority_runs_first_and_ties_keep_registration_order() {
+        let mediator = Mediator::builder()
+            .transformer(describe("low", 10, 0.9))
+            .transformer(describe("tie-first", 50, 0.9))
+            .transformer(describe("tie-second", 50, 0.9))
+            .build();
+        let order: Vec<&str> = mediator.transformers().map(|t| t.name()).collect();
+        assert_eq!(order, ["tie-first", "tie-second", "low"]);
+        assert_eq!(
+            run(&mediator, tools(&["a"])).tools[0].enhanced_by,
+            "tie-first"
+        );
+    }
+
+    #[test]
+    fn declined_tools_go_on_down_the_chain() {
+        let only_a = Scripted {
+            name: "only-a",
+            priority: 200,
+            answer: |index, tool: &Tool| {
+                (tool.name == "a")
+                    .then(|| Answer::new(index, tool.clone().with_description("A"), 1.0))
+            },
+        };
+        let mediator = Mediator::builder()
+            .transformer(only_a)
+            .transformer(describe("rest", 100, 0.9))
+            .build();
+        let out = run(&mediator, tools(&["a", "b", "c"]));
+        let by: Vec<&str> = out.tools.iter().map(|t| t.enhanced_by.as_str()).collect();
+        assert_eq!(by, ["only-a", "rest", "rest"]);
+    }
+
+    #[test]
+    fn unconfident_answers_go_on_and_the_most_confident_wins() {
+        let mediator = Mediator::builder()
+            .transformer(describe("first", 200, 0.3))
+            .transformer(describe("second", 100, 0.4))
+            .transformer(describe("third", 50, 0.2))
+            .build();
+        let out = run(&mediator, tools(&["a"]));
+        assert_eq!(out.tools[0].enhanced_by, "second");
+        assert_eq!(out.tools[0].tool.description.as_deref(), Some("by second"));
+    }
+
+    #[test]
+    fn min_confidence_zero_is_a_value_and_higher_drops_weak_answers() {
+        let mediator = Mediator::builder()
+            .transformer(describe("weak", 1, 0.0))
+            .build();
+        assert_eq!(run(&mediator, tools(&["a"])).tools[0].enhanced_by, "weak");
+        let mediator = Mediator::builder()
+            .transformer(describe("weak", 1, 0.2))
+            .min_confidence(0.5)
+            .build();
+        assert_eq!(run(&mediator, tools(&["a"])).tools[0].enhanced_by, "none");
+    }
+
+    #[test]
+    fn failing_transformer_falls_through_and_is_reported() {
+        let mediator = Mediator::builder()
+            .transformer(Failing)
+            .transformer(describe("rules", 100, 0.9))
+            .build();
+        let out = run(&mediator, tools(&["a"]));
+        assert_eq!(out.tools[0].enhanced_by, "rules");
+        assert!(
+            matches!(&out.events[0], ChainEvent::TransformerFailed { transformer, .. } if transformer == "failing")
+        );
+    }
+
+    #[test]
+    fn renames_into_collisions_or_invalid_names_are_refused() {
+        let renamer = Scripted {
+            name: "renamer",
+            priority: 1,
+            answer: |index, tool: &Tool| {
+                let name = match tool.name.as_str() {
+                    "a" => "b",         // another tool's name
+                    "c" => "has space", // invalid
+                    "d" => "e_new",
+                    "f" => "e_new", // the same as d's new name
+                    _ => return None,
+                };
+                let mut renamed = tool.clone();
+                renamed.name = name.into();
+                Some(Answer::new(index, renamed, 0.9))
+            },
+        };
+        let mediator = Mediator::builder().transformer(renamer).build();
+        let out = run(&mediator, tools(&["a", "b", "c", "d", "f"]));
+        let names: Vec<&str> = out.tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["a", "b", "c", "e_new", "f"]);
+        assert_eq!(
+            out.events
+                .iter()
+                .filter(|e| matches!(e, ChainEvent::RenameRefused { .. }))
+                .count(),
+            3
+        );
+        assert_eq!(out.tools[3].original_name, "d");
+    }
+
+    #[test]
+    fn invalid_and_duplicate_source_names_are_repaired() {
+        let out = run(
+            &Mediator::builder().build(),
+            tools(&["x", "x", "get user", "naïve"]),
+        );
+        let names: Vec<&str> = out.tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["x", "x_2", "get_user", "na_ve"]);
+        assert_eq!(out.tools[1].original_name, "x");
+    }
+
+    #[test]
+    fn strict_profile_applies_to_renames_and_source_names() {
+        let out = run(
+            &Mediator::builder().name_rules(NameRules::STRICT).build(),
+            tools(&["math.sum"]),
+        );
+        assert_eq!(out.tools[0].name(), "math_sum");
+    }
+
+    #[test]
+    fn answers_that_break_the_schema_are_refused() {
+        let breaker = Scripted {
+            name: "breaker",
+            priority: 1,
+            answer: |index, tool: &Tool| {
+                Some(Answer::new(
+                    index,
+                    tool.clone().with_input_schema(json!({"type": "float"})),
+                    0.9,
+                ))
+            },
+        };
+        let out = run(
+            &Mediator::builder().transformer(breaker).build(),
+            tools(&["a"]),
+        );
+        assert_eq!(out.tools[0].enhanced_by, "none");
+        assert!(matches!(&out.events[0], ChainEvent::AnswerRefused { .. }));
+    }
+
+    #[test]
+    fn missing_and_invalid_source_schemas_leave_valid() {
+        let input = vec![
+            Tool::new("none"),
+            Tool::new("dict")
+                .with_input_schema(json!({"type": "dict", "properties": {"x": {"type": "float"}}})),
+            Tool::new("hopeless").with_input_schema(json!({"type": "object", "properties": 7})),
+        ];
+        let out = run(&Mediator::builder().build(), input);
+        for tool in &out.tools {
+            assert!(
+                schema::is_valid(tool.tool.input_schema.as_ref().unwrap()),
+                "{:?}",
+                tool.tool
+            );
+        }
+        assert_eq!(
+            out.tools[1].tool.input_schema.as_ref().unwrap()["properties"]["x"]["type"],
+            "number"
+        );
+    }
+
+    #[test]
+    fn untouched_fields_survive_a_transformer_that_drops_them() {
+        let dropper = Scripted {
+            name: "dropper",
+            priority: 1,
+            answer: |index, tool: &Tool| {
+                let mut bare = Tool::new(tool.name.clone()).with_description("new");
+                bare.input_schema = Some(json!({"type": "object", "properties": {}}));
+                Some(Answer::new(index, bare, 1.0))
+            },
+        };
+        let mut tool: Tool = serde_json::from_value(json!({
+            "name": "t",
+            "inputSchema": {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"a": {}}, "type": "object"},
+            "outputSchema": {"type": "object"},
+            "_meta": {"k/v": 1},
+            "execution": {"taskSupport": "optional"}
+        }))
+        .unwrap();
+        tool.extra.insert("x-unknown".into(), json!([1]));
+        let out = run(
+            &Mediator::builder().transformer(dropper).build(),
+            vec![tool.clone()],
+        );
+        let result = &out.tools[0].tool;
+        assert_eq!(result.description.as_deref(), Some("new"));
+        assert_eq!(result.output_schema, tool.output_schema);
+        assert_eq!(result.meta, tool.meta);
+        assert_eq!(result.extra, tool.extra);
+        let schema = result.input_schema.as_ref().unwrap();
+        assert_eq!(schema["$defs"], json!({"a": {}}));
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+    }
+
+    #[test]
+    fn out_of_range_duplicate_and_nan_answers_are_refused() {
+        let wild = Scripted {
+            name: "wild",
+            priority: 1,
+            answer: |index, tool: &Tool| {
+                let confidence = if tool.name == "nan" { f64::NAN } else { 0.9 };
+                Some(Answer::new(
+                    if tool.name == "far" { 99 } else { index },
+                    tool.clone(),
+                    confidence,
+                ))
+            },
+        };
+        let out = run(
+            &Mediator::builder().transformer(wild).build(),
+            tools(&["far", "nan", "ok"]),
+        );
+        assert_eq!(out.tools.len(), 3);
+        assert_eq!(out.tools[0].enhanced_by, "none");
+        assert_eq!(out.tools[1].enhanced_by, "none");
+        assert_eq!(out.tools[2].enhanced_by, "wild");
+    }
+}

@@ -1,0 +1,46 @@
+//! tool-mediator enriches LLM tool definitions between the place they come from (an MCP server,
+//! a web page registering tools through `navigator.modelContext`, a manifest file) and the model
+//! that uses them, without the source changing anything.
+//!
+//! A [`Mediator`] runs raw [`Tool`]s through a priority-ordered chain of [`ToolTransformer`]s:
+//! curated [`OverrideTransformer`] files first, then the offline [`RuleTransformer`] that
+//! expands abbreviations, writes missing descriptions and repairs schemas. The chain decides per
+//! tool and enforces the invariants (no tool lost or invented, unique valid names, valid object
+//! schemas) whatever a transformer answers. [`filter`] and [`categorize`] choose and group what
+//! comes out.
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_mediator::{Mediator, RuleTransformer, Tool, ToolContext, SourceType};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let mediator = Mediator::builder().transformer(RuleTransformer::new()).build();
+//! let raw = vec![Tool::new("gt_usr").with_description("gets user")];
+//! let tools = mediator.enhance(raw, &ToolContext::new("example.com", SourceType::Web)).await;
+//!
+//! assert_eq!(tools[0].name(), "get_user");
+//! assert_eq!(tools[0].original_name, "gt_usr");
+//! assert_eq!(tools[0].tool.input_schema, Some(json!({"type": "object", "properties": {}})));
+//! # });
+//! ```
+
+mod chain;
+mod naming;
+mod overrides;
+mod rules;
+pub mod schema;
+mod selection;
+mod tool;
+mod transformer;
+
+pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
+pub use naming::NameRules;
+pub use overrides::{
+    ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer,
+    SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides,
+    override_files,
+};
+pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
+pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};
+pub use tool::{EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
+pub use transformer::{Answer, ToolTransformer, TransformError};

@@ -1,0 +1,293 @@
+//! Override files: their shape, loading and validation, and choosing the file for a source.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The JSON Schema every override file must meet (`overrides/schema.json`).
+pub const SCHEMA: &str = include_str!("../../../overrides/schema.json");
+
+static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+    let schema: Value = serde_json::from_str(SCHEMA).expect("overrides/schema.json is JSON");
+    jsonschema::validator_for(&schema).expect("overrides/schema.json is a valid schema")
+});
+
+/// The curated corrections for one source's tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverrideFile {
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// A domain, a wildcard over its subdomains (`*.example.com`), or an MCP server name.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    /// Keyed by the name the source publishes.
+    pub tools: IndexMap<String, ToolOverride>,
+}
+
+/// What an override says of one tool. Fields left out keep what the source says.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Merged into the tool's annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Map<String, Value>>,
+    /// Replaces the source's schema; uses the exposed parameter names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// Keyed by the source's parameter name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub arguments: IndexMap<String, ArgumentOverride>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
+}
+
+/// What an override says of one parameter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// An override file that cannot be used. Each names the file and the place in it.
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: `{pointer}`: {message}")]
+    Schema {
+        path: PathBuf,
+        pointer: String,
+        message: String,
+    },
+}
+
+impl OverrideError {
+    pub fn path(&self) -> &Path {
+        match self {
+            OverrideError::Read { path, .. }
+            | OverrideError::Syntax { path, .. }
+            | OverrideError::Schema { path, .. } => path,
+        }
+    }
+}
+
+impl OverrideFile {
+    /// Parses and validates one override file's text; `path` is only for error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<OverrideFile, OverrideError> {
+        let value: Value = serde_json::from_str(text).map_err(|error| OverrideError::Syntax {
+            path: path.to_owned(),
+            line: error.line(),
+            column: error.column(),
+            message: error.to_string(),
+        })?;
+        if let Some(error) = VALIDATOR.iter_errors(&value).next() {
+            return Err(OverrideError::Schema {
+                path: path.to_owned(),
+                pointer: error.instance_path().to_string(),
+                message: error.to_string(),
+            });
+        }
+        serde_json::from_value(value).map_err(|error| OverrideError::Schema {
+            path: path.to_owned(),
+            pointer: String::new(),
+            message: error.to_string(),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<OverrideFile, OverrideError> {
+        let text = std::fs::read_to_string(path).map_err(|source| OverrideError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        OverrideFile::parse(&text, path)
+    }
+
+    /// Every name this file answers to: its source and its aliases.
+    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.source.as_str()).chain(self.aliases.iter().map(String::as_str))
+    }
+}
+
+/// All loaded override files, by the sources they are for.
+#[derive(Debug, Clone, Default)]
+pub struct OverrideSet {
+    exact: BTreeMap<String, IndexMap<String, ToolOverride>>,
+    /// `*.example.com` stored as `.example.com`.
+    wildcards: BTreeMap<String, IndexMap<String, ToolOverride>>,
+    files: Vec<PathBuf>,
+}
+
+impl OverrideSet {
+    pub fn new() -> Self {
+        OverrideSet::default()
+    }
+
+    /// Loads every `*.json` file of `dir` except `schema.json`, in name order.
+    pub fn load_dir(&mut self, dir: &Path) -> Result<(), OverrideError> {
+        for path in override_files(dir)? {
+            let file = OverrideFile::load(&path)?;
+            self.add(file, path);
+        }
+        Ok(())
+    }
+
+    /// Adds a file. Entries for a tool already present are replaced, so a later directory
+    /// refines an earlier one.
+    pub fn add(&mut self, file: OverrideFile, path: PathBuf) {
+        let patterns: Vec<String> = file.patterns().map(str::to_owned).collect();
+        for pattern in patterns {
+            let (table, key) = match pattern.strip_prefix('*') {
+                Some(suffix) if suffix.starts_with('.') => (&mut self.wildcards, suffix.to_owned()),
+                _ => (&mut self.exact, pattern),
+            };
+            let tools = table.entry(key).or_default();
+            for (name, tool) in &file.tools {
+                tools.insert(name.clone(), tool.clone());
+            }
+        }
+        self.files.push(path);
+    }
+
+    /// The overrides for `source`: an exact match first, then the most specific wildcard.
+    /// `*.example.com` matches `api.example.com` and `a.b.example.com`, not `example.com`.
+    pub fn for_source(&self, source: &str) -> Option<&IndexMap<String, ToolOverride>> {
+        if let Some(tools) = self.exact.get(source) {
+            return Some(tools);
+        }
+        self.wildcards
+            .iter()
+            .filter(|(suffix, _)| source.len() > suffix.len() && source.ends_with(suffix.as_str()))
+            .max_by_key(|(suffix, _)| suffix.len())
+            .map(|(_, tools)| tools)
+    }
+
+    /// The files loaded, in load order.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.wildcards.is_empty()
+    }
+}
+
+/// The override files in `dir`, in name order.
+pub fn override_files(dir: &Path) -> Result<Vec<PathBuf>, OverrideError> {
+    let read_error = |source| OverrideError::Read {
+        path: dir.to_owned(),
+        source,
+    };
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(read_error)? {
+        let path = entry.map_err(read_error)?.path();
+        let is_json = path.extension().is_some_and(|ext| ext == "json");
+        let is_schema = path.file_name().is_some_and(|name| name == "schema.json");
+        if is_json && !is_schema && path.is_file() {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<OverrideFile, OverrideError> {
+        OverrideFile::parse(text, Path::new("o.json"))
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let error = parse("{\n  \"source\": \"x\",\n  \"tools\": {,}\n}").unwrap_err();
+        assert!(error.to_string().starts_with("o.json:3:13:"), "{error}");
+    }
+
+    #[test]
+    fn schema_errors_name_the_json_pointer() {
+        let error = parse(r#"{"source": "x", "tools": {"a": {"nmae": "b"}}}"#).unwrap_err();
+        assert!(
+            matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a"),
+            "{error}"
+        );
+        let error = parse(r#"{"source": "x", "tools": {"a": {"name": "has space"}}}"#).unwrap_err();
+        assert!(
+            matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a/name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn sources_match_exactly_then_by_most_specific_wildcard() {
+        let mut set = OverrideSet::new();
+        for (source, tool) in [
+            ("example.com", "exact"),
+            ("*.example.com", "wild"),
+            ("*.api.example.com", "deeper"),
+        ] {
+            let file = parse(&format!(
+                r#"{{"source": "{source}", "tools": {{"{tool}": {{"hidden": true}}}}}}"#
+            ))
+            .unwrap();
+            set.add(file, PathBuf::from(source));
+        }
+        let first = |source: &str| {
+            set.for_source(source)
+                .map(|tools| tools.keys().next().unwrap().clone())
+        };
+        assert_eq!(first("example.com").as_deref(), Some("exact"));
+        assert_eq!(first("www.example.com").as_deref(), Some("wild"));
+        assert_eq!(first("v1.api.example.com").as_deref(), Some("deeper"));
+        assert_eq!(first("badexample.com"), None);
+        assert_eq!(first("other.org"), None);
+    }
+
+    #[test]
+    fn later_files_refine_earlier_ones() {
+        let mut set = OverrideSet::new();
+        set.add(
+            parse(
+                r#"{"source": "s", "tools": {"a": {"description": "one"}, "b": {"hidden": true}}}"#,
+            )
+            .unwrap(),
+            "1".into(),
+        );
+        set.add(
+            parse(r#"{"source": "s", "tools": {"a": {"description": "two"}}}"#).unwrap(),
+            "2".into(),
+        );
+        let tools = set.for_source("s").unwrap();
+        assert_eq!(tools["a"].description.as_deref(), Some("two"));
+        assert!(tools["b"].hidden);
+    }
+}

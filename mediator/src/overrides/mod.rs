@@ -1,0 +1,226 @@
+//! Curated override files: deterministic corrections for one source's tools, confidence 1.
+
+mod file;
+mod lint;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::tool::{Tool, ToolContext};
+use crate::transformer::{Answer, ToolTransformer, TransformError};
+
+pub use file::{
+    ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride,
+    override_files,
+};
+pub use lint::{LintFinding, lint};
+
+/// Applies override files: priority 200, name `overrides`, confidence 1.
+///
+/// The file is chosen by [`ToolContext::source`]; a tool is matched by the name the source
+/// publishes. Tools without an entry are declined and go on down the chain.
+#[derive(Debug, Clone, Default)]
+pub struct OverrideTransformer {
+    overrides: OverrideSet,
+}
+
+impl OverrideTransformer {
+    pub const NAME: &'static str = "overrides";
+    pub const PRIORITY: i32 = 200;
+
+    pub fn new(overrides: OverrideSet) -> Self {
+        OverrideTransformer { overrides }
+    }
+
+    pub fn overrides(&self) -> &OverrideSet {
+        &self.overrides
+    }
+}
+
+#[async_trait]
+impl ToolTransformer for OverrideTransformer {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn priority(&self) -> i32 {
+        Self::PRIORITY
+    }
+
+    async fn transform(
+        &self,
+        tools: &[Tool],
+        context: &ToolContext,
+    ) -> Result<Vec<Answer>, TransformError> {
+        let Some(entries) = self.overrides.for_source(&context.source) else {
+            return Ok(Vec::new());
+        };
+        Ok(tools
+            .iter()
+            .enumerate()
+            .filter_map(|(index, tool)| {
+                let entry = entries.get(&tool.name)?;
+                let (tool, argument_aliases) = apply(tool, entry);
+                let mut answer = Answer::new(index, tool, 1.0);
+                answer.category.clone_from(&entry.category);
+                answer.argument_aliases = argument_aliases;
+                answer.hidden = entry.hidden;
+                Some(answer)
+            })
+            .collect())
+    }
+}
+
+/// The tool with the override merged in, and its parameter aliases (exposed -> source name).
+pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, String>) {
+    let mut tool = tool.clone();
+    if let Some(name) = &entry.name {
+        tool.name.clone_from(name);
+    }
+    if let Some(title) = &entry.title {
+        tool.title = Some(title.clone());
+    }
+    if let Some(description) = &entry.description {
+        tool.description = Some(description.clone());
+    }
+    if let Some(annotations) = &entry.annotations {
+        let merged = match tool.annotations.take() {
+            Some(Value::Object(mut existing)) => {
+                existing.extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+                existing
+            }
+            _ => annotations.clone(),
+        };
+        tool.annotations = Some(Value::Object(merged));
+    }
+    if let Some(schema) = &entry.input_schema {
+        tool.input_schema = Some(schema.clone());
+    }
+    let mut aliases = BTreeMap::new();
+    for (source_name, argument) in &entry.arguments {
+        let exposed = argument.name.as_deref().unwrap_or(source_name);
+        let Some(properties) = tool
+            .input_schema
+            .as_mut()
+            .and_then(|schema| schema.get_mut("properties"))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        if exposed != source_name {
+            if properties.contains_key(source_name) && !properties.contains_key(exposed) {
+                rename_key(properties, source_name, exposed);
+                if let Some(Value::Array(required)) = tool
+                    .input_schema
+                    .as_mut()
+                    .and_then(|s| s.get_mut("required"))
+                {
+                    for entry in required.iter_mut() {
+                        if entry.as_str() == Some(source_name) {
+                            *entry = Value::String(exposed.to_owned());
+                        }
+                    }
+                }
+            }
+            aliases.insert(exposed.to_owned(), source_name.clone());
+        }
+        if let Some(description) = &argument.description
+            && let Some(Value::Object(property)) = tool
+                .input_schema
+                .as_mut()
+                .and_then(|schema| schema.get_mut("properties"))
+                .and_then(|properties| properties.get_mut(exposed))
+        {
+            property.insert("description".into(), Value::String(description.clone()));
+        }
+    }
+    (tool, aliases)
+}
+
+/// Renames a key in place, keeping its position.
+fn rename_key(map: &mut Map<String, Value>, from: &str, to: &str) {
+    let entries = std::mem::take(map);
+    *map = entries
+        .into_iter()
+        .map(|(key, value)| {
+            if key == from {
+                (to.to_owned(), value)
+            } else {
+                (key, value)
+            }
+        })
+        .collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn entry(value: Value) -> ToolOverride {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn partial_override_merges_with_the_raw_tool() {
+        let raw: Tool = serde_json::from_value(json!({
+            "name": "gt_usr", "description": "gets user",
+            "inputSchema": {"type": "object", "properties": {"uid": {"type": "string"}}, "required": ["uid"]},
+            "annotations": {"readOnlyHint": true}
+        }))
+        .unwrap();
+        let (tool, aliases) = apply(
+            &raw,
+            &entry(json!({
+                "name": "get_user",
+                "annotations": {"idempotentHint": true},
+                "arguments": {"uid": {"name": "user_id", "description": "The user's ID."}}
+            })),
+        );
+        assert_eq!(tool.name, "get_user");
+        assert_eq!(tool.description.as_deref(), Some("gets user"));
+        assert_eq!(
+            tool.annotations,
+            Some(json!({"readOnlyHint": true, "idempotentHint": true}))
+        );
+        let schema = tool.input_schema.unwrap();
+        assert_eq!(
+            schema["properties"]["user_id"],
+            json!({"type": "string", "description": "The user's ID."})
+        );
+        assert_eq!(schema["required"], json!(["user_id"]));
+        assert_eq!(aliases.get("user_id").map(String::as_str), Some("uid"));
+    }
+
+    #[test]
+    fn transformer_answers_only_for_its_source_and_listed_tools() {
+        let file = OverrideFile::parse(r#"{"source": "example.com", "tools": {"del": {"name": "delete_item", "hidden": true}}}"#, Path::new("x"))
+            .unwrap();
+        let mut set = OverrideSet::new();
+        set.add(file, "x".into());
+        let transformer = OverrideTransformer::new(set);
+        let tools = [Tool::new("gt_usr"), Tool::new("del")];
+        let run = |source: &str| {
+            let context = ToolContext::new(source, crate::SourceType::Web);
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(transformer.transform(&tools, &context))
+                .unwrap()
+        };
+        let answers = run("example.com");
+        assert_eq!(answers.len(), 1);
+        assert_eq!(
+            (
+                answers[0].index,
+                answers[0].tool.name.as_str(),
+                answers[0].hidden
+            ),
+            (1, "delete_item", true)
+        );
+        assert!(run("other.org").is_empty());
+    }
+}

@@ -1,0 +1,580 @@
+//! Guessing from a name what it does: a one-line description, a category, a minimal schema.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use serde_json::{Value, json};
+
+use super::dictionary::{Dictionary, is_english};
+
+/// Verbs tool names start with. A name that starts with one reads as "verb object".
+const VERBS: &[&str] = &[
+    "accept",
+    "activate",
+    "add",
+    "aggregate",
+    "analyze",
+    "append",
+    "apply",
+    "approve",
+    "archive",
+    "assign",
+    "attach",
+    "authenticate",
+    "block",
+    "browse",
+    "build",
+    "calculate",
+    "call",
+    "cancel",
+    "capture",
+    "change",
+    "check",
+    "clear",
+    "click",
+    "clone",
+    "close",
+    "commit",
+    "compare",
+    "compute",
+    "configure",
+    "connect",
+    "convert",
+    "copy",
+    "count",
+    "crawl",
+    "create",
+    "deactivate",
+    "debug",
+    "decode",
+    "delete",
+    "deploy",
+    "describe",
+    "detect",
+    "disable",
+    "disconnect",
+    "dismiss",
+    "download",
+    "draw",
+    "duplicate",
+    "edit",
+    "enable",
+    "encode",
+    "end",
+    "evaluate",
+    "execute",
+    "explain",
+    "export",
+    "extract",
+    "fetch",
+    "fill",
+    "filter",
+    "find",
+    "follow",
+    "fork",
+    "format",
+    "generate",
+    "get",
+    "grant",
+    "hide",
+    "import",
+    "insert",
+    "inspect",
+    "install",
+    "invite",
+    "invoke",
+    "join",
+    "launch",
+    "leave",
+    "like",
+    "list",
+    "load",
+    "lock",
+    "log",
+    "login",
+    "logout",
+    "look",
+    "lookup",
+    "manage",
+    "mark",
+    "merge",
+    "modify",
+    "monitor",
+    "move",
+    "navigate",
+    "open",
+    "parse",
+    "pause",
+    "ping",
+    "play",
+    "post",
+    "predict",
+    "preview",
+    "print",
+    "process",
+    "publish",
+    "purge",
+    "push",
+    "put",
+    "query",
+    "read",
+    "receive",
+    "record",
+    "refresh",
+    "register",
+    "reject",
+    "reload",
+    "remove",
+    "rename",
+    "render",
+    "reopen",
+    "reply",
+    "request",
+    "rerun",
+    "reset",
+    "resize",
+    "resolve",
+    "restart",
+    "restore",
+    "resume",
+    "retrieve",
+    "revert",
+    "revoke",
+    "rotate",
+    "run",
+    "save",
+    "scan",
+    "schedule",
+    "scrape",
+    "scroll",
+    "search",
+    "select",
+    "send",
+    "set",
+    "share",
+    "show",
+    "sign",
+    "sort",
+    "split",
+    "star",
+    "start",
+    "stop",
+    "submit",
+    "subscribe",
+    "summarize",
+    "suspend",
+    "switch",
+    "sync",
+    "tag",
+    "take",
+    "test",
+    "toggle",
+    "track",
+    "transcribe",
+    "transfer",
+    "translate",
+    "trigger",
+    "type",
+    "unarchive",
+    "unassign",
+    "unblock",
+    "unfollow",
+    "unlock",
+    "unstar",
+    "unsubscribe",
+    "update",
+    "upload",
+    "upsert",
+    "validate",
+    "verify",
+    "view",
+    "vote",
+    "wait",
+    "watch",
+    "write",
+];
+
+static VERB_SET: LazyLock<std::collections::HashSet<&'static str>> =
+    LazyLock::new(|| VERBS.iter().copied().collect());
+
+/// Words that end the object of a "verb object" name (`get_user_by_id`).
+const PREPOSITIONS: &[&str] = &[
+    "by", "for", "in", "to", "from", "with", "of", "on", "at", "as", "into", "via", "and", "or",
+];
+
+/// Words that never make a category on their own.
+const NOT_NOUNS: &[&str] = &[
+    "a",
+    "all",
+    "an",
+    "active",
+    "available",
+    "basic",
+    "current",
+    "default",
+    "detailed",
+    "first",
+    "full",
+    "global",
+    "it",
+    "last",
+    "latest",
+    "local",
+    "me",
+    "multiple",
+    "my",
+    "new",
+    "next",
+    "open",
+    "other",
+    "own",
+    "pending",
+    "previous",
+    "private",
+    "public",
+    "raw",
+    "recent",
+    "remote",
+    "single",
+    "specific",
+    "the",
+    "this",
+    "top",
+    "total",
+];
+
+/// Words after which the object takes "the" rather than "a".
+const DEFINITE: &[&str] = &[
+    "current", "latest", "last", "first", "next", "previous", "default", "active",
+];
+
+pub fn is_verb(word: &str) -> bool {
+    VERB_SET.contains(word)
+}
+
+/// A one-line description from a name's expanded words: `get user by id` -> "Get a user by ID."
+pub fn sentence(words: &[String], dictionary: &Dictionary) -> Option<String> {
+    if words.is_empty() || words.iter().all(|w| w.chars().all(|c| c.is_ascii_digit())) {
+        return None;
+    }
+    let prose = |word: &String| {
+        if dictionary.is_acronym(word) {
+            acronym_case(word)
+        } else {
+            word.clone()
+        }
+    };
+    let mut parts: Vec<String> = Vec::with_capacity(words.len() + 1);
+    let mut rest = words;
+    if is_verb(&words[0]) && words.len() > 1 {
+        parts.push(capitalize(&words[0]));
+        rest = &words[1..];
+        if let Some(article) = article(rest, dictionary) {
+            parts.push(article.to_owned());
+        }
+        parts.extend(rest.iter().map(prose));
+    } else {
+        let mut written: Vec<String> = rest.iter().map(prose).collect();
+        if let Some(first) = written.first_mut()
+            && !dictionary.is_acronym(&words[0])
+        {
+            *first = capitalize(first);
+        }
+        parts = written;
+    }
+    Some(format!("{}.", parts.join(" ")))
+}
+
+fn acronym_case(word: &str) -> String {
+    match word.strip_suffix('s') {
+        Some(stem) if stem.len() >= 2 && !word.ends_with("ss") && word != "os" && word != "ids" => {
+            format!("{}s", stem.to_uppercase())
+        }
+        _ if word == "ids" => "IDs".to_owned(),
+        _ => word.to_uppercase(),
+    }
+}
+
+fn capitalize(word: &str) -> String {
+    let mut chars = word.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn article(object: &[String], dictionary: &Dictionary) -> Option<&'static str> {
+    let first = object.first()?;
+    if PREPOSITIONS.contains(&first.as_str())
+        || ["me", "all", "my", "it", "this", "the", "a", "an"].contains(&first.as_str())
+    {
+        return None;
+    }
+    if DEFINITE.contains(&first.as_str()) {
+        return Some("the");
+    }
+    let head = object
+        .iter()
+        .take_while(|w| !PREPOSITIONS.contains(&w.as_str()))
+        .last()?;
+    if is_plural(head) || head.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let starts_with_vowel_sound = if dictionary.is_acronym(first) {
+        first.starts_with(['a', 'e', 'f', 'h', 'i', 'l', 'm', 'n', 'o', 'r', 's', 'x'])
+    } else {
+        first.starts_with(['a', 'e', 'i', 'o'])
+    };
+    Some(if starts_with_vowel_sound { "an" } else { "a" })
+}
+
+fn is_plural(word: &str) -> bool {
+    singular(word) != word
+}
+
+/// The singular of an English plural (`repositories` -> `repository`); other words as they are.
+pub fn singular(word: &str) -> String {
+    if word.len() <= 3 || word.ends_with("ss") || word.ends_with("us") || word.ends_with("is") {
+        return word.to_owned();
+    }
+    if let Some(stem) = word.strip_suffix("ies") {
+        let candidate = format!("{stem}y");
+        if is_english(&candidate) {
+            return candidate;
+        }
+    }
+    for suffix in ["es", "s"] {
+        if let Some(stem) = word.strip_suffix(suffix)
+            && (is_english(stem) || (suffix == "s" && !is_english(word)))
+        {
+            return stem.to_owned();
+        }
+    }
+    word.to_owned()
+}
+
+/// Whether a description says no more than the name does ("gets user" for `gt_usr`).
+pub fn repeats_name(description: &str, name_words: &[String]) -> bool {
+    let normalize = |word: &str| {
+        singular(
+            word.strip_suffix('s')
+                .filter(|s| s.len() >= 3)
+                .unwrap_or(word),
+        )
+    };
+    let ignored = ["a", "an", "the", "this", "that"];
+    let described: Vec<String> = super::reading::Context::words_of(description)
+        .into_iter()
+        .filter(|w| !ignored.contains(&w.as_str()))
+        .collect();
+    if described.is_empty() {
+        return true;
+    }
+    let named: Vec<String> = name_words.iter().map(|w| normalize(w)).collect();
+    described.len() <= named.len() && described.iter().all(|w| named.contains(&normalize(w)))
+}
+
+/// The object of a "verb object" name, up to its first preposition: `add_issue_comment` ->
+/// `issue comment`. Names that do not start with a verb have none.
+pub fn object_phrase(words: &[String]) -> Option<Vec<String>> {
+    let mut rest = words;
+    if !rest.first().is_some_and(|w| is_verb(w)) {
+        return None;
+    }
+    // create_or_update_file: skip "verb or verb".
+    while rest.len() >= 3
+        && is_verb(&rest[0])
+        && ["or", "and"].contains(&rest[1].as_str())
+        && is_verb(&rest[2])
+    {
+        rest = &rest[2..];
+    }
+    let phrase: Vec<String> = rest[1..]
+        .iter()
+        .take_while(|w| !PREPOSITIONS.contains(&w.as_str()))
+        .map(|w| singular(w))
+        .collect();
+    (!phrase.is_empty()).then_some(phrase)
+}
+
+/// Counts of object-phrase prefixes and suffixes, and of first words, over a batch of names.
+#[derive(Debug, Default)]
+pub struct CategoryIndex {
+    prefixes: HashMap<String, usize>,
+    suffixes: HashMap<String, usize>,
+    first_words: HashMap<String, usize>,
+}
+
+impl CategoryIndex {
+    pub fn add(&mut self, words: &[String]) {
+        if let Some(first) = words.first()
+            && words.len() > 1
+        {
+            *self.first_words.entry(first.clone()).or_default() += 1;
+        }
+        if let Some(phrase) = object_phrase(words) {
+            for end in 1..=phrase.len() {
+                *self.prefixes.entry(phrase[..end].join(" ")).or_default() += 1;
+                *self
+                    .suffixes
+                    .entry(phrase[phrase.len() - end..].join(" "))
+                    .or_default() += 1;
+            }
+        }
+    }
+
+    /// A category where the name makes it clear: the object of a one-word "verb object" name,
+    /// the longest part of a longer object that sibling tools share, or a first word that
+    /// sibling tools share (`git_status`, `git_log` -> `git`).
+    pub fn category(&self, words: &[String]) -> Option<String> {
+        let noun = |candidate: &[String]| {
+            candidate
+                .last()
+                .is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1)
+        };
+        if let Some(phrase) = object_phrase(words) {
+            if phrase.len() == 1 {
+                return noun(&phrase).then(|| phrase[0].clone());
+            }
+            for len in (1..=phrase.len()).rev() {
+                let prefix = &phrase[..len];
+                if self.prefixes.get(&prefix.join(" ")).is_some_and(|&n| n > 1) && noun(prefix) {
+                    return Some(prefix.join("_"));
+                }
+                let suffix = &phrase[phrase.len() - len..];
+                if self.suffixes.get(&suffix.join(" ")).is_some_and(|&n| n > 1) && noun(suffix) {
+                    return Some(suffix.join("_"));
+                }
+            }
+            return None;
+        }
+        let first = words.first()?;
+        (words.len() > 1 && self.first_words.get(first).is_some_and(|&n| n > 1) && !is_verb(first))
+            .then(|| singular(first))
+    }
+}
+
+/// A schema where the name makes the parameters near-certain: `get_user_by_email` takes an
+/// `email`, `search_*` takes a `query`.
+pub fn infer_schema(words: &[String]) -> Option<Value> {
+    if let Some(by) = words.iter().position(|w| w == "by") {
+        let field: Vec<&str> = words[by + 1..]
+            .iter()
+            .take_while(|w| !PREPOSITIONS.contains(&w.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !field.is_empty() {
+            let name = field.join("_");
+            return Some(json!({
+                "type": "object",
+                "properties": {name.clone(): {"type": "string", "description": format!("The {}.", field.join(" "))}},
+                "required": [name]
+            }));
+        }
+    }
+    if words.first().is_some_and(|w| w == "search") {
+        return Some(json!({
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What to search for."}},
+            "required": ["query"]
+        }));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    fn describe(text: &str) -> String {
+        sentence(&words(text), &Dictionary::built_in()).unwrap()
+    }
+
+    #[test]
+    fn sentences_read_as_verb_and_object() {
+        assert_eq!(describe("get user"), "Get a user.");
+        assert_eq!(describe("list users"), "List users.");
+        assert_eq!(describe("get user by id"), "Get a user by ID.");
+        assert_eq!(describe("get current time"), "Get the current time.");
+        assert_eq!(describe("create issue"), "Create an issue.");
+        assert_eq!(describe("get me"), "Get me.");
+        assert_eq!(describe("user profile"), "User profile.");
+        assert_eq!(describe("delete"), "Delete.");
+        assert_eq!(describe("fetch url"), "Fetch a URL.");
+    }
+
+    #[test]
+    fn repeated_names_are_recognised() {
+        assert!(repeats_name("gets user", &words("get user")));
+        assert!(repeats_name("Delete", &words("delete")));
+        assert!(repeats_name("  ", &words("delete")));
+        assert!(!repeats_name(
+            "Retrieve a user by their ID or email",
+            &words("get user")
+        ));
+    }
+
+    #[test]
+    fn plurals_become_singular() {
+        assert_eq!(singular("repositories"), "repository");
+        assert_eq!(singular("users"), "user");
+        assert_eq!(singular("addresses"), "address");
+        assert_eq!(singular("status"), "status");
+        assert_eq!(singular("branches"), "branch");
+    }
+
+    #[test]
+    fn categories_come_from_objects_siblings_share() {
+        let names = [
+            "get_pull_request_diff",
+            "list_pull_requests",
+            "add_issue_comment",
+            "get_issue",
+            "get_me",
+            "git_status",
+            "git_log",
+            "get_current_time",
+            "convert_time",
+        ];
+        let split: Vec<Vec<String>> = names
+            .iter()
+            .map(|n| n.split('_').map(str::to_owned).collect())
+            .collect();
+        let mut index = CategoryIndex::default();
+        for words in &split {
+            index.add(words);
+        }
+        let categories: Vec<Option<String>> = split.iter().map(|w| index.category(w)).collect();
+        assert_eq!(
+            categories,
+            [
+                Some("pull_request".into()),
+                Some("pull_request".into()),
+                Some("issue".into()),
+                Some("issue".into()),
+                None,
+                Some("git".into()),
+                Some("git".into()),
+                Some("time".into()),
+                Some("time".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn schemas_only_where_the_name_is_near_certain() {
+        assert_eq!(
+            infer_schema(&words("get user by email")).unwrap()["required"],
+            json!(["email"])
+        );
+        assert_eq!(
+            infer_schema(&words("search issues")).unwrap()["required"],
+            json!(["query"])
+        );
+        assert_eq!(infer_schema(&words("get user")), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! The rule-based transformer: fast, offline, conservative. It spells out cryptic
+//! abbreviations, writes a description where there is none, repairs schemas and suggests a
+//! category, and it declines a tool it cannot improve.
+
+mod describe;
+mod dictionary;
+mod identifier;
+mod reading;
+
+use async_trait::async_trait;
+
+use crate::schema;
+use crate::tool::{Tool, ToolContext};
+use crate::transformer::{Answer, ToolTransformer, TransformError};
+
+pub use dictionary::{Dictionary, DictionaryError};
+pub use reading::NameReading;
+use reading::{Context, SiblingWords};
+
+/// Confidence of an answer whose description was inferred from the name alone.
+const INFERRED_DESCRIPTION: f64 = 0.4;
+/// Confidence of an answer whose schema was inferred from the name alone.
+const INFERRED_SCHEMA: f64 = 0.3;
+/// Confidence of a schema repair: mapping `dict` to `object` is near-certain.
+const REPAIRED_SCHEMA: f64 = 0.9;
+
+/// Enhances tools by rules: priority 100, name `rules`.
+///
+/// Confidence is how much of the name the rules understood (every word an English word, a
+/// known term or an abbreviation they could spell out), lowered to 0.4 when the description is
+/// inferred and 0.3 when the schema is, so a smarter transformer after it gets a turn.
+#[derive(Debug, Clone, Default)]
+pub struct RuleTransformer {
+    dictionary: Dictionary,
+}
+
+impl RuleTransformer {
+    pub const NAME: &'static str = "rules";
+    pub const PRIORITY: i32 = 100;
+
+    /// Rules with the built-in dictionary.
+    pub fn new() -> Self {
+        RuleTransformer {
+            dictionary: Dictionary::built_in(),
+        }
+    }
+
+    pub fn with_dictionary(dictionary: Dictionary) -> Self {
+        RuleTransformer { dictionary }
+    }
+
+    /// How the rules read `name` with no context: what the `names` command prints.
+    pub fn read_name(&self, name: &str) -> NameReading {
+        NameReading::read(name, &self.dictionary, &Context::default())
+    }
+
+    /// Answers for each tool the rules can improve.
+    pub fn answers(&self, tools: &[Tool]) -> Vec<Answer> {
+        let mut siblings = SiblingWords::default();
+        for tool in tools {
+            for word in Context::words_of(&tool.name) {
+                siblings.add(&word);
+            }
+        }
+        let readings: Vec<NameReading> = tools
+            .iter()
+            .map(|tool| {
+                let context = Context {
+                    description: tool
+                        .description
+                        .as_deref()
+                        .map(Context::words_of)
+                        .unwrap_or_default(),
+                    parameters: tool.parameter_names().flat_map(Context::words_of).collect(),
+                    siblings: Some(&siblings),
+                };
+                NameReading::read(&tool.name, &self.dictionary, &context)
+            })
+            .collect();
+        let mut categories = describe::CategoryIndex::default();
+        for reading in &readings {
+            categories.add(&reading.expanded_words);
+        }
+        tools
+            .iter()
+            .zip(&readings)
+            .enumerate()
+            .filter_map(|(index, (tool, reading))| self.answer(index, tool, reading, &categories))
+            .collect()
+    }
+
+    fn answer(
+        &self,
+        index: usize,
+        tool: &Tool,
+        reading: &NameReading,
+        categories: &describe::CategoryIndex,
+    ) -> Option<Answer> {
+        let mut improved = tool.clone();
+        let mut confidence = reading.confidence;
+        let mut inferred = Vec::new();
+
+        if reading.renames() {
+            improved.name.clone_from(&reading.name);
+        }
+
+        let needs_description = match tool.description.as_deref() {
+            None => true,
+            Some(description) => describe::repeats_name(description, &reading.expanded_words),
+        };
+        if needs_description
+            && let Some(description) = &reading.description
+            && tool.description.as_deref() != Some(description)
+        {
+            improved.description = Some(description.clone());
+            inferred.push("description".to_owned());
+            confidence = confidence.min(INFERRED_DESCRIPTION);
+        }
+
+        match &mut improved.input_schema {
+            None => {
+                let schema = describe::infer_schema(&reading.expanded_words)
+                    .unwrap_or_else(schema::empty_object);
+                improved.input_schema = Some(schema);
+                inferred.push("inputSchema".to_owned());
+                confidence = confidence.min(INFERRED_SCHEMA);
+            }
+            Some(input_schema) => {
+                if !schema::repair(input_schema).is_empty() {
+                    confidence = confidence.min(REPAIRED_SCHEMA);
+                }
+            }
+        }
+
+        let category = categories.category(&reading.expanded_words);
+        if improved == *tool && category.is_none() {
+            return None;
+        }
+        let mut answer = Answer::new(index, improved, confidence);
+        answer.category = category;
+        answer.inferred = inferred;
+        Some(answer)
+    }
+}
+
+#[async_trait]
+impl ToolTransformer for RuleTransformer {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn priority(&self) -> i32 {
+        Self::PRIORITY
+    }
+
+    async fn transform(
+        &self,
+        tools: &[Tool],
+        _context: &ToolContext,
+    ) -> Result<Vec<Answer>, TransformError> {
+        Ok(self.answers(tools))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answer_for(tool: Tool) -> Option<Answer> {
+        RuleTransformer::new().answers(&[tool]).pop()
+    }
+
+    #[test]
+    fn seed_example_is_enhanced() {
+        let answer = answer_for(
+            Tool::new("gt_usr")
+                .with_description("gets user")
+                .with_input_schema(json!({"type": "object"})),
+        )
+        .unwrap();
+        assert_eq!(answer.tool.name, "get_user");
+        assert_eq!(answer.tool.description.as_deref(), Some("Get a user."));
+        assert_eq!(answer.inferred, ["description"]);
+        assert_eq!(answer.confidence, INFERRED_DESCRIPTION);
+        assert_eq!(answer.category.as_deref(), Some("user"));
+    }
+
+    #[test]
+    fn good_tool_keeps_its_definition() {
+        let tool = Tool::new("get_user")
+            .with_description("Retrieve a user by their ID or email address")
+            .with_input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}}));
+        let answer = answer_for(tool.clone()).unwrap();
+        assert_eq!(answer.tool, tool);
+        assert_eq!(answer.confidence, 1.0);
+    }
+
+    #[test]
+    fn tool_with_nothing_to_improve_is_declined() {
+        let tool = Tool::new("echo")
+            .with_description("Echoes back the input")
+            .with_input_schema(json!({"type": "object", "properties": {}}));
+        assert_eq!(answer_for(tool), None);
+    }
+
+    #[test]
+    fn missing_schema_is_inferred_only_where_near_certain() {
+        let answer =
+            answer_for(Tool::new("get_user_by_email").with_description("Look a user up")).unwrap();
+        assert_eq!(
+            answer.tool.input_schema.unwrap()["required"],
+            json!(["email"])
+        );
+        assert_eq!(answer.confidence, INFERRED_SCHEMA);
+        let answer =
+            answer_for(Tool::new("ping").with_description("Check the server answers")).unwrap();
+        assert_eq!(answer.tool.input_schema, Some(schema::empty_object()));
+    }
+
+    #[test]
+    fn nonstandard_schema_is_repaired() {
+        let tool = Tool::new("math.sum")
+            .with_description("Compute the sum of all numbers in a list.")
+            .with_input_schema(json!({"type": "dict", "properties": {"numbers": {"type": "array", "items": {"type": "float"}}}}));
+        let answer = answer_for(tool).unwrap();
+        let schema = answer.tool.input_schema.unwrap();
+        assert!(schema::is_valid(&schema));
+        assert_eq!(schema["properties"]["numbers"]["items"]["type"], "number");
+    }
+}

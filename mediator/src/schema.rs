@@ -1,0 +1,407 @@
+//! Input schemas: checking that one is valid JSON Schema with an object root, and repairing the
+//! non-standard shapes real manifests publish (`dict`, `float`, `tuple`, `HashMap`, ...).
+
+use serde_json::{Map, Value, json};
+
+/// Why a schema cannot leave the mediator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} at `{pointer}`")]
+pub struct SchemaError {
+    /// A JSON pointer into the schema (`""` for the root).
+    pub pointer: String,
+    pub message: String,
+}
+
+/// Checks that `schema` is valid JSON Schema (against the meta-schema of the draft it declares,
+/// 2020-12 when it declares none or one we do not know) and that its root is `type: "object"`.
+pub fn check(schema: &Value) -> Result<(), SchemaError> {
+    let Some(root) = schema.as_object() else {
+        return Err(SchemaError {
+            pointer: String::new(),
+            message: "the root is not an object".into(),
+        });
+    };
+    if root.get("type") != Some(&Value::String("object".into())) {
+        return Err(SchemaError {
+            pointer: "/type".into(),
+            message: "the root type is not \"object\"".into(),
+        });
+    }
+    let outcome = if declares_unknown_draft(schema) {
+        jsonschema::draft202012::meta::validate(schema)
+    } else {
+        jsonschema::meta::validate(schema)
+    };
+    outcome.map_err(|error| SchemaError {
+        pointer: error.instance_path().to_string(),
+        message: error.to_string(),
+    })
+}
+
+pub fn is_valid(schema: &Value) -> bool {
+    check(schema).is_ok()
+}
+
+/// A `$schema` we have no meta-schema for would need a network fetch; we check those as 2020-12.
+fn declares_unknown_draft(schema: &Value) -> bool {
+    schema.get("$schema").is_some()
+        && jsonschema::Draft::default().detect(schema) == jsonschema::Draft::Unknown
+}
+
+/// One thing [`repair`] changed, at a JSON pointer into the schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    pub pointer: String,
+    pub what: String,
+}
+
+/// The smallest object-root schema: what a tool with no parameters takes.
+pub fn empty_object() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+/// Repairs what real manifests get wrong, in place, and says what it changed.
+///
+/// Non-standard type names become standard ones, an unknown type name is dropped (the value
+/// may then be anything), `required: true` on a property moves to its parent's `required`
+/// list, a tuple's positional `items` become `prefixItems`, and the root gets `type: "object"`
+/// and `properties` when it lacks them. Everything else is left as it is.
+pub fn repair(schema: &mut Value) -> Vec<Repair> {
+    let mut repairs = Vec::new();
+    if !schema.is_object() {
+        repairs.push(Repair {
+            pointer: String::new(),
+            what: format!("replaced a non-object root ({schema})"),
+        });
+        *schema = empty_object();
+        return repairs;
+    }
+    repair_node(schema, &mut String::new(), &mut repairs);
+    let root = schema.as_object_mut().expect("checked above");
+    match root.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            repairs.push(Repair {
+                pointer: "/type".into(),
+                what: format!("root type {other} -> \"object\""),
+            });
+            root.insert("type".into(), "object".into());
+        }
+        None => {
+            repairs.push(Repair {
+                pointer: "/type".into(),
+                what: "added root type \"object\"".into(),
+            });
+            root.insert("type".into(), "object".into());
+        }
+    }
+    if !root.get("properties").is_some_and(Value::is_object) {
+        if root.contains_key("properties") {
+            repairs.push(Repair {
+                pointer: "/properties".into(),
+                what: "replaced non-object properties".into(),
+            });
+        } else {
+            repairs.push(Repair {
+                pointer: "/properties".into(),
+                what: "added empty properties".into(),
+            });
+        }
+        root.insert("properties".into(), Value::Object(Map::new()));
+    }
+    repairs
+}
+
+/// The standard name of a type, `Some(None)` for "any type", `None` for a name we do not know.
+fn standard_type(name: &str) -> Option<Option<&'static str>> {
+    let standard = match name.to_ascii_lowercase().as_str() {
+        "object" | "dict" | "dictionary" | "map" | "hashmap" | "record" | "struct" | "json" => {
+            "object"
+        }
+        "array" | "list" | "arraylist" | "tuple" | "set" | "vec" | "sequence" => "array",
+        "string" | "str" | "text" | "char" | "character" => "string",
+        "number" | "float" | "double" | "decimal" | "bigdecimal" | "real" => "number",
+        "integer" | "int" | "long" | "short" | "byte" | "bigint" | "int32" | "int64" | "uint" => {
+            "integer"
+        }
+        "boolean" | "bool" => "boolean",
+        "null" | "none" | "nil" => "null",
+        "any" | "mixed" | "unknown" | "" => return Some(None),
+        _ => return None,
+    };
+    Some(Some(standard))
+}
+
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+const SCHEMA_SINGLES: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "additionalItems",
+];
+
+fn repair_node(node: &mut Value, pointer: &mut String, repairs: &mut Vec<Repair>) {
+    let Some(object) = node.as_object_mut() else {
+        return;
+    };
+    let was_tuple = repair_type(object, pointer, repairs);
+    if was_tuple && let Some(Value::Array(positions)) = object.remove("items") {
+        repairs.push(Repair {
+            pointer: format!("{pointer}/items"),
+            what: "positional items -> prefixItems".into(),
+        });
+        object.insert("prefixItems".into(), Value::Array(positions));
+    }
+    hoist_required_flags(object, pointer, repairs);
+
+    for key in SCHEMA_MAPS {
+        if let Some(Value::Object(children)) = object.get_mut(*key) {
+            for (name, child) in children.iter_mut() {
+                with_segment(pointer, key, |pointer| {
+                    with_segment(pointer, name, |pointer| {
+                        repair_node(child, pointer, repairs)
+                    })
+                });
+            }
+        }
+    }
+    for key in SCHEMA_LISTS {
+        if let Some(Value::Array(children)) = object.get_mut(*key) {
+            for (index, child) in children.iter_mut().enumerate() {
+                with_segment(pointer, key, |pointer| {
+                    with_segment(pointer, &index.to_string(), |pointer| {
+                        repair_node(child, pointer, repairs)
+                    })
+                });
+            }
+        }
+    }
+    for key in SCHEMA_SINGLES {
+        if let Some(child) = object.get_mut(*key) {
+            with_segment(pointer, key, |pointer| repair_node(child, pointer, repairs));
+        }
+    }
+}
+
+/// Repairs `type`; returns whether it was a tuple.
+fn repair_type(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec<Repair>) -> bool {
+    let Some(declared) = object.get("type") else {
+        return false;
+    };
+    let names: Vec<&str> = match declared {
+        Value::String(name) => vec![name.as_str()],
+        Value::Array(names) if names.iter().all(Value::is_string) => {
+            names.iter().filter_map(Value::as_str).collect()
+        }
+        _ => {
+            repairs.push(Repair {
+                pointer: format!("{pointer}/type"),
+                what: format!("dropped type {declared}"),
+            });
+            object.remove("type");
+            return false;
+        }
+    };
+    let was_tuple = names.iter().any(|name| name.eq_ignore_ascii_case("tuple"));
+    let mut standard: Vec<&'static str> = Vec::with_capacity(names.len());
+    let mut any = false;
+    for name in &names {
+        match standard_type(name) {
+            Some(Some(t)) => {
+                if !standard.contains(&t) {
+                    standard.push(t);
+                }
+            }
+            Some(None) | None => any = true,
+        }
+    }
+    let replacement = if any || standard.is_empty() {
+        None
+    } else if standard.len() == 1 {
+        Some(Value::String(standard[0].into()))
+    } else {
+        Some(Value::Array(
+            standard
+                .iter()
+                .map(|t| Value::String((*t).into()))
+                .collect(),
+        ))
+    };
+    if replacement.as_ref() == Some(declared) {
+        return was_tuple;
+    }
+    let what = match &replacement {
+        Some(t) => format!("type {declared} -> {t}"),
+        None => format!("dropped type {declared} (any value)"),
+    };
+    repairs.push(Repair {
+        pointer: format!("{pointer}/type"),
+        what,
+    });
+    match replacement {
+        Some(t) => object.insert("type".into(), t),
+        None => object.remove("type"),
+    };
+    was_tuple
+}
+
+/// `required: true` on a property (draft 3, and many hand-written manifests) -> the parent's list.
+fn hoist_required_flags(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec<Repair>) {
+    if let Some(required) = object.get("required")
+        && !required.is_array()
+    {
+        repairs.push(Repair {
+            pointer: format!("{pointer}/required"),
+            what: format!("dropped required {required}"),
+        });
+        object.remove("required");
+    }
+    let Some(Value::Object(properties)) = object.get_mut("properties") else {
+        return;
+    };
+    let mut hoisted = Vec::new();
+    for (name, property) in properties.iter_mut() {
+        if let Some(property) = property.as_object_mut()
+            && let Some(flag) = property.get("required")
+            && !flag.is_array()
+        {
+            if flag == &Value::Bool(true) {
+                hoisted.push(name.clone());
+            }
+            property.remove("required");
+            repairs.push(Repair {
+                pointer: format!("{pointer}/properties/{}/required", escape(name)),
+                what: "moved required flag to the parent's list".into(),
+            });
+        }
+    }
+    if !hoisted.is_empty() {
+        let list = object
+            .entry("required")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = list {
+            for name in hoisted {
+                if !list.iter().any(|entry| entry.as_str() == Some(&name)) {
+                    list.push(Value::String(name));
+                }
+            }
+        }
+    }
+}
+
+fn with_segment<R>(pointer: &mut String, segment: &str, f: impl FnOnce(&mut String) -> R) -> R {
+    let len = pointer.len();
+    pointer.push('/');
+    pointer.push_str(&escape(segment));
+    let result = f(pointer);
+    pointer.truncate(len);
+    result
+}
+
+/// Escapes one JSON pointer segment (RFC 6901).
+pub fn escape(segment: &str) -> String {
+    if segment.contains(['~', '/']) {
+        segment.replace('~', "~0").replace('/', "~1")
+    } else {
+        segment.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_object_schema_is_valid() {
+        assert!(is_valid(
+            &json!({"type": "object", "properties": {"q": {"type": "string"}}})
+        ));
+        assert!(is_valid(&json!({"type": "object"})));
+    }
+
+    #[test]
+    fn non_object_roots_are_refused_with_a_pointer() {
+        assert_eq!(
+            check(&json!({"type": "string"})).unwrap_err().pointer,
+            "/type"
+        );
+        assert_eq!(check(&json!(true)).unwrap_err().pointer, "");
+        assert_eq!(
+            check(&json!({"properties": {}})).unwrap_err().pointer,
+            "/type"
+        );
+    }
+
+    #[test]
+    fn meta_schema_violations_point_into_the_schema() {
+        let error =
+            check(&json!({"type": "object", "properties": {"a": {"type": "float"}}})).unwrap_err();
+        assert_eq!(error.pointer, "/properties/a/type");
+    }
+
+    #[test]
+    fn unknown_draft_is_checked_as_2020_12_without_network() {
+        let schema = json!({"$schema": "https://example.com/custom", "type": "object"});
+        assert!(is_valid(&schema));
+    }
+
+    #[test]
+    fn bfcl_style_schema_is_repaired_to_valid() {
+        let mut schema = json!({
+            "type": "dict",
+            "properties": {
+                "coordinates": {"type": "tuple", "items": [{"type": "float"}, {"type": "float"}]},
+                "data": {"type": "any", "description": "anything"},
+                "map": {"type": "HashMap"},
+                "name": {"type": "String", "required": true},
+                "tags": {"type": "ArrayList", "items": {"type": "str"}}
+            },
+            "required": ["coordinates"]
+        });
+        let repairs = repair(&mut schema);
+        assert!(is_valid(&schema), "{schema}");
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["coordinates"]["type"], "array");
+        assert_eq!(
+            schema["properties"]["coordinates"]["prefixItems"][1]["type"],
+            "number"
+        );
+        assert!(schema["properties"]["data"].get("type").is_none());
+        assert_eq!(schema["properties"]["map"]["type"], "object");
+        assert_eq!(schema["properties"]["tags"]["items"]["type"], "string");
+        assert_eq!(schema["required"], json!(["coordinates", "name"]));
+        assert!(repairs.iter().any(|r| r.pointer == "/properties/map/type"));
+    }
+
+    #[test]
+    fn valid_schema_is_left_alone() {
+        let original = json!({"type": "object", "properties": {"a": {"type": ["string", "null"]}}, "required": ["a"]});
+        let mut schema = original.clone();
+        assert!(repair(&mut schema).is_empty());
+        assert_eq!(schema, original);
+    }
+
+    #[test]
+    fn root_gets_type_and_properties() {
+        let mut schema = json!({});
+        repair(&mut schema);
+        assert_eq!(schema, empty_object());
+        let mut schema = json!(null);
+        repair(&mut schema);
+        assert_eq!(schema, empty_object());
+    }
+}

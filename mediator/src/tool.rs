@@ -1,0 +1,288 @@
+//! Wire types: a tool as a source publishes it, a tool after the chain, and where tools came from.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The `_meta` key under which a consumer-facing tool carries its provenance.
+///
+/// Namespaced as MCP asks of `_meta` keys, so the output stays a valid `tools/list` result.
+pub const PROVENANCE_KEY: &str = "tool-mediator/provenance";
+
+/// A tool definition in the MCP wire shape.
+///
+/// Every field the mediator does not know is kept in [`Tool::extra`], so a tool that nobody
+/// changes serializes back to JSON equal to what came in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(
+        rename = "inputSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_schema: Option<Value>,
+    #[serde(
+        rename = "outputSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this crate does not model (`icons`, `execution`, vendor extensions, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Tool {
+    /// A tool with only a name.
+    pub fn new(name: impl Into<String>) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            annotations: None,
+            meta: None,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    pub fn with_input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// The names of the top-level parameters in the input schema, in schema order.
+    pub fn parameter_names(&self) -> impl Iterator<Item = &str> {
+        self.input_schema
+            .as_ref()
+            .and_then(|schema| schema.get("properties"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|properties| properties.keys().map(String::as_str))
+    }
+}
+
+/// What kind of place the tools came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceType {
+    /// A web page registering tools through `navigator.modelContext`.
+    Web,
+    /// An API or server (an MCP server, an OpenAPI description).
+    Api,
+    /// A manifest file.
+    #[default]
+    File,
+    /// Written by hand.
+    Manual,
+}
+
+impl std::str::FromStr for SourceType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "web" => Ok(SourceType::Web),
+            "api" => Ok(SourceType::Api),
+            "file" => Ok(SourceType::File),
+            "manual" => Ok(SourceType::Manual),
+            other => Err(format!(
+                "unknown source type `{other}` (expected web, api, file or manual)"
+            )),
+        }
+    }
+}
+
+/// Where a batch of tools came from. Overrides are chosen by [`ToolContext::source`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolContext {
+    /// A domain (`example.com`), an MCP server name (`mcp-fetch`), an API name.
+    pub source: String,
+    pub source_type: SourceType,
+    /// Milliseconds since the Unix epoch when the tools were discovered.
+    pub timestamp: u64,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+impl ToolContext {
+    /// A context stamped with the current time.
+    pub fn new(source: impl Into<String>, source_type: SourceType) -> Self {
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_millis() as u64)
+            .unwrap_or(0);
+        ToolContext {
+            source: source.into(),
+            source_type,
+            timestamp,
+            metadata: Map::new(),
+        }
+    }
+}
+
+/// A tool after the chain, with where its definition came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnhancedTool {
+    pub tool: Tool,
+    /// The name the source knows the tool by; calls are routed upstream under it.
+    pub original_name: String,
+    pub category: Option<String>,
+    /// How sure the transformer that answered is, from 0 to 1.
+    pub confidence: f64,
+    /// The transformer whose answer was taken, or `"none"`.
+    pub enhanced_by: String,
+    /// Parameters renamed by an override: exposed name -> the source's name.
+    pub argument_aliases: BTreeMap<String, String>,
+    /// Fields the answer guessed rather than knew (`"description"`, `"inputSchema"`).
+    pub inferred: Vec<String>,
+    /// An override asked for the tool not to be shown. Selection drops hidden tools.
+    pub hidden: bool,
+}
+
+/// `enhanced_by` of a tool no transformer answered for.
+pub const UNENHANCED: &str = "none";
+
+impl EnhancedTool {
+    /// A tool as it came, answered by nobody.
+    pub fn unchanged(tool: Tool) -> Self {
+        EnhancedTool {
+            original_name: tool.name.clone(),
+            tool,
+            category: None,
+            confidence: 0.0,
+            enhanced_by: UNENHANCED.to_owned(),
+            argument_aliases: BTreeMap::new(),
+            inferred: Vec::new(),
+            hidden: false,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    pub fn is_renamed(&self) -> bool {
+        self.tool.name != self.original_name
+    }
+
+    /// Maps a call's arguments, given in exposed parameter names, back to the source's names.
+    pub fn original_arguments(&self, arguments: Map<String, Value>) -> Map<String, Value> {
+        if self.argument_aliases.is_empty() {
+            return arguments;
+        }
+        arguments
+            .into_iter()
+            .map(|(name, value)| match self.argument_aliases.get(&name) {
+                Some(original) => (original.clone(), value),
+                None => (name, value),
+            })
+            .collect()
+    }
+
+    /// The provenance object written under [`PROVENANCE_KEY`].
+    pub fn provenance(&self) -> Value {
+        let mut provenance = Map::new();
+        provenance.insert("originalName".into(), self.original_name.clone().into());
+        if let Some(category) = &self.category {
+            provenance.insert("category".into(), category.clone().into());
+        }
+        provenance.insert(
+            "confidence".into(),
+            round_confidence(self.confidence).into(),
+        );
+        provenance.insert("enhancedBy".into(), self.enhanced_by.clone().into());
+        if !self.argument_aliases.is_empty() {
+            let aliases: Map<String, Value> = self
+                .argument_aliases
+                .iter()
+                .map(|(exposed, original)| (exposed.clone(), original.clone().into()))
+                .collect();
+            provenance.insert("argumentAliases".into(), aliases.into());
+        }
+        if !self.inferred.is_empty() {
+            provenance.insert("inferred".into(), self.inferred.clone().into());
+        }
+        Value::Object(provenance)
+    }
+
+    /// The tool as a consumer receives it, provenance under `_meta`.
+    pub fn to_consumer_tool(&self) -> Tool {
+        let mut tool = self.tool.clone();
+        tool.meta
+            .get_or_insert_with(Map::new)
+            .insert(PROVENANCE_KEY.to_owned(), self.provenance());
+        tool
+    }
+}
+
+fn round_confidence(confidence: f64) -> f64 {
+    (confidence * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn untouched_tool_round_trips_to_equal_json() {
+        let raw = json!({
+            "name": "get-sum",
+            "title": "Sum",
+            "description": "Adds",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}},
+            "outputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true},
+            "execution": {"taskSupport": "forbidden"},
+            "icons": [{"src": "data:"}],
+            "_meta": {"x/y": 1},
+            "x-vendor": null
+        });
+        let tool: Tool = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(tool.extra.len(), 3);
+        assert_eq!(serde_json::to_value(&tool).unwrap(), raw);
+    }
+
+    #[test]
+    fn provenance_goes_under_a_namespaced_meta_key() {
+        let mut enhanced = EnhancedTool::unchanged(Tool::new("gt_usr"));
+        enhanced.tool.name = "get_user".into();
+        enhanced.enhanced_by = "overrides".into();
+        enhanced.confidence = 1.0;
+        let consumer = serde_json::to_value(enhanced.to_consumer_tool()).unwrap();
+        assert_eq!(consumer["_meta"][PROVENANCE_KEY]["originalName"], "gt_usr");
+        assert_eq!(consumer["name"], "get_user");
+    }
+
+    #[test]
+    fn arguments_map_back_through_aliases() {
+        let mut enhanced = EnhancedTool::unchanged(Tool::new("t"));
+        enhanced
+            .argument_aliases
+            .insert("user_id".into(), "uid".into());
+        let args = json!({"user_id": 7, "other": 1})
+            .as_object()
+            .unwrap()
+            .clone();
+        let back = enhanced.original_arguments(args);
+        assert_eq!(Value::Object(back), json!({"uid": 7, "other": 1}));
+    }
+}
