@@ -1,1 +1,64 @@
-fn main() {}
+//! The `tool-mediator` binary: parse the command line, run a command, map the outcome to an
+//! exit code (0 ok, 1 `--check` found changes, 2 bad usage or bad input).
+
+mod cli;
+mod commands;
+mod config;
+mod manifest;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOL_MEDIATOR_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .without_time()
+        .with_target(false)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Enhance(args) => commands::enhance::run(args).await,
+        Command::Filter(args) => commands::select::filter(args).await,
+        Command::Categorize(args) => commands::select::categorize_command(args).await,
+        Command::Names(args) => commands::names::run(args),
+        Command::Overrides(command) => commands::overrides::run(command),
+    }
+}
+
+/// A reader that stopped reading (`| head`) is not an error.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -104,9 +104,13 @@ impl RuleTransformer {
             improved.name.clone_from(&reading.name);
         }
 
+        // A description that only repeats a cryptic name is rewritten with the name; one that
+        // repeats a good name is as good as a sentence made from it, and stays.
         let needs_description = match tool.description.as_deref() {
             None => true,
-            Some(description) => describe::repeats_name(description, &reading.expanded_words),
+            Some(description) => {
+                reading.renames() && describe::repeats_name(description, &reading.expanded_words)
+            }
         };
         if needs_description
             && let Some(description) = &reading.description

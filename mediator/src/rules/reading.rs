@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::dictionary::{Dictionary, Entry, is_english};
-use super::identifier::{self, Case};
+use super::identifier::{self, Case, Token};
 
 /// Words a tool uses about itself: its description, its parameter names, its siblings' names.
 /// The rules look here before the dictionary (`gt_usr` described as "gets user").
@@ -60,29 +60,57 @@ impl Context<'_> {
         self.description.iter().any(|w| w == word) || self.parameters.iter().any(|w| w == word)
     }
 
-    /// The word from context that `token` most plausibly abbreviates.
-    fn expansion_of(&self, token: &str) -> Option<String> {
+    /// Whether `token` is the initials of consecutive description words (`pca` in "Principal
+    /// component analysis"): an acronym the tool explains, to keep as it is.
+    fn spells_initials(&self, token: &str) -> bool {
+        let letters: Vec<char> = token.chars().collect();
+        letters.len() >= 2
+            && self.description.windows(letters.len()).any(|words| {
+                words
+                    .iter()
+                    .zip(&letters)
+                    .all(|(word, letter)| word.starts_with(*letter))
+            })
+    }
+
+    /// The word the tool's own description or parameters spell out for `token`.
+    fn own_expansion_of(&self, token: &str) -> Option<String> {
         let first = token.chars().next()?;
+        [self.description.as_slice(), self.parameters.as_slice()]
+            .into_iter()
+            .find_map(|words| {
+                words
+                    .iter()
+                    .filter(|word| word.len() > token.len() && word.starts_with(first))
+                    .filter_map(|word| lemma(word, token))
+                    .filter(|word| token.len() > 2 || two_letter_match(token, word))
+                    .min_by_key(|word| (!word.starts_with(token), word.len()))
+            })
+    }
+
+    /// A word of a sibling tool's name that starts with `token` (three letters or more).
+    fn sibling_expansion_of(&self, token: &str) -> Option<String> {
+        let first = token.chars().next()?;
+        if token.len() < 3 {
+            return None;
+        }
         let siblings = self
             .siblings
             .map(|siblings| siblings.starting_with(first))
             .unwrap_or_default();
-        for words in [
-            self.description.as_slice(),
-            self.parameters.as_slice(),
-            siblings,
-        ] {
-            let best = words
-                .iter()
-                .filter(|word| word.len() > token.len() && word.starts_with(first))
-                .filter_map(|word| lemma(word, token))
-                .min_by_key(|word| (!word.starts_with(token), word.len()));
-            if best.is_some() {
-                return best;
-            }
-        }
-        None
+        siblings
+            .iter()
+            .filter(|word| word.len() > token.len() && word.starts_with(token))
+            .filter_map(|word| lemma(word, token))
+            .min_by_key(String::len)
     }
+}
+
+/// A two-letter abbreviation keeps a word's first letter and the consonant after it
+/// (`gt` for "get", `pl` for "plot"); a word that merely starts with it is not evidence enough.
+fn two_letter_match(token: &str, word: &str) -> bool {
+    let second = token.chars().nth(1);
+    word.chars().skip(1).find(|c| !"aeiou".contains(*c)) == second
 }
 
 /// `word` or its stem, whichever is the shortest English word that `token` still abbreviates.
@@ -112,6 +140,9 @@ fn is_subsequence(short: &str, long: &str) -> bool {
     let mut rest = long.chars();
     short.chars().all(|c| rest.any(|d| d == c))
 }
+
+/// How much of a name must be understood before the rules describe it.
+const MIN_UNDERSTOOD_TO_DESCRIBE: f64 = 0.5;
 
 /// How one word of a name was understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,12 +197,12 @@ pub struct NameReading {
     /// How much of the name the rules understood, from 0 to 1.
     pub confidence: f64,
     #[serde(skip)]
-    pub senses: Vec<Sense>,
+    senses: Vec<Sense>,
 }
 
 impl NameReading {
     pub fn read(name: &str, dictionary: &Dictionary, context: &Context<'_>) -> NameReading {
-        let tokens = identifier::split(name);
+        let tokens = segment_compounds(identifier::split(name), dictionary, context);
         let mixed_case = name.chars().any(char::is_lowercase);
         let mut senses = Vec::with_capacity(tokens.len());
         let mut words = Vec::with_capacity(tokens.len());
@@ -224,14 +255,108 @@ impl NameReading {
             confidence,
             senses,
         };
-        reading.description = super::describe::sentence(&reading.expanded_words, dictionary);
+        // A sentence from a name the rules mostly did not understand would only echo it.
+        if reading.confidence >= MIN_UNDERSTOOD_TO_DESCRIBE {
+            reading.description = super::describe::sentence(&reading.expanded_words, dictionary);
+        }
         reading
+    }
+
+    /// What the rules read the `index`th word as, when they read it as more than itself.
+    pub fn expansion_of(&self, index: usize) -> Option<&str> {
+        match self.senses.get(index)? {
+            Sense::Abbreviation(expansion)
+            | Sense::FromContext(expansion)
+            | Sense::Conventional(expansion) => Some(expansion),
+            _ => None,
+        }
     }
 
     /// Whether reading the name spelled out an abbreviation in it.
     pub fn renames(&self) -> bool {
         self.name != self.input
     }
+}
+
+/// Splits words written together (`filepath`, `threadsafe`, `getusr`) into known words.
+fn segment_compounds<'a>(
+    tokens: Vec<Token<'a>>,
+    dictionary: &Dictionary,
+    context: &Context<'_>,
+) -> Vec<Token<'a>> {
+    let mut out = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let word = token.text.to_ascii_lowercase();
+        let one_case = token.text.chars().all(|c| c.is_ascii_lowercase())
+            || token.text.chars().all(|c| c.is_ascii_uppercase());
+        let compound = one_case
+            && word.len() >= 6
+            && !is_english(&word)
+            && dictionary.get(&word).is_none()
+            && !context.mentions(&word);
+        match compound.then(|| segment(&word, dictionary)).flatten() {
+            Some(ends) => {
+                let mut start = 0;
+                for end in ends {
+                    out.push(Token {
+                        text: &token.text[start..end],
+                        span: token.span.start + start..token.span.start + end,
+                    });
+                    start = end;
+                }
+            }
+            None => out.push(token),
+        }
+    }
+    out
+}
+
+/// The ends of the fewest known parts (3 letters or more) that make up `word`, if any.
+/// English words are preferred over abbreviations the dictionary expands.
+fn segment(word: &str, dictionary: &Dictionary) -> Option<Vec<usize>> {
+    const MAX_PARTS: u32 = 3;
+    let part_cost = |part: &str| -> Option<u32> {
+        if part.len() < 3 {
+            None
+        } else if is_english(part) {
+            Some(2)
+        } else if matches!(dictionary.get(part), Some(Entry::Expand(_))) {
+            Some(3)
+        } else {
+            None
+        }
+    };
+    let n = word.len();
+    // best[i]: (cost, parts, previous end) of the cheapest segmentation of word[..i].
+    let mut best: Vec<Option<(u32, u32, usize)>> = vec![None; n + 1];
+    best[0] = Some((0, 0, 0));
+    for end in 3..=n {
+        for start in 0..=end - 3 {
+            let (Some((cost, parts, _)), Some(part)) = (best[start], part_cost(&word[start..end]))
+            else {
+                continue;
+            };
+            let candidate = (cost + part, parts + 1, start);
+            if parts < MAX_PARTS
+                && best[end]
+                    .is_none_or(|current| (candidate.0, candidate.1) < (current.0, current.1))
+            {
+                best[end] = Some(candidate);
+            }
+        }
+    }
+    let (_, parts, _) = best[n]?;
+    if parts < 2 {
+        return None;
+    }
+    let mut ends = Vec::new();
+    let mut end = n;
+    while end > 0 {
+        ends.push(end);
+        end = best[end].expect("reached from a segmentation").2;
+    }
+    ends.reverse();
+    Some(ends)
 }
 
 fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Context<'_>) -> Sense {
@@ -244,20 +369,22 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
         Some(Entry::Read(expansion)) => return Sense::Conventional(expansion.clone()),
         _ => {}
     }
-    if context.mentions(word) {
+    if context.mentions(word) || context.spells_initials(word) {
         return Sense::Word;
     }
+    // The tool's own words first, then the dictionary, then its siblings' names.
     let english = is_english(word);
-    if (!english || entry.is_some())
+    let abbreviation = (!english || entry.is_some())
         && word.len() >= 2
-        && word.chars().all(|c| c.is_ascii_alphabetic())
-    {
-        if let Some(expansion) = context.expansion_of(word) {
-            return Sense::FromContext(expansion);
-        }
+        && word.chars().all(|c| c.is_ascii_alphabetic());
+    if abbreviation && let Some(expansion) = context.own_expansion_of(word) {
+        return Sense::FromContext(expansion);
     }
     if let Some(Entry::Expand(expansion)) = entry {
         return Sense::Abbreviation(expansion.clone());
+    }
+    if abbreviation && let Some(expansion) = context.sibling_expansion_of(word) {
+        return Sense::FromContext(expansion);
     }
     if english {
         Sense::Word

@@ -1,0 +1,100 @@
+//! `tool-mediator overrides lint|new`: for the people who curate override files.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use indexmap::IndexMap;
+use tool_mediator::{OverrideFile, RuleTransformer, ToolOverride, lint_overrides};
+
+use crate::cli::{ClientProfileArg, OverridesCommand};
+use crate::config;
+use crate::manifest::{self, Origin};
+use crate::output;
+
+pub fn run(command: OverridesCommand) -> Result<ExitCode> {
+    match command {
+        OverridesCommand::Lint {
+            dir,
+            client_profile,
+        } => lint(&dir, client_profile),
+        OverridesCommand::New {
+            source,
+            manifest,
+            output,
+        } => scaffold(source, manifest, output),
+    }
+}
+
+fn lint(dir: &std::path::Path, profile: ClientProfileArg) -> Result<ExitCode> {
+    if !dir.is_dir() {
+        bail!("{} is not a directory of override files", dir.display());
+    }
+    let files = tool_mediator::override_files(dir)?.len();
+    let findings = lint_overrides(dir, config::name_rules(profile))?;
+    let mut text = String::new();
+    for finding in &findings {
+        text.push_str(&finding.to_string());
+        text.push('\n');
+    }
+    output::print(&text)?;
+    eprintln!(
+        "{files} override files checked, {} problems",
+        findings.len()
+    );
+    Ok(if findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// An override file for `source` with an entry per tool, pre-filled with what the rules
+/// would do: the spelled-out name, the description (inferred where the source has none), the
+/// category, and the repaired schema where the source's needed repair.
+fn scaffold(
+    source: String,
+    manifest_path: std::path::PathBuf,
+    output: Option<std::path::PathBuf>,
+) -> Result<ExitCode> {
+    let manifest = manifest::read(Origin::File(manifest_path))?;
+    let rules = RuleTransformer::new();
+    let mut answers: Vec<Option<tool_mediator::Answer>> = vec![None; manifest.tools.len()];
+    for answer in rules.answers(&manifest.tools) {
+        let index = answer.index;
+        answers[index] = Some(answer);
+    }
+    let mut tools = IndexMap::new();
+    for (tool, answer) in manifest.tools.iter().zip(answers) {
+        let mut entry = ToolOverride {
+            description: tool.description.clone(),
+            ..ToolOverride::default()
+        };
+        if let Some(answer) = answer {
+            if answer.tool.name != tool.name {
+                entry.name = Some(answer.tool.name.clone());
+            }
+            entry.description = answer.tool.description.clone();
+            entry.category = answer.category.clone();
+            if answer.tool.input_schema != tool.input_schema {
+                entry.input_schema = answer.tool.input_schema.clone();
+            }
+        }
+        tools.insert(tool.name.clone(), entry);
+    }
+    let file = OverrideFile {
+        schema: Some("schema.json".into()),
+        source,
+        aliases: Vec::new(),
+        notes: Some(format!(
+            "Scaffolded from {} by `tool-mediator overrides new`; review every entry.",
+            manifest.origin
+        )),
+        tools,
+    };
+    let text = serde_json::to_string_pretty(&file)? + "\n";
+    match output {
+        Some(path) => output::write_new(&path, &text)?,
+        None => output::print(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,528 @@
+//! Tool manifest files: detecting their format, reading their tools, writing them back.
+//!
+//! A manifest is an envelope around a list of tools written in a dialect:
+//! - envelopes: a bare array, an object with a `tools` array (an MCP `tools/list` result, an
+//!   Anthropic or OpenAI request body), a JSON-RPC response whose `result` is such an object,
+//!   or JSON Lines (one tool per line, by the `.jsonl`/`.ndjson` extension);
+//! - dialects: MCP (`inputSchema`), OpenAI function tools (`{"type": "function", "function":
+//!   {..., "parameters"}}`), bare OpenAI functions (`parameters`), Anthropic (`input_schema`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::{Map, Value};
+use tool_mediator::Tool;
+
+use crate::cli::FormatArg;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Mcp,
+    OpenAiTool,
+    OpenAiFunction,
+    Anthropic,
+}
+
+impl From<FormatArg> for Dialect {
+    fn from(format: FormatArg) -> Self {
+        match format {
+            FormatArg::Mcp => Dialect::Mcp,
+            FormatArg::Openai => Dialect::OpenAiTool,
+            FormatArg::Anthropic => Dialect::Anthropic,
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::Mcp => "MCP tools",
+            Dialect::OpenAiTool => "OpenAI function tools",
+            Dialect::OpenAiFunction => "OpenAI functions",
+            Dialect::Anthropic => "Anthropic tools",
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Envelope {
+    Array,
+    /// The whole document; its `tools` array is replaced on write.
+    Object(Map<String, Value>),
+    /// The whole response; its `result.tools` array is replaced on write.
+    JsonRpc(Map<String, Value>),
+    Lines,
+}
+
+/// Where a manifest came from, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    File(PathBuf),
+    Stdin,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::Stdin => f.write_str("<stdin>"),
+        }
+    }
+}
+
+impl Origin {
+    /// The default source: the file name without its extension.
+    pub fn default_source(&self) -> String {
+        match self {
+            Origin::File(path) => path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Origin::Stdin => "stdin".to_owned(),
+        }
+    }
+}
+
+/// A parsed manifest: its tools and what is needed to write it back in the same shape.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub origin: Origin,
+    pub dialect: Dialect,
+    envelope: Envelope,
+    /// The document as read, for comparing with what would be written.
+    pub original: Value,
+    pub tools: Vec<Tool>,
+    /// Per tool, fields of an OpenAI tool's outer object besides `type` and `function`.
+    outer: Vec<Map<String, Value>>,
+}
+
+/// Where a tool sits in its file: a JSON pointer, or a line of a JSON Lines file.
+enum Places<'a> {
+    Pointer(&'a str),
+    Lines(Vec<usize>),
+}
+
+impl Places<'_> {
+    fn describe(&self, origin: &Origin, index: usize) -> String {
+        match self {
+            Places::Pointer(base) => format!("{origin}: `{base}/{index}`"),
+            Places::Lines(lines) => format!("{origin}:{}", lines[index]),
+        }
+    }
+}
+
+impl Manifest {
+    pub fn parse(text: &str, origin: Origin) -> Result<Manifest> {
+        let is_lines = matches!(&origin, Origin::File(path) if path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson"));
+        if is_lines {
+            let mut items = Vec::new();
+            let mut lines = Vec::new();
+            for (number, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let value: Value = serde_json::from_str(line).map_err(|error| {
+                    anyhow::anyhow!("{origin}:{}:{}: {error}", number + 1, error.column())
+                })?;
+                items.push(value);
+                lines.push(number + 1);
+            }
+            let original = Value::Array(items.clone());
+            return Manifest::from_items(
+                items,
+                Envelope::Lines,
+                original,
+                origin,
+                Places::Lines(lines),
+            );
+        }
+        let document: Value = serde_json::from_str(text).map_err(|error| {
+            anyhow::anyhow!("{origin}:{}:{}: {error}", error.line(), error.column())
+        })?;
+        let original = document.clone();
+        match document {
+            Value::Array(items) => Manifest::from_items(
+                items,
+                Envelope::Array,
+                original,
+                origin,
+                Places::Pointer(""),
+            ),
+            Value::Object(mut object) => {
+                if object.contains_key("jsonrpc") {
+                    let Some(Value::Object(result)) = object.get_mut("result") else {
+                        bail!(
+                            "{origin}: `/result`: a JSON-RPC response carrying a tools/list result needs an object `result`"
+                        );
+                    };
+                    let Some(Value::Array(items)) = result.get_mut("tools").map(Value::take) else {
+                        bail!(
+                            "{origin}: `/result/tools`: the JSON-RPC result has no `tools` array"
+                        );
+                    };
+                    Manifest::from_items(
+                        items,
+                        Envelope::JsonRpc(object),
+                        original,
+                        origin,
+                        Places::Pointer("/result/tools"),
+                    )
+                } else {
+                    let Some(Value::Array(items)) = object.get_mut("tools").map(Value::take) else {
+                        bail!(
+                            "{origin}: ``: not a tool manifest: expected {{\"tools\": [...]}}, an array of tools, \
+                             or a JSON-RPC response carrying a tools/list result"
+                        );
+                    };
+                    Manifest::from_items(
+                        items,
+                        Envelope::Object(object),
+                        original,
+                        origin,
+                        Places::Pointer("/tools"),
+                    )
+                }
+            }
+            _ => bail!(
+                "{origin}: ``: not a tool manifest: the document is neither an object nor an array"
+            ),
+        }
+    }
+
+    fn from_items(
+        items: Vec<Value>,
+        envelope: Envelope,
+        original: Value,
+        origin: Origin,
+        places: Places<'_>,
+    ) -> Result<Manifest> {
+        let dialect = detect(&items);
+        let mut tools = Vec::with_capacity(items.len());
+        let mut outer = Vec::with_capacity(items.len());
+        for (index, item) in items.into_iter().enumerate() {
+            let (tool, rest) = read_tool(item, dialect).map_err(|message| {
+                anyhow::anyhow!("{}: {message}", places.describe(&origin, index))
+            })?;
+            tools.push(tool);
+            outer.push(rest);
+        }
+        Ok(Manifest {
+            origin,
+            dialect,
+            envelope,
+            original,
+            tools,
+            outer,
+        })
+    }
+
+    /// The document with `tools` in place of the manifest's tools, written in `dialect`.
+    /// `outer` fields of OpenAI tools are kept by original position where there is one.
+    pub fn render(&self, tools: &[(usize, Tool)], dialect: Dialect) -> Value {
+        let items: Vec<Value> = tools
+            .iter()
+            .map(|(index, tool)| {
+                write_tool(
+                    tool,
+                    dialect,
+                    self.outer.get(*index).filter(|_| dialect == self.dialect),
+                )
+            })
+            .collect();
+        match &self.envelope {
+            Envelope::Array | Envelope::Lines => Value::Array(items),
+            // The `tools` key was left in place holding null, so the document keeps its key order.
+            Envelope::Object(object) => {
+                let mut object = object.clone();
+                object.insert("tools".into(), Value::Array(items));
+                Value::Object(object)
+            }
+            Envelope::JsonRpc(response) => {
+                let mut response = response.clone();
+                if let Some(Value::Object(result)) = response.get_mut("result") {
+                    result.insert("tools".into(), Value::Array(items));
+                }
+                Value::Object(response)
+            }
+        }
+    }
+
+    /// Text to write: pretty JSON, or one compact line per tool for JSON Lines.
+    pub fn to_text(&self, document: &Value) -> String {
+        match (&self.envelope, document) {
+            (Envelope::Lines, Value::Array(items)) => items
+                .iter()
+                .map(|item| serde_json::to_string(item).expect("JSON values serialize") + "\n")
+                .collect(),
+            _ => serde_json::to_string_pretty(document).expect("JSON values serialize") + "\n",
+        }
+    }
+}
+
+fn detect(items: &[Value]) -> Dialect {
+    let has = |key: &str| items.iter().any(|item| item.get(key).is_some());
+    if items.iter().any(|item| {
+        item.get("type") == Some(&Value::String("function".into()))
+            && item.get("function").is_some()
+    }) {
+        Dialect::OpenAiTool
+    } else if has("input_schema") {
+        Dialect::Anthropic
+    } else if has("parameters") && !has("inputSchema") {
+        Dialect::OpenAiFunction
+    } else {
+        Dialect::Mcp
+    }
+}
+
+/// One tool read in `dialect`, with an OpenAI tool's outer fields.
+fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Map<String, Value>), String> {
+    let Value::Object(mut object) = item else {
+        return Err("a tool must be an object".into());
+    };
+    let mut outer = Map::new();
+    let fields = match dialect {
+        Dialect::Mcp => object,
+        Dialect::Anthropic => {
+            rename(&mut object, "input_schema", "inputSchema");
+            object
+        }
+        Dialect::OpenAiFunction => {
+            rename(&mut object, "parameters", "inputSchema");
+            object
+        }
+        Dialect::OpenAiTool => {
+            let Some(Value::Object(mut function)) = object.remove("function") else {
+                return Err("an OpenAI tool needs a `function` object".into());
+            };
+            object.remove("type");
+            outer = object;
+            rename(&mut function, "parameters", "inputSchema");
+            function
+        }
+    };
+    if !matches!(fields.get("name"), Some(Value::String(_))) {
+        return Err("a tool needs a string `name`".into());
+    }
+    let tool: Tool =
+        serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())?;
+    Ok((tool, outer))
+}
+
+fn write_tool(tool: &Tool, dialect: Dialect, outer: Option<&Map<String, Value>>) -> Value {
+    let Value::Object(mut object) = serde_json::to_value(tool).expect("tools serialize") else {
+        unreachable!("a tool serializes to an object")
+    };
+    match dialect {
+        Dialect::Mcp => Value::Object(object),
+        Dialect::Anthropic | Dialect::OpenAiFunction | Dialect::OpenAiTool => {
+            for mcp_only in [
+                "title",
+                "outputSchema",
+                "annotations",
+                "_meta",
+                "icons",
+                "execution",
+            ] {
+                object.remove(mcp_only);
+            }
+            let schema_key = if dialect == Dialect::Anthropic {
+                "input_schema"
+            } else {
+                "parameters"
+            };
+            rename(&mut object, "inputSchema", schema_key);
+            if dialect != Dialect::OpenAiTool {
+                return Value::Object(object);
+            }
+            let mut wrapper = Map::new();
+            wrapper.insert("type".into(), "function".into());
+            wrapper.insert("function".into(), Value::Object(object));
+            if let Some(outer) = outer {
+                wrapper.extend(outer.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            Value::Object(wrapper)
+        }
+    }
+}
+
+/// Renames a key in place, keeping its position.
+fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
+    if object.contains_key(from) {
+        *object = std::mem::take(object)
+            .into_iter()
+            .map(|(key, value)| {
+                if key == from {
+                    (to.to_owned(), value)
+                } else {
+                    (key, value)
+                }
+            })
+            .collect();
+    }
+}
+
+/// Reads a manifest from a file or standard input.
+pub fn read(origin: Origin) -> Result<Manifest> {
+    let text = match &origin {
+        Origin::File(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        Origin::Stdin => {
+            std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?
+        }
+    };
+    Manifest::parse(&text, origin)
+}
+
+/// Expands the command line's inputs: files as given, directories to their `.json` and
+/// `.jsonl` files (recursively, in name order), `-` or nothing to standard input.
+pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<Origin>> {
+    if inputs.is_empty() {
+        return Ok(vec![Origin::Stdin]);
+    }
+    let mut origins = Vec::new();
+    for input in inputs {
+        if input == Path::new("-") {
+            origins.push(Origin::Stdin);
+        } else if input.is_dir() {
+            let mut found = Vec::new();
+            collect_manifests(input, &mut found)?;
+            found.sort();
+            origins.extend(found.into_iter().map(Origin::File));
+        } else {
+            origins.push(Origin::File(input.clone()));
+        }
+    }
+    if origins
+        .iter()
+        .filter(|origin| **origin == Origin::Stdin)
+        .count()
+        > 1
+    {
+        bail!("standard input (`-`) can be read only once");
+    }
+    Ok(origins)
+}
+
+fn collect_manifests(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read directory {}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("cannot read directory {}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            collect_manifests(&path, found)?;
+        } else if path
+            .extension()
+            .is_some_and(|ext| ext == "json" || ext == "jsonl" || ext == "ndjson")
+        {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value) -> Manifest {
+        Manifest::parse(&value.to_string(), Origin::File("m.json".into())).unwrap()
+    }
+
+    fn round_trip(value: Value) -> Value {
+        let manifest = parse(value);
+        let tools: Vec<(usize, Tool)> = manifest.tools.iter().cloned().enumerate().collect();
+        manifest.render(&tools, manifest.dialect)
+    }
+
+    #[test]
+    fn every_format_round_trips_unchanged() {
+        let documents = [
+            json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "x"}),
+            json!([{"name": "a", "description": "d", "inputSchema": {"type": "object"}}]),
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}}),
+            json!([{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": true}}]),
+            json!({"model": "m", "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]}),
+            json!([{"name": "a", "description": "d", "parameters": {"type": "object"}}]),
+            json!([{"name": "a", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]),
+        ];
+        for document in documents {
+            assert_eq!(round_trip(document.clone()), document);
+        }
+    }
+
+    #[test]
+    fn formats_are_detected() {
+        assert_eq!(
+            parse(json!([{"name": "a", "input_schema": {}}])).dialect,
+            Dialect::Anthropic
+        );
+        assert_eq!(
+            parse(json!([{"type": "function", "function": {"name": "a"}}])).dialect,
+            Dialect::OpenAiTool
+        );
+        assert_eq!(
+            parse(json!([{"name": "a", "parameters": {}}])).dialect,
+            Dialect::OpenAiFunction
+        );
+        assert_eq!(parse(json!({"tools": []})).dialect, Dialect::Mcp);
+    }
+
+    #[test]
+    fn conversion_between_dialects() {
+        let manifest = parse(
+            json!({"tools": [{"name": "a", "title": "A", "inputSchema": {"type": "object"}}]}),
+        );
+        let tools: Vec<(usize, Tool)> = manifest.tools.iter().cloned().enumerate().collect();
+        assert_eq!(
+            manifest.render(&tools, Dialect::OpenAiTool),
+            json!({"tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]})
+        );
+        assert_eq!(
+            manifest.render(&tools, Dialect::Anthropic),
+            json!({"tools": [{"name": "a", "input_schema": {"type": "object"}}]})
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_place() {
+        let error = Manifest::parse(
+            "{\n  \"tools\": [\n    {\"name\": 1}\n  ]\n}",
+            Origin::File("m.json".into()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "m.json: `/tools/0`: a tool needs a string `name`"
+        );
+        let error = Manifest::parse(
+            "{\"tools\": [\n  {\"name\": \"a\",}\n]}",
+            Origin::File("m.json".into()),
+        )
+        .unwrap_err();
+        assert!(error.to_string().starts_with("m.json:2:"), "{error}");
+        let error = Manifest::parse("{\"tool\": []}", Origin::File("m.json".into())).unwrap_err();
+        assert!(error.to_string().contains("not a tool manifest"), "{error}");
+        let error = Manifest::parse(
+            "{\"name\": \"a\"}\nnot json\n",
+            Origin::File("m.jsonl".into()),
+        )
+        .unwrap_err();
+        assert!(error.to_string().starts_with("m.jsonl:2:"), "{error}");
+        let error = Manifest::parse(
+            "{\"tools\": [{\"name\": \"a\", \"description\": 5}]}",
+            Origin::Stdin,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("<stdin>: `/tools/0`: invalid type"),
+            "{error}"
+        );
+    }
+}
