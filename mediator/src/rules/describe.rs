@@ -397,60 +397,87 @@ pub fn object_phrase(words: &[String]) -> Option<Vec<String>> {
     (!phrase.is_empty()).then_some(phrase)
 }
 
-/// Counts of object-phrase prefixes and suffixes, and of first words, over a batch of names.
+/// Counts of object-phrase prefixes and suffixes, and of the leading words of names that do
+/// not start with a verb, over a batch of names.
 #[derive(Debug, Default)]
 pub struct CategoryIndex {
     prefixes: HashMap<String, usize>,
     suffixes: HashMap<String, usize>,
-    first_words: HashMap<String, usize>,
+    leading: HashMap<String, usize>,
 }
+
+/// How many leading words of a verbless name can make its category (`pull_request_read`).
+const MAX_LEADING_WORDS: usize = 3;
 
 impl CategoryIndex {
     pub fn add(&mut self, words: &[String]) {
-        if let Some(first) = words.first()
-            && words.len() > 1
-        {
-            *self.first_words.entry(first.clone()).or_default() += 1;
-        }
-        if let Some(phrase) = object_phrase(words) {
-            for end in 1..=phrase.len() {
-                *self.prefixes.entry(phrase[..end].join(" ")).or_default() += 1;
-                *self
-                    .suffixes
-                    .entry(phrase[phrase.len() - end..].join(" "))
-                    .or_default() += 1;
+        match object_phrase(words) {
+            Some(phrase) => {
+                for end in 1..=phrase.len() {
+                    *self.prefixes.entry(phrase[..end].join(" ")).or_default() += 1;
+                    *self
+                        .suffixes
+                        .entry(phrase[phrase.len() - end..].join(" "))
+                        .or_default() += 1;
+                }
             }
+            None if words.len() > 1 && !is_verb(&words[0]) => {
+                for end in 1..words.len().min(MAX_LEADING_WORDS + 1) {
+                    *self.leading.entry(words[..end].join(" ")).or_default() += 1;
+                }
+            }
+            None => {}
         }
     }
 
-    /// A category where the name makes it clear: the object of a one-word "verb object" name,
-    /// the longest part of a longer object that sibling tools share, or a first word that
-    /// sibling tools share (`git_status`, `git_log` -> `git`).
+    /// A category where the name makes it clear: the object of a one-word "verb object" name;
+    /// for a longer object, the shortest start of it that sibling tools share, extended while
+    /// every sharer goes on the same way (`pull` -> `pull request`); else the end of it that
+    /// siblings share; for a name that does not start with a verb, the leading words sibling
+    /// tools share (`git_status`, `git_log` -> `git`).
     pub fn category(&self, words: &[String]) -> Option<String> {
         let noun = |candidate: &[String]| {
             candidate
                 .last()
                 .is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1)
         };
+        let shared = |counts: &HashMap<String, usize>, part: &[String]| {
+            counts.get(&part.join(" ")).copied().unwrap_or(0)
+        };
+        let shortest_shared = |counts: &HashMap<String, usize>,
+                               sequence: &[String]|
+         -> Option<String> {
+            let mut len = (1..=sequence.len()).find(|&len| shared(counts, &sequence[..len]) > 1)?;
+            let count = shared(counts, &sequence[..len]);
+            while len < sequence.len() && shared(counts, &sequence[..len + 1]) == count {
+                len += 1;
+            }
+            let part = &sequence[..len];
+            noun(part).then(|| {
+                part.iter()
+                    .map(|w| singular(w))
+                    .collect::<Vec<_>>()
+                    .join("_")
+            })
+        };
         if let Some(phrase) = object_phrase(words) {
             if phrase.len() == 1 {
                 return noun(&phrase).then(|| phrase[0].clone());
             }
-            for len in (1..=phrase.len()).rev() {
-                let prefix = &phrase[..len];
-                if self.prefixes.get(&prefix.join(" ")).is_some_and(|&n| n > 1) && noun(prefix) {
-                    return Some(prefix.join("_"));
-                }
-                let suffix = &phrase[phrase.len() - len..];
-                if self.suffixes.get(&suffix.join(" ")).is_some_and(|&n| n > 1) && noun(suffix) {
-                    return Some(suffix.join("_"));
-                }
+            if let Some(category) = shortest_shared(&self.prefixes, &phrase) {
+                return Some(category);
             }
+            return (1..phrase.len())
+                .rev()
+                .map(|len| &phrase[phrase.len() - len..])
+                .find_map(|suffix| {
+                    (shared(&self.suffixes, suffix) > 1 && noun(suffix)).then(|| suffix.join("_"))
+                });
+        }
+        if words.len() < 2 || is_verb(&words[0]) {
             return None;
         }
-        let first = words.first()?;
-        (words.len() > 1 && self.first_words.get(first).is_some_and(|&n| n > 1) && !is_verb(first))
-            .then(|| singular(first))
+        shortest_shared(&self.leading, &words[..words.len().min(MAX_LEADING_WORDS)])
     }
 }
 

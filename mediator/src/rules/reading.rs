@@ -51,6 +51,7 @@ impl Context<'_> {
     pub fn words_of(text: &str) -> Vec<String> {
         identifier::split(text)
             .into_iter()
+            .take(MAX_DESCRIPTION_WORDS)
             .map(|token| token.text.to_lowercase())
             .filter(|word| word.chars().all(|c| c.is_ascii_alphabetic()))
             .collect()
@@ -201,7 +202,11 @@ pub struct NameReading {
 }
 
 impl NameReading {
+    /// Reads `name`. Names longer than [`MAX_NAME_LEN`] are not read.
     pub fn read(name: &str, dictionary: &Dictionary, context: &Context<'_>) -> NameReading {
+        if name.len() > MAX_NAME_LEN {
+            return NameReading::unread(name);
+        }
         let tokens = segment_compounds(identifier::split(name), dictionary, context);
         let mixed_case = name.chars().any(char::is_lowercase);
         let mut senses = Vec::with_capacity(tokens.len());
@@ -256,10 +261,25 @@ impl NameReading {
             senses,
         };
         // A sentence from a name the rules mostly did not understand would only echo it.
-        if reading.confidence >= MIN_UNDERSTOOD_TO_DESCRIBE {
+        // Neither would a sentence that is just the one word of the name (`echo` -> "Echo.").
+        let says_more = reading.expanded_words.len() > 1 || reading.expanded_words != reading.words;
+        if reading.confidence >= MIN_UNDERSTOOD_TO_DESCRIBE && says_more {
             reading.description = super::describe::sentence(&reading.expanded_words, dictionary);
         }
         reading
+    }
+
+    /// A name the rules did not read: no words, nothing understood.
+    fn unread(name: &str) -> NameReading {
+        NameReading {
+            input: name.to_owned(),
+            words: Vec::new(),
+            expanded_words: Vec::new(),
+            name: name.to_owned(),
+            description: None,
+            confidence: 0.0,
+            senses: Vec::new(),
+        }
     }
 
     /// What the rules read the `index`th word as, when they read it as more than itself.
@@ -278,6 +298,14 @@ impl NameReading {
     }
 }
 
+/// A valid MCP name has at most 128 characters; the rules read up to twice that.
+pub const MAX_NAME_LEN: usize = 256;
+
+/// Longer words are not split: the search is quadratic, and no real compound is this long.
+const MAX_COMPOUND_LEN: usize = 32;
+/// The description words the rules look at; a long description says what it means early.
+const MAX_DESCRIPTION_WORDS: usize = 400;
+
 /// Splits words written together (`filepath`, `threadsafe`, `getusr`) into known words.
 fn segment_compounds<'a>(
     tokens: Vec<Token<'a>>,
@@ -290,7 +318,7 @@ fn segment_compounds<'a>(
         let one_case = token.text.chars().all(|c| c.is_ascii_lowercase())
             || token.text.chars().all(|c| c.is_ascii_uppercase());
         let compound = one_case
-            && word.len() >= 6
+            && (6..=MAX_COMPOUND_LEN).contains(&word.len())
             && !is_english(&word)
             && dictionary.get(&word).is_none()
             && !context.mentions(&word);
