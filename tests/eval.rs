@@ -17,29 +17,18 @@ fn lines(path: &Path) -> Vec<Value> {
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
         .lines()
         .filter(|line| !line.trim().is_empty())
-        .map(|line| {
-            serde_json::from_str(line).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-        })
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{}: {error}", path.display())))
         .collect()
 }
 
 fn enhance(tools: Vec<Tool>) -> Vec<tool_mediator::EnhancedTool> {
-    let mediator = Mediator::builder()
-        .transformer(RuleTransformer::new())
-        .build();
+    let mediator = Mediator::builder().transformer(RuleTransformer::new()).build();
     let context = ToolContext::new("eval", SourceType::File);
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(mediator.enhance(tools, &context))
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(mediator.enhance(tools, &context))
 }
 
 fn percent(part: usize, whole: usize) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
+    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
 }
 
 /// SCANL pairs: for each (identifier, abbreviation, expansion), does reading the identifier
@@ -71,14 +60,8 @@ fn abbreviation_expansion_on_scanl() {
         "SCANL abbreviations: {} pairs, {made} expansions made, {correct} correct: precision {precision:.1}%, recall {recall:.1}%",
         rows.len()
     );
-    assert!(
-        precision >= PRECISION_FLOOR,
-        "expansion precision fell to {precision:.1}%"
-    );
-    assert!(
-        recall >= RECALL_FLOOR,
-        "expansion recall fell to {recall:.1}%"
-    );
+    assert!(precision >= PRECISION_FLOOR, "expansion precision fell to {precision:.1}%");
+    assert!(recall >= RECALL_FLOOR, "expansion recall fell to {recall:.1}%");
 }
 
 const PRECISION_FLOOR: f64 = 90.0;
@@ -94,10 +77,7 @@ fn identifier_splitting_on_loyola_oracle() {
     let mut misses = Vec::new();
     for line in text.lines().filter(|line| !line.trim().is_empty()) {
         let (identifier, split) = line.split_once('\t').expect("identifier<TAB>split");
-        let expected: Vec<String> = split
-            .split(',')
-            .map(|word| word.trim().to_lowercase())
-            .collect();
+        let expected: Vec<String> = split.split(',').map(|word| word.trim().to_lowercase()).collect();
         total += 1;
         let words = rules.read_name(identifier).words;
         if words == expected {
@@ -111,10 +91,7 @@ fn identifier_splitting_on_loyola_oracle() {
         "Loyola identifier splitting: {exact} of {total} exact ({accuracy:.1}%); some misses:\n  {}",
         misses.join("\n  ")
     );
-    assert!(
-        accuracy >= SPLIT_FLOOR,
-        "split accuracy fell to {accuracy:.1}%"
-    );
+    assert!(accuracy >= SPLIT_FLOOR, "split accuracy fell to {accuracy:.1}%");
 }
 
 const SPLIT_FLOOR: f64 = 79.0;
@@ -130,10 +107,7 @@ fn well_named_tools_come_out_unchanged() {
         let tool = Tool::new(row["name"].as_str().unwrap())
             .with_description(row["description"].as_str().unwrap_or_default())
             .with_input_schema(row["inputSchema"].clone());
-        by_server
-            .entry(row["server"].as_str().unwrap_or("").to_owned())
-            .or_default()
-            .push(tool);
+        by_server.entry(row["server"].as_str().unwrap_or("").to_owned()).or_default().push(tool);
     }
     let (mut total, mut unchanged) = (0, 0);
     let mut changed = Vec::new();
@@ -147,19 +121,12 @@ fn well_named_tools_come_out_unchanged() {
             if same {
                 unchanged += 1;
             } else {
-                changed.push(format!(
-                    "{} -> {} / {:?}",
-                    before.name, after.tool.name, after.tool.description
-                ));
+                changed.push(format!("{} -> {} / {:?}", before.name, after.tool.name, after.tool.description));
             }
         }
     }
     println!("well-named tools unchanged: {unchanged} of {total}");
-    assert!(
-        changed.is_empty(),
-        "the rules changed well-named tools:\n{}",
-        changed.join("\n")
-    );
+    assert!(changed.is_empty(), "the rules changed well-named tools:\n{}", changed.join("\n"));
 }
 
 /// 1,512 BFCL functions with non-standard types: every schema out of the chain is valid.
@@ -176,16 +143,10 @@ fn bfcl_schemas_come_out_valid() {
             tool
         })
         .collect();
-    let invalid_before = tools
-        .iter()
-        .filter(|t| !t.input_schema.as_ref().is_some_and(schema::is_valid))
-        .count();
+    let invalid_before = tools.iter().filter(|t| !t.input_schema.as_ref().is_some_and(schema::is_valid)).count();
     let enhanced = enhance(tools.clone());
     assert_eq!(enhanced.len(), tools.len());
-    let valid = enhanced
-        .iter()
-        .filter(|t| t.tool.input_schema.as_ref().is_some_and(schema::is_valid))
-        .count();
+    let valid = enhanced.iter().filter(|t| t.tool.input_schema.as_ref().is_some_and(schema::is_valid)).count();
     // BFCL repeats function names across its categories; in one batch the chain suffixes them.
     let spelled_out = enhanced
         .iter()
@@ -197,11 +158,7 @@ fn bfcl_schemas_come_out_valid() {
         tools.len(),
         percent(valid, tools.len())
     );
-    assert_eq!(
-        valid,
-        tools.len(),
-        "every schema that leaves the mediator is valid"
-    );
+    assert_eq!(valid, tools.len(), "every schema that leaves the mediator is valid");
 }
 
 /// 6,031 real MCP tool names: how many would the rules rename? Prints a sample to review.
@@ -211,13 +168,9 @@ fn toolsdk_names_harm_survey() {
     let rows = lines(&dir.join("mcp_tool_names_toolsdk.jsonl"));
     let mut by_package: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for row in &rows {
-        let mut tool =
-            Tool::new(row["name"].as_str().unwrap()).with_input_schema(schema::empty_object());
+        let mut tool = Tool::new(row["name"].as_str().unwrap()).with_input_schema(schema::empty_object());
         tool.description = row["description"].as_str().map(str::to_owned);
-        by_package
-            .entry(row["package"].as_str().unwrap_or("").to_owned())
-            .or_default()
-            .push(tool);
+        by_package.entry(row["package"].as_str().unwrap_or("").to_owned()).or_default().push(tool);
     }
     let (mut total, mut renamed, mut described) = (0, 0, 0);
     let mut sample = Vec::new();
@@ -231,13 +184,7 @@ fn toolsdk_names_harm_survey() {
                     "{} -> {}  ({})",
                     before.name,
                     after.tool.name,
-                    before
-                        .description
-                        .as_deref()
-                        .unwrap_or("")
-                        .chars()
-                        .take(60)
-                        .collect::<String>()
+                    before.description.as_deref().unwrap_or("").chars().take(60).collect::<String>()
                 ));
             }
             if before.description != after.tool.description {
@@ -250,10 +197,7 @@ fn toolsdk_names_harm_survey() {
         percent(renamed, total),
         sample.join("\n  ")
     );
-    assert!(
-        percent(renamed, total) <= RENAME_CEILING,
-        "the rules rename {renamed} of {total} real names"
-    );
+    assert!(percent(renamed, total) <= RENAME_CEILING, "the rules rename {renamed} of {total} real names");
 }
 
 /// Renames include source names the chain had to repair (`nasa/apod` is not a valid MCP name).

@@ -6,10 +6,7 @@ use std::sync::OnceLock;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the workspace")
-        .to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_owned()
 }
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -28,25 +25,11 @@ pub fn binary() -> PathBuf {
         .get_or_init(|| {
             // target/<profile>/deps/<test> -> target/<profile>/tool-mediator
             let test = std::env::current_exe().expect("the test knows its path");
-            let profile_dir = test
-                .parent()
-                .and_then(Path::parent)
-                .expect("tests run from target/<profile>/deps");
-            let release = profile_dir
-                .file_name()
-                .is_some_and(|name| name == "release");
+            let profile_dir = test.parent().and_then(Path::parent).expect("tests run from target/<profile>/deps");
+            let release = profile_dir.file_name().is_some_and(|name| name == "release");
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut build = Command::new(cargo);
-            build
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "tool-mediator-cli",
-                    "--bin",
-                    "tool-mediator",
-                ])
-                .current_dir(root());
+            build.args(["build", "--quiet", "-p", "tool-mediator-cli", "--bin", "tool-mediator"]).current_dir(root());
             if release {
                 build.arg("--release");
             }
@@ -67,22 +50,13 @@ pub fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     command
         .args(args)
         .current_dir(dir)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("the binary starts");
     if let Some(input) = stdin {
         use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(input.as_bytes())
-            .expect("stdin takes the input");
+        child.stdin.take().expect("piped").write_all(input.as_bytes()).expect("stdin takes the input");
     }
     child.wait_with_output().expect("the binary finishes")
 }
@@ -96,11 +70,7 @@ pub fn eval_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         return Some(dir);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the evaluation data is missing at {}",
-        dir.display()
-    );
+    assert!(std::env::var_os("CI").is_none(), "the evaluation data is missing at {}", dir.display());
     eprintln!("skipping: no evaluation data at {}", dir.display());
     None
 }

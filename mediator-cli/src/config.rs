@@ -3,8 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use tool_mediator::{
-    Dictionary, Mediator, NameRules, OverrideSet, OverrideTransformer, RuleTransformer, SourceType,
-    ToolContext,
+    Dictionary, Mediator, NameRules, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, ToolContext,
 };
 
 use crate::cli::{ChainArgs, ClientProfileArg, SourceTypeArg};
@@ -30,13 +29,8 @@ impl Chain {
             }
             Some(set)
         };
-        let rules = if args.no_rules {
-            None
-        } else {
-            Some(RuleTransformer::with_dictionary(dictionary(
-                &args.dictionaries,
-            )?))
-        };
+        let rules =
+            if args.no_rules { None } else { Some(RuleTransformer::with_dictionary(dictionary(&args.dictionaries)?)) };
         Ok(Chain {
             source: args.source.clone(),
             source_type: source_type(args.source_type),
@@ -47,9 +41,7 @@ impl Chain {
     }
 
     pub fn mediator(&self, min_confidence: f64) -> Mediator {
-        let mut builder = Mediator::builder()
-            .name_rules(self.names)
-            .min_confidence(min_confidence);
+        let mut builder = Mediator::builder().name_rules(self.names).min_confidence(min_confidence);
         if let Some(overrides) = &self.overrides {
             builder = builder.transformer(OverrideTransformer::new(overrides.clone()));
         }
@@ -61,10 +53,7 @@ impl Chain {
 
     /// The context for a manifest: `--source`, else the file's name without extension.
     pub fn context(&self, origin: &Origin) -> ToolContext {
-        let source = self
-            .source
-            .clone()
-            .unwrap_or_else(|| origin.default_source());
+        let source = self.source.clone().unwrap_or_else(|| origin.default_source());
         ToolContext::new(source, self.source_type)
     }
 }
@@ -73,9 +62,7 @@ impl Chain {
 pub fn dictionary(files: &[std::path::PathBuf]) -> Result<Dictionary> {
     let mut dictionary = Dictionary::built_in();
     for file in files {
-        dictionary
-            .merge_file(file)
-            .context("cannot use the dictionary")?;
+        dictionary.merge_file(file).context("cannot use the dictionary")?;
     }
     Ok(dictionary)
 }

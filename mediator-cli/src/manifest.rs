@@ -75,10 +75,7 @@ impl Origin {
     /// The default source: the file name without its extension.
     pub fn default_source(&self) -> String {
         match self {
-            Origin::File(path) => path
-                .file_stem()
-                .map(|stem| stem.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            Origin::File(path) => path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default(),
             Origin::Stdin => "stdin".to_owned(),
         }
     }
@@ -114,7 +111,8 @@ impl Places<'_> {
 
 impl Manifest {
     pub fn parse(text: &str, origin: Origin) -> Result<Manifest> {
-        let is_lines = matches!(&origin, Origin::File(path) if path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson"));
+        let is_lines =
+            matches!(&origin, Origin::File(path) if path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson"));
         if is_lines {
             let mut items = Vec::new();
             let mut lines = Vec::new();
@@ -122,33 +120,19 @@ impl Manifest {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let value: Value = serde_json::from_str(line).map_err(|error| {
-                    anyhow::anyhow!("{origin}:{}:{}: {error}", number + 1, error.column())
-                })?;
+                let value: Value = serde_json::from_str(line)
+                    .map_err(|error| anyhow::anyhow!("{origin}:{}:{}: {error}", number + 1, error.column()))?;
                 items.push(value);
                 lines.push(number + 1);
             }
             let original = Value::Array(items.clone());
-            return Manifest::from_items(
-                items,
-                Envelope::Lines,
-                original,
-                origin,
-                Places::Lines(lines),
-            );
+            return Manifest::from_items(items, Envelope::Lines, original, origin, Places::Lines(lines));
         }
-        let document: Value = serde_json::from_str(text).map_err(|error| {
-            anyhow::anyhow!("{origin}:{}:{}: {error}", error.line(), error.column())
-        })?;
+        let document: Value = serde_json::from_str(text)
+            .map_err(|error| anyhow::anyhow!("{origin}:{}:{}: {error}", error.line(), error.column()))?;
         let original = document.clone();
         match document {
-            Value::Array(items) => Manifest::from_items(
-                items,
-                Envelope::Array,
-                original,
-                origin,
-                Places::Pointer(""),
-            ),
+            Value::Array(items) => Manifest::from_items(items, Envelope::Array, original, origin, Places::Pointer("")),
             Value::Object(mut object) => {
                 if object.contains_key("jsonrpc") {
                     let Some(Value::Object(result)) = object.get_mut("result") else {
@@ -157,9 +141,7 @@ impl Manifest {
                         );
                     };
                     let Some(Value::Array(items)) = result.get_mut("tools").map(Value::take) else {
-                        bail!(
-                            "{origin}: `/result/tools`: the JSON-RPC result has no `tools` array"
-                        );
+                        bail!("{origin}: `/result/tools`: the JSON-RPC result has no `tools` array");
                     };
                     Manifest::from_items(
                         items,
@@ -175,18 +157,10 @@ impl Manifest {
                              or a JSON-RPC response carrying a tools/list result"
                         );
                     };
-                    Manifest::from_items(
-                        items,
-                        Envelope::Object(object),
-                        original,
-                        origin,
-                        Places::Pointer("/tools"),
-                    )
+                    Manifest::from_items(items, Envelope::Object(object), original, origin, Places::Pointer("/tools"))
                 }
             }
-            _ => bail!(
-                "{origin}: ``: not a tool manifest: the document is neither an object nor an array"
-            ),
+            _ => bail!("{origin}: ``: not a tool manifest: the document is neither an object nor an array"),
         }
     }
 
@@ -201,20 +175,12 @@ impl Manifest {
         let mut tools = Vec::with_capacity(items.len());
         let mut outer = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
-            let (tool, rest) = read_tool(item, dialect).map_err(|message| {
-                anyhow::anyhow!("{}: {message}", places.describe(&origin, index))
-            })?;
+            let (tool, rest) = read_tool(item, dialect)
+                .map_err(|message| anyhow::anyhow!("{}: {message}", places.describe(&origin, index)))?;
             tools.push(tool);
             outer.push(rest);
         }
-        Ok(Manifest {
-            origin,
-            dialect,
-            envelope,
-            original,
-            tools,
-            outer,
-        })
+        Ok(Manifest { origin, dialect, envelope, original, tools, outer })
     }
 
     /// The document with `tools` in place of the manifest's tools, written in `dialect`.
@@ -222,13 +188,7 @@ impl Manifest {
     pub fn render(&self, tools: &[(usize, Tool)], dialect: Dialect) -> Value {
         let items: Vec<Value> = tools
             .iter()
-            .map(|(index, tool)| {
-                write_tool(
-                    tool,
-                    dialect,
-                    self.outer.get(*index).filter(|_| dialect == self.dialect),
-                )
-            })
+            .map(|(index, tool)| write_tool(tool, dialect, self.outer.get(*index).filter(|_| dialect == self.dialect)))
             .collect();
         match &self.envelope {
             Envelope::Array | Envelope::Lines => Value::Array(items),
@@ -251,10 +211,9 @@ impl Manifest {
     /// Text to write: pretty JSON, or one compact line per tool for JSON Lines.
     pub fn to_text(&self, document: &Value) -> String {
         match (&self.envelope, document) {
-            (Envelope::Lines, Value::Array(items)) => items
-                .iter()
-                .map(|item| serde_json::to_string(item).expect("JSON values serialize") + "\n")
-                .collect(),
+            (Envelope::Lines, Value::Array(items)) => {
+                items.iter().map(|item| serde_json::to_string(item).expect("JSON values serialize") + "\n").collect()
+            }
             _ => serde_json::to_string_pretty(document).expect("JSON values serialize") + "\n",
         }
     }
@@ -262,10 +221,10 @@ impl Manifest {
 
 fn detect(items: &[Value]) -> Dialect {
     let has = |key: &str| items.iter().any(|item| item.get(key).is_some());
-    if items.iter().any(|item| {
-        item.get("type") == Some(&Value::String("function".into()))
-            && item.get("function").is_some()
-    }) {
+    if items
+        .iter()
+        .any(|item| item.get("type") == Some(&Value::String("function".into())) && item.get("function").is_some())
+    {
         Dialect::OpenAiTool
     } else if has("input_schema") {
         Dialect::Anthropic
@@ -305,8 +264,7 @@ fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Map<String, Value>)
     if !matches!(fields.get("name"), Some(Value::String(_))) {
         return Err("a tool needs a string `name`".into());
     }
-    let tool: Tool =
-        serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())?;
+    let tool: Tool = serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())?;
     Ok((tool, outer))
 }
 
@@ -317,21 +275,10 @@ fn write_tool(tool: &Tool, dialect: Dialect, outer: Option<&Map<String, Value>>)
     match dialect {
         Dialect::Mcp => Value::Object(object),
         Dialect::Anthropic | Dialect::OpenAiFunction | Dialect::OpenAiTool => {
-            for mcp_only in [
-                "title",
-                "outputSchema",
-                "annotations",
-                "_meta",
-                "icons",
-                "execution",
-            ] {
+            for mcp_only in ["title", "outputSchema", "annotations", "_meta", "icons", "execution"] {
                 object.remove(mcp_only);
             }
-            let schema_key = if dialect == Dialect::Anthropic {
-                "input_schema"
-            } else {
-                "parameters"
-            };
+            let schema_key = if dialect == Dialect::Anthropic { "input_schema" } else { "parameters" };
             rename(&mut object, "inputSchema", schema_key);
             if dialect != Dialect::OpenAiTool {
                 return Value::Object(object);
@@ -352,13 +299,7 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
     if object.contains_key(from) {
         *object = std::mem::take(object)
             .into_iter()
-            .map(|(key, value)| {
-                if key == from {
-                    (to.to_owned(), value)
-                } else {
-                    (key, value)
-                }
-            })
+            .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
             .collect();
     }
 }
@@ -366,11 +307,10 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
 /// Reads a manifest from a file or standard input.
 pub fn read(origin: Origin) -> Result<Manifest> {
     let text = match &origin {
-        Origin::File(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?,
-        Origin::Stdin => {
-            std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?
+        Origin::File(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
         }
+        Origin::Stdin => std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?,
     };
     Manifest::parse(&text, origin)
 }
@@ -394,30 +334,19 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<Origin>> {
             origins.push(Origin::File(input.clone()));
         }
     }
-    if origins
-        .iter()
-        .filter(|origin| **origin == Origin::Stdin)
-        .count()
-        > 1
-    {
+    if origins.iter().filter(|origin| **origin == Origin::Stdin).count() > 1 {
         bail!("standard input (`-`) can be read only once");
     }
     Ok(origins)
 }
 
 fn collect_manifests(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read directory {}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).with_context(|| format!("cannot read directory {}", dir.display()))?;
     for entry in entries {
-        let path = entry
-            .with_context(|| format!("cannot read directory {}", dir.display()))?
-            .path();
+        let path = entry.with_context(|| format!("cannot read directory {}", dir.display()))?.path();
         if path.is_dir() {
             collect_manifests(&path, found)?;
-        } else if path
-            .extension()
-            .is_some_and(|ext| ext == "json" || ext == "jsonl" || ext == "ndjson")
-        {
+        } else if path.extension().is_some_and(|ext| ext == "json" || ext == "jsonl" || ext == "ndjson") {
             found.push(path);
         }
     }
@@ -457,26 +386,15 @@ mod tests {
 
     #[test]
     fn formats_are_detected() {
-        assert_eq!(
-            parse(json!([{"name": "a", "input_schema": {}}])).dialect,
-            Dialect::Anthropic
-        );
-        assert_eq!(
-            parse(json!([{"type": "function", "function": {"name": "a"}}])).dialect,
-            Dialect::OpenAiTool
-        );
-        assert_eq!(
-            parse(json!([{"name": "a", "parameters": {}}])).dialect,
-            Dialect::OpenAiFunction
-        );
+        assert_eq!(parse(json!([{"name": "a", "input_schema": {}}])).dialect, Dialect::Anthropic);
+        assert_eq!(parse(json!([{"type": "function", "function": {"name": "a"}}])).dialect, Dialect::OpenAiTool);
+        assert_eq!(parse(json!([{"name": "a", "parameters": {}}])).dialect, Dialect::OpenAiFunction);
         assert_eq!(parse(json!({"tools": []})).dialect, Dialect::Mcp);
     }
 
     #[test]
     fn conversion_between_dialects() {
-        let manifest = parse(
-            json!({"tools": [{"name": "a", "title": "A", "inputSchema": {"type": "object"}}]}),
-        );
+        let manifest = parse(json!({"tools": [{"name": "a", "title": "A", "inputSchema": {"type": "object"}}]}));
         let tools: Vec<(usize, Tool)> = manifest.tools.iter().cloned().enumerate().collect();
         assert_eq!(
             manifest.render(&tools, Dialect::OpenAiTool),
@@ -490,39 +408,17 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_place() {
-        let error = Manifest::parse(
-            "{\n  \"tools\": [\n    {\"name\": 1}\n  ]\n}",
-            Origin::File("m.json".into()),
-        )
-        .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "m.json: `/tools/0`: a tool needs a string `name`"
-        );
-        let error = Manifest::parse(
-            "{\"tools\": [\n  {\"name\": \"a\",}\n]}",
-            Origin::File("m.json".into()),
-        )
-        .unwrap_err();
+        let error =
+            Manifest::parse("{\n  \"tools\": [\n    {\"name\": 1}\n  ]\n}", Origin::File("m.json".into())).unwrap_err();
+        assert_eq!(error.to_string(), "m.json: `/tools/0`: a tool needs a string `name`");
+        let error =
+            Manifest::parse("{\"tools\": [\n  {\"name\": \"a\",}\n]}", Origin::File("m.json".into())).unwrap_err();
         assert!(error.to_string().starts_with("m.json:2:"), "{error}");
         let error = Manifest::parse("{\"tool\": []}", Origin::File("m.json".into())).unwrap_err();
         assert!(error.to_string().contains("not a tool manifest"), "{error}");
-        let error = Manifest::parse(
-            "{\"name\": \"a\"}\nnot json\n",
-            Origin::File("m.jsonl".into()),
-        )
-        .unwrap_err();
+        let error = Manifest::parse("{\"name\": \"a\"}\nnot json\n", Origin::File("m.jsonl".into())).unwrap_err();
         assert!(error.to_string().starts_with("m.jsonl:2:"), "{error}");
-        let error = Manifest::parse(
-            "{\"tools\": [{\"name\": \"a\", \"description\": 5}]}",
-            Origin::Stdin,
-        )
-        .unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("<stdin>: `/tools/0`: invalid type"),
-            "{error}"
-        );
+        let error = Manifest::parse("{\"tools\": [{\"name\": \"a\", \"description\": 5}]}", Origin::Stdin).unwrap_err();
+        assert!(error.to_string().starts_with("<stdin>: `/tools/0`: invalid type"), "{error}");
     }
 }

@@ -15,20 +15,13 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
     };
     let mut temporary = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    temporary
-        .write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    temporary
-        .as_file()
-        .sync_all()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    temporary.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    temporary.as_file().sync_all().with_context(|| format!("cannot write {}", path.display()))?;
     if let Ok(metadata) = std::fs::metadata(path) {
         // Best effort: a file we may replace but not chmod still gets written.
         let _ = std::fs::set_permissions(temporary.path(), metadata.permissions());
     }
-    temporary
-        .persist(path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
+    temporary.persist(path).with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(())
 }
 
@@ -39,8 +32,7 @@ pub fn write_new(path: &Path, text: &str) -> Result<()> {
         .create_new(true)
         .open(path)
         .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
+    file.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub fn print(text: &str) -> Result<()> {
@@ -56,10 +48,5 @@ pub fn diff(old: &str, new: &str, name: &str) -> Option<String> {
         return None;
     }
     let diff = similar::TextDiff::from_lines(old, new);
-    Some(
-        diff.unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{name}"), &format!("b/{name}"))
-            .to_string(),
-    )
+    Some(diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string())
 }

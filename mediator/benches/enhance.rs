@@ -1,1 +1,88 @@
-fn main() {}
+//! `cargo bench -p tool-mediator --bench enhance`: the chain (overrides + rules) on 1,000 and
+//! 10,000 tools, beside serde_json parsing and serializing the same manifest. The target:
+//! enhancing costs at most 3x that round trip.
+
+use std::sync::LazyLock;
+
+use divan::Bencher;
+use serde_json::{Value, json};
+use tool_mediator::{
+    Mediator, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, Tool, ToolContext,
+};
+
+fn main() {
+    divan::main();
+}
+
+const SIZES: &[usize] = &[1_000, 10_000];
+
+/// A manifest of `n` tools: the real github-mcp-server tools with numbered names (well made,
+/// large schemas), and every fourth one a cryptic tool in the seed's style.
+fn manifest(n: usize) -> String {
+    let github: Value = serde_json::from_str(include_str!("data/github.json")).expect("github.json is JSON");
+    let real = github["tools"].as_array().expect("a tools array");
+    let tools: Vec<Value> = (0..n)
+        .map(|i| {
+            if i % 4 == 3 {
+                json!({"name": format!("gt_usr_{i}"), "description": "gets user", "inputSchema": {"type": "dict", "properties": {"uid": {"type": "int"}}}})
+            } else {
+                let mut tool = real[i % real.len()].clone();
+                tool["name"] = Value::from(format!("{}_{i}", tool["name"].as_str().unwrap()));
+                tool
+            }
+        })
+        .collect();
+    serde_json::to_string(&json!({"tools": tools})).expect("serializes")
+}
+
+static MANIFESTS: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| SIZES.iter().map(|&n| (n, manifest(n))).collect());
+
+fn text(n: usize) -> &'static str {
+    &MANIFESTS.iter().find(|(size, _)| *size == n).expect("a prepared size").1
+}
+
+static MEDIATOR: LazyLock<Mediator> = LazyLock::new(|| {
+    let overrides = OverrideFile::parse(
+        r#"{"source": "bench", "tools": {"gt_usr_3": {"name": "get_user", "description": "Retrieve a user."}, "get_me_0": {"hidden": true}}}"#,
+        std::path::Path::new("bench.json"),
+    )
+    .expect("a valid override file");
+    let mut set = OverrideSet::new();
+    set.add(overrides, "bench.json".into());
+    Mediator::builder().transformer(OverrideTransformer::new(set)).transformer(RuleTransformer::new()).build()
+});
+
+/// What any tool must do to a manifest: parse it and write it back.
+#[divan::bench(args = SIZES)]
+fn serde_round_trip(bencher: Bencher, n: usize) {
+    let input = text(n);
+    bencher.bench(|| {
+        let value: Value = serde_json::from_str(divan::black_box(input)).unwrap();
+        serde_json::to_string(&value).unwrap()
+    });
+}
+
+/// Parse, enhance through overrides and rules, write the consumer's view.
+#[divan::bench(args = SIZES)]
+fn enhance(bencher: Bencher, n: usize) {
+    let input = text(n);
+    let mediator = &*MEDIATOR;
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let context = ToolContext::new("bench", SourceType::Api);
+    bencher.bench(|| {
+        let document: ManifestIn = serde_json::from_str(divan::black_box(input)).unwrap();
+        let enhanced = runtime.block_on(mediator.enhance(document.tools, &context));
+        let tools: Vec<Tool> = enhanced.into_iter().filter(|t| !t.hidden).map(|t| t.into_consumer_tool()).collect();
+        serde_json::to_string(&ManifestOut { tools }).unwrap()
+    });
+}
+
+#[derive(serde::Deserialize)]
+struct ManifestIn {
+    tools: Vec<Tool>,
+}
+
+#[derive(serde::Serialize)]
+struct ManifestOut {
+    tools: Vec<Tool>,
+}

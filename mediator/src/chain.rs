@@ -47,12 +47,7 @@ pub struct MediatorBuilder {
 
 impl Default for MediatorBuilder {
     fn default() -> Self {
-        MediatorBuilder {
-            transformers: Vec::new(),
-            names: NameRules::MCP,
-            acceptance: 0.5,
-            min_confidence: 0.0,
-        }
+        MediatorBuilder { transformers: Vec::new(), names: NameRules::MCP, acceptance: 0.5, min_confidence: 0.0 }
     }
 }
 
@@ -87,8 +82,7 @@ impl MediatorBuilder {
 
     pub fn build(mut self) -> Mediator {
         // Stable: equal priorities keep registration order.
-        self.transformers
-            .sort_by_key(|transformer| std::cmp::Reverse(transformer.priority()));
+        self.transformers.sort_by_key(|transformer| std::cmp::Reverse(transformer.priority()));
         Mediator {
             chain: self.transformers.into_boxed_slice(),
             names: self.names,
@@ -131,28 +125,13 @@ impl fmt::Display for ChainEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ChainEvent::TransformerFailed { transformer, error } => {
-                write!(
-                    f,
-                    "transformer `{transformer}` failed, its tools fall through: {error}"
-                )
+                write!(f, "transformer `{transformer}` failed, its tools fall through: {error}")
             }
-            ChainEvent::AnswerRefused {
-                transformer,
-                tool,
-                reason,
-            } => {
+            ChainEvent::AnswerRefused { transformer, tool, reason } => {
                 write!(f, "refused `{transformer}`'s answer for `{tool}`: {reason}")
             }
-            ChainEvent::RenameRefused {
-                transformer,
-                tool,
-                name,
-                reason,
-            } => {
-                write!(
-                    f,
-                    "refused `{transformer}`'s rename of `{tool}` to `{name}`: {reason}"
-                )
+            ChainEvent::RenameRefused { transformer, tool, name, reason } => {
+                write!(f, "refused `{transformer}`'s rename of `{tool}` to `{name}`: {reason}")
             }
             ChainEvent::NameRepaired { tool, name } => {
                 write!(f, "source name `{tool}` exposed as `{name}`")
@@ -204,11 +183,7 @@ impl Mediator {
     }
 
     /// Runs `tools` through the chain and returns what happened beside the result.
-    pub async fn enhance_with_report(
-        &self,
-        tools: Vec<Tool>,
-        context: &ToolContext,
-    ) -> Enhancement {
+    pub async fn enhance_with_report(&self, mut tools: Vec<Tool>, context: &ToolContext) -> Enhancement {
         let mut events = Vec::new();
         let mut candidates: Vec<Vec<Candidate>> = (0..tools.len()).map(|_| Vec::new()).collect();
         let mut pending: Vec<usize> = (0..tools.len()).collect();
@@ -217,71 +192,42 @@ impl Mediator {
             if pending.is_empty() {
                 break;
             }
-            let batch: Vec<Tool>;
-            let batch: &[Tool] = if pending.len() == tools.len() {
-                &tools
+            // A later transformer sees only the pending tools; they are moved out for its turn
+            // and back after it, never copied.
+            let whole = pending.len() == tools.len();
+            let batch: Vec<Tool> = if whole {
+                std::mem::take(&mut tools)
             } else {
-                batch = pending.iter().map(|&index| tools[index].clone()).collect();
-                &batch
+                pending.iter().map(|&index| std::mem::replace(&mut tools[index], Tool::new(String::new()))).collect()
             };
-            let answers = match transformer.transform(batch, context).await {
-                Ok(answers) => answers,
-                Err(error) => {
-                    events.push(ChainEvent::TransformerFailed {
-                        transformer: transformer.name().to_owned(),
-                        error: error.to_string(),
-                    });
-                    continue;
-                }
-            };
-            let mut answered = vec![false; pending.len()];
+            let outcome = transformer.transform(&batch, context).await;
             let mut accepted = vec![false; pending.len()];
-            for mut answer in answers {
-                let Some(&index) = pending.get(answer.index) else {
-                    events.push(ChainEvent::AnswerRefused {
-                        transformer: transformer.name().to_owned(),
-                        tool: format!("#{}", answer.index),
-                        reason: format!(
-                            "no tool at position {} of a batch of {}",
-                            answer.index,
-                            pending.len()
-                        ),
-                    });
-                    continue;
-                };
-                let original = &tools[index];
-                let refuse = |reason: String| ChainEvent::AnswerRefused {
+            match outcome {
+                Ok(answers) => {
+                    let mut answered = vec![false; pending.len()];
+                    for answer in answers {
+                        let slot = answer.index;
+                        match self.check(answer, &batch, &mut answered, transformer.name()) {
+                            Ok(answer) => {
+                                accepted[slot] = answer.confidence >= self.acceptance;
+                                candidates[pending[slot]].push(Candidate { transformer: position, answer });
+                            }
+                            Err(Some(event)) => events.push(event),
+                            Err(None) => {}
+                        }
+                    }
+                }
+                Err(error) => events.push(ChainEvent::TransformerFailed {
                     transformer: transformer.name().to_owned(),
-                    tool: original.name.clone(),
-                    reason,
-                };
-                if std::mem::replace(&mut answered[answer.index], true) {
-                    events.push(refuse("a second answer for the same tool".into()));
-                    continue;
+                    error: error.to_string(),
+                }),
+            }
+            if whole {
+                tools = batch;
+            } else {
+                for (&index, tool) in pending.iter().zip(batch) {
+                    tools[index] = tool;
                 }
-                if !answer.confidence.is_finite() {
-                    events.push(refuse(format!(
-                        "confidence {} is not a number",
-                        answer.confidence
-                    )));
-                    continue;
-                }
-                answer.confidence = answer.confidence.clamp(0.0, 1.0);
-                if answer.confidence < self.min_confidence {
-                    continue;
-                }
-                if let Some(reason) = broken_schema(original, &answer.tool) {
-                    events.push(refuse(reason));
-                    continue;
-                }
-                keep_untouched_fields(original, &mut answer.tool);
-                if answer.confidence >= self.acceptance {
-                    accepted[answer.index] = true;
-                }
-                candidates[index].push(Candidate {
-                    transformer: position,
-                    answer,
-                });
             }
             let mut slot = 0;
             pending.retain(|_| {
@@ -291,40 +237,64 @@ impl Mediator {
             });
         }
 
-        let mut enhanced: Vec<EnhancedTool> = tools
-            .into_iter()
-            .zip(candidates)
-            .map(|(tool, candidates)| self.settle(tool, candidates))
-            .collect();
+        let mut enhanced: Vec<EnhancedTool> =
+            tools.into_iter().zip(candidates).map(|(tool, candidates)| self.settle(tool, candidates)).collect();
         self.enforce_names(&mut enhanced, &mut events);
         for tool in &mut enhanced {
             enforce_schema(tool, &mut events);
         }
-        Enhancement {
-            tools: enhanced,
-            events,
+        Enhancement { tools: enhanced, events }
+    }
+
+    /// An answer the chain can use, or why not (`Err(None)`: below the minimum, not reported).
+    fn check(
+        &self,
+        mut answer: Answer,
+        batch: &[Tool],
+        answered: &mut [bool],
+        transformer: &str,
+    ) -> Result<Answer, Option<ChainEvent>> {
+        let Some(original) = batch.get(answer.index) else {
+            return Err(Some(ChainEvent::AnswerRefused {
+                transformer: transformer.to_owned(),
+                tool: format!("#{}", answer.index),
+                reason: format!("no tool at position {} of a batch of {}", answer.index, batch.len()),
+            }));
+        };
+        let refuse = |reason: String| {
+            Some(ChainEvent::AnswerRefused { transformer: transformer.to_owned(), tool: original.name.clone(), reason })
+        };
+        if std::mem::replace(&mut answered[answer.index], true) {
+            return Err(refuse("a second answer for the same tool".into()));
         }
+        if !answer.confidence.is_finite() {
+            return Err(refuse(format!("confidence {} is not a number", answer.confidence)));
+        }
+        answer.confidence = answer.confidence.clamp(0.0, 1.0);
+        if answer.confidence < self.min_confidence {
+            return Err(None);
+        }
+        if let Some(tool) = &mut answer.tool {
+            if let Some(reason) = broken_schema(original, tool) {
+                return Err(refuse(reason));
+            }
+            keep_untouched_fields(original, tool);
+        }
+        Ok(answer)
     }
 
     /// The accepted answer if there is one, else the most confident, else the tool as it came.
     fn settle(&self, tool: Tool, candidates: Vec<Candidate>) -> EnhancedTool {
-        let chosen = candidates.into_iter().reduce(|best, next| {
-            if next.answer.confidence > best.answer.confidence {
-                next
-            } else {
-                best
-            }
-        });
-        let Some(Candidate {
-            transformer,
-            answer,
-        }) = chosen
-        else {
+        let chosen = candidates
+            .into_iter()
+            .reduce(|best, next| if next.answer.confidence > best.answer.confidence { next } else { best });
+        let Some(Candidate { transformer, answer }) = chosen else {
             return EnhancedTool::unchanged(tool);
         };
+        let original_name = tool.name.clone();
         EnhancedTool {
-            original_name: tool.name,
-            tool: answer.tool,
+            original_name,
+            tool: answer.tool.unwrap_or(tool),
             category: answer.category,
             confidence: answer.confidence,
             enhanced_by: self.chain[transformer].name().to_owned(),
@@ -349,10 +319,7 @@ impl Mediator {
                 name = unique_variant(&name, &taken, self.names);
             }
             if name != tool.original_name {
-                events.push(ChainEvent::NameRepaired {
-                    tool: tool.original_name.clone(),
-                    name: name.clone(),
-                });
+                events.push(ChainEvent::NameRepaired { tool: tool.original_name.clone(), name: name.clone() });
             }
             taken.insert(name.clone());
             exposed.push(name);
@@ -408,26 +375,24 @@ fn broken_schema(original: &Tool, answer: &Tool) -> Option<String> {
     }
     match &answer.input_schema {
         None => Some("it removed the input schema".into()),
-        Some(schema) => schema::check(schema)
-            .err()
-            .map(|error| format!("its input schema is invalid: {error}")),
+        Some(schema) => schema::check(schema).err().map(|error| format!("its input schema is invalid: {error}")),
     }
 }
 
 /// Fields no transformer may change.
 fn keep_untouched_fields(original: &Tool, answer: &mut Tool) {
-    answer.output_schema.clone_from(&original.output_schema);
-    answer.meta.clone_from(&original.meta);
-    answer.extra.clone_from(&original.extra);
+    if answer.output_schema != original.output_schema {
+        answer.output_schema.clone_from(&original.output_schema);
+    }
+    if answer.meta != original.meta {
+        answer.meta.clone_from(&original.meta);
+    }
+    if answer.extra != original.extra {
+        answer.extra.clone_from(&original.extra);
+    }
     if let (Some(Some(source)), Some(Some(proposed))) = (
-        original
-            .input_schema
-            .as_ref()
-            .map(|schema| schema.as_object()),
-        answer
-            .input_schema
-            .as_mut()
-            .map(|schema| schema.as_object_mut()),
+        original.input_schema.as_ref().map(|schema| schema.as_object()),
+        answer.input_schema.as_mut().map(|schema| schema.as_object_mut()),
     ) {
         for key in ["$schema", "$defs"] {
             match source.get(key) {
@@ -450,10 +415,7 @@ fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
     let mut repairs;
     match tool.tool.input_schema.take() {
         None => {
-            repairs = vec![Repair {
-                pointer: String::new(),
-                what: "added the empty object schema".into(),
-            }];
+            repairs = vec![Repair { pointer: String::new(), what: "added the empty object schema".into() }];
             tool.tool.input_schema = Some(schema::empty_object());
         }
         Some(mut schema) => {
@@ -461,20 +423,14 @@ fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
             if let Err(error) = schema::check(&schema) {
                 repairs.push(Repair {
                     pointer: error.pointer,
-                    what: format!(
-                        "replaced the schema with the empty object schema ({})",
-                        error.message
-                    ),
+                    what: format!("replaced the schema with the empty object schema ({})", error.message),
                 });
                 schema = schema::empty_object();
             }
             tool.tool.input_schema = Some(schema);
         }
     }
-    events.push(ChainEvent::SchemaRepaired {
-        tool: tool.original_name.clone(),
-        repairs,
-    });
+    events.push(ChainEvent::SchemaRepaired { tool: tool.original_name.clone(), repairs });
 }
 
 #[cfg(test)]
@@ -503,16 +459,8 @@ mod tests {
         fn priority(&self) -> i32 {
             self.priority
         }
-        async fn transform(
-            &self,
-            tools: &[Tool],
-            _: &ToolContext,
-        ) -> Result<Vec<Answer>, TransformError> {
-            Ok(tools
-                .iter()
-                .enumerate()
-                .filter_map(|(index, tool)| (self.answer)(index, tool))
-                .collect())
+        async fn transform(&self, tools: &[Tool], _: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+            Ok(tools.iter().enumerate().filter_map(|(index, tool)| (self.answer)(index, tool)).collect())
         }
     }
 
@@ -526,20 +474,13 @@ mod tests {
         fn priority(&self) -> i32 {
             1000
         }
-        async fn transform(
-            &self,
-            _: &[Tool],
-            _: &ToolContext,
-        ) -> Result<Vec<Answer>, TransformError> {
+        async fn transform(&self, _: &[Tool], _: &ToolContext) -> Result<Vec<Answer>, TransformError> {
             Err("the model is down".into())
         }
     }
 
     fn tools(names: &[&str]) -> Vec<Tool> {
-        names
-            .iter()
-            .map(|name| Tool::new(*name).with_input_schema(json!({"type": "object"})))
-            .collect()
+        names.iter().map(|name| Tool::new(*name).with_input_schema(json!({"type": "object"}))).collect()
     }
 
     fn context() -> ToolContext {
@@ -562,11 +503,7 @@ mod tests {
             name,
             priority,
             answer: move |index, tool: &Tool| {
-                Some(Answer::new(
-                    index,
-                    tool.clone().with_description(format!("by {name}")),
-                    confidence,
-                ))
+                Some(Answer::new(index, tool.clone().with_description(format!("by {name}")), confidence))
             },
         }
     }
@@ -590,10 +527,7 @@ mod tests {
             .build();
         let order: Vec<&str> = mediator.transformers().map(|t| t.name()).collect();
         assert_eq!(order, ["tie-first", "tie-second", "low"]);
-        assert_eq!(
-            run(&mediator, tools(&["a"])).tools[0].enhanced_by,
-            "tie-first"
-        );
+        assert_eq!(run(&mediator, tools(&["a"])).tools[0].enhanced_by, "tie-first");
     }
 
     #[test]
@@ -602,14 +536,10 @@ mod tests {
             name: "only-a",
             priority: 200,
             answer: |index, tool: &Tool| {
-                (tool.name == "a")
-                    .then(|| Answer::new(index, tool.clone().with_description("A"), 1.0))
+                (tool.name == "a").then(|| Answer::new(index, tool.clone().with_description("A"), 1.0))
             },
         };
-        let mediator = Mediator::builder()
-            .transformer(only_a)
-            .transformer(describe("rest", 100, 0.9))
-            .build();
+        let mediator = Mediator::builder().transformer(only_a).transformer(describe("rest", 100, 0.9)).build();
         let out = run(&mediator, tools(&["a", "b", "c"]));
         let by: Vec<&str> = out.tools.iter().map(|t| t.enhanced_by.as_str()).collect();
         assert_eq!(by, ["only-a", "rest", "rest"]);
@@ -629,23 +559,15 @@ mod tests {
 
     #[test]
     fn min_confidence_zero_is_a_value_and_higher_drops_weak_answers() {
-        let mediator = Mediator::builder()
-            .transformer(describe("weak", 1, 0.0))
-            .build();
+        let mediator = Mediator::builder().transformer(describe("weak", 1, 0.0)).build();
         assert_eq!(run(&mediator, tools(&["a"])).tools[0].enhanced_by, "weak");
-        let mediator = Mediator::builder()
-            .transformer(describe("weak", 1, 0.2))
-            .min_confidence(0.5)
-            .build();
+        let mediator = Mediator::builder().transformer(describe("weak", 1, 0.2)).min_confidence(0.5).build();
         assert_eq!(run(&mediator, tools(&["a"])).tools[0].enhanced_by, "none");
     }
 
     #[test]
     fn failing_transformer_falls_through_and_is_reported() {
-        let mediator = Mediator::builder()
-            .transformer(Failing)
-            .transformer(describe("rules", 100, 0.9))
-            .build();
+        let mediator = Mediator::builder().transformer(Failing).transformer(describe("rules", 100, 0.9)).build();
         let out = run(&mediator, tools(&["a"]));
         assert_eq!(out.tools[0].enhanced_by, "rules");
         assert!(
@@ -675,22 +597,13 @@ mod tests {
         let out = run(&mediator, tools(&["a", "b", "c", "d", "f"]));
         let names: Vec<&str> = out.tools.iter().map(|t| t.name()).collect();
         assert_eq!(names, ["a", "b", "c", "e_new", "f"]);
-        assert_eq!(
-            out.events
-                .iter()
-                .filter(|e| matches!(e, ChainEvent::RenameRefused { .. }))
-                .count(),
-            3
-        );
+        assert_eq!(out.events.iter().filter(|e| matches!(e, ChainEvent::RenameRefused { .. })).count(), 3);
         assert_eq!(out.tools[3].original_name, "d");
     }
 
     #[test]
     fn invalid_and_duplicate_source_names_are_repaired() {
-        let out = run(
-            &Mediator::builder().build(),
-            tools(&["x", "x", "get user", "naïve"]),
-        );
+        let out = run(&Mediator::builder().build(), tools(&["x", "x", "get user", "naïve"]));
         let names: Vec<&str> = out.tools.iter().map(|t| t.name()).collect();
         assert_eq!(names, ["x", "x_2", "get_user", "na_ve"]);
         assert_eq!(out.tools[1].original_name, "x");
@@ -698,10 +611,7 @@ mod tests {
 
     #[test]
     fn strict_profile_applies_to_renames_and_source_names() {
-        let out = run(
-            &Mediator::builder().name_rules(NameRules::STRICT).build(),
-            tools(&["math.sum"]),
-        );
+        let out = run(&Mediator::builder().name_rules(NameRules::STRICT).build(), tools(&["math.sum"]));
         assert_eq!(out.tools[0].name(), "math_sum");
     }
 
@@ -711,17 +621,10 @@ mod tests {
             name: "breaker",
             priority: 1,
             answer: |index, tool: &Tool| {
-                Some(Answer::new(
-                    index,
-                    tool.clone().with_input_schema(json!({"type": "float"})),
-                    0.9,
-                ))
+                Some(Answer::new(index, tool.clone().with_input_schema(json!({"type": "float"})), 0.9))
             },
         };
-        let out = run(
-            &Mediator::builder().transformer(breaker).build(),
-            tools(&["a"]),
-        );
+        let out = run(&Mediator::builder().transformer(breaker).build(), tools(&["a"]));
         assert_eq!(out.tools[0].enhanced_by, "none");
         assert!(matches!(&out.events[0], ChainEvent::AnswerRefused { .. }));
     }
@@ -730,22 +633,14 @@ mod tests {
     fn missing_and_invalid_source_schemas_leave_valid() {
         let input = vec![
             Tool::new("none"),
-            Tool::new("dict")
-                .with_input_schema(json!({"type": "dict", "properties": {"x": {"type": "float"}}})),
+            Tool::new("dict").with_input_schema(json!({"type": "dict", "properties": {"x": {"type": "float"}}})),
             Tool::new("hopeless").with_input_schema(json!({"type": "object", "properties": 7})),
         ];
         let out = run(&Mediator::builder().build(), input);
         for tool in &out.tools {
-            assert!(
-                schema::is_valid(tool.tool.input_schema.as_ref().unwrap()),
-                "{:?}",
-                tool.tool
-            );
+            assert!(schema::is_valid(tool.tool.input_schema.as_ref().unwrap()), "{:?}", tool.tool);
         }
-        assert_eq!(
-            out.tools[1].tool.input_schema.as_ref().unwrap()["properties"]["x"]["type"],
-            "number"
-        );
+        assert_eq!(out.tools[1].tool.input_schema.as_ref().unwrap()["properties"]["x"]["type"], "number");
     }
 
     #[test]
@@ -768,10 +663,7 @@ mod tests {
         }))
         .unwrap();
         tool.extra.insert("x-unknown".into(), json!([1]));
-        let out = run(
-            &Mediator::builder().transformer(dropper).build(),
-            vec![tool.clone()],
-        );
+        let out = run(&Mediator::builder().transformer(dropper).build(), vec![tool.clone()]);
         let result = &out.tools[0].tool;
         assert_eq!(result.description.as_deref(), Some("new"));
         assert_eq!(result.output_schema, tool.output_schema);
@@ -779,10 +671,7 @@ mod tests {
         assert_eq!(result.extra, tool.extra);
         let schema = result.input_schema.as_ref().unwrap();
         assert_eq!(schema["$defs"], json!({"a": {}}));
-        assert_eq!(
-            schema["$schema"],
-            "https://json-schema.org/draft/2020-12/schema"
-        );
+        assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
     }
 
     #[test]
@@ -792,17 +681,10 @@ mod tests {
             priority: 1,
             answer: |index, tool: &Tool| {
                 let confidence = if tool.name == "nan" { f64::NAN } else { 0.9 };
-                Some(Answer::new(
-                    if tool.name == "far" { 99 } else { index },
-                    tool.clone(),
-                    confidence,
-                ))
+                Some(Answer::new(if tool.name == "far" { 99 } else { index }, tool.clone(), confidence))
             },
         };
-        let out = run(
-            &Mediator::builder().transformer(wild).build(),
-            tools(&["far", "nan", "ok"]),
-        );
+        let out = run(&Mediator::builder().transformer(wild).build(), tools(&["far", "nan", "ok"]));
         assert_eq!(out.tools.len(), 3);
         assert_eq!(out.tools[0].enhanced_by, "none");
         assert_eq!(out.tools[1].enhanced_by, "none");

@@ -37,8 +37,7 @@ pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use naming::NameRules;
 pub use overrides::{
     ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer,
-    SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides,
-    override_files,
+    SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides, override_files,
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};

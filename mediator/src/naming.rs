@@ -10,39 +10,22 @@ pub struct NameRules {
 
 impl NameRules {
     /// The MCP specification: 1-128 characters of `A-Za-z0-9_-.`.
-    pub const MCP: NameRules = NameRules {
-        max_len: 128,
-        allow_dots: true,
-    };
+    pub const MCP: NameRules = NameRules { max_len: 128, allow_dots: true };
     /// Clients that reject dots: `^[a-zA-Z0-9_-]{1,64}$`.
-    pub const STRICT: NameRules = NameRules {
-        max_len: 64,
-        allow_dots: false,
-    };
+    pub const STRICT: NameRules = NameRules { max_len: 64, allow_dots: false };
 
     pub fn is_valid(&self, name: &str) -> bool {
         !name.is_empty() && name.len() <= self.max_len && name.bytes().all(|b| self.allows(b))
     }
 
     fn allows(&self, byte: u8) -> bool {
-        byte.is_ascii_alphanumeric()
-            || byte == b'_'
-            || byte == b'-'
-            || (self.allow_dots && byte == b'.')
+        byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' || (self.allow_dots && byte == b'.')
     }
 
     /// The closest valid name: disallowed characters become `_`, the result is cut to length.
     pub fn sanitize(&self, name: &str) -> String {
-        let mut sanitized: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii() && self.allows(c as u8) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let mut sanitized: String =
+            name.chars().map(|c| if c.is_ascii() && self.allows(c as u8) { c } else { '_' }).collect();
         sanitized.truncate(self.max_len);
         if sanitized.is_empty() {
             sanitized.push_str("tool");
@@ -80,14 +63,8 @@ mod tests {
     #[test]
     fn sanitize_makes_any_name_valid() {
         for name in ["", "get user", "naïve", "a/b", &"x".repeat(300)] {
-            assert!(
-                NameRules::STRICT.is_valid(&NameRules::STRICT.sanitize(name)),
-                "{name}"
-            );
+            assert!(NameRules::STRICT.is_valid(&NameRules::STRICT.sanitize(name)), "{name}");
         }
-        assert_eq!(
-            NameRules::STRICT.sanitize("admin/users.list"),
-            "admin_users_list"
-        );
+        assert_eq!(NameRules::STRICT.sanitize("admin/users.list"), "admin_users_list");
     }
 }

@@ -16,26 +16,17 @@ pub struct SchemaError {
 /// 2020-12 when it declares none or one we do not know) and that its root is `type: "object"`.
 pub fn check(schema: &Value) -> Result<(), SchemaError> {
     let Some(root) = schema.as_object() else {
-        return Err(SchemaError {
-            pointer: String::new(),
-            message: "the root is not an object".into(),
-        });
+        return Err(SchemaError { pointer: String::new(), message: "the root is not an object".into() });
     };
     if root.get("type") != Some(&Value::String("object".into())) {
-        return Err(SchemaError {
-            pointer: "/type".into(),
-            message: "the root type is not \"object\"".into(),
-        });
+        return Err(SchemaError { pointer: "/type".into(), message: "the root type is not \"object\"".into() });
     }
     let outcome = if declares_unknown_draft(schema) {
         jsonschema::draft202012::meta::validate(schema)
     } else {
         jsonschema::meta::validate(schema)
     };
-    outcome.map_err(|error| SchemaError {
-        pointer: error.instance_path().to_string(),
-        message: error.to_string(),
-    })
+    outcome.map_err(|error| SchemaError { pointer: error.instance_path().to_string(), message: error.to_string() })
 }
 
 pub fn is_valid(schema: &Value) -> bool {
@@ -44,8 +35,7 @@ pub fn is_valid(schema: &Value) -> bool {
 
 /// A `$schema` we have no meta-schema for would need a network fetch; we check those as 2020-12.
 fn declares_unknown_draft(schema: &Value) -> bool {
-    schema.get("$schema").is_some()
-        && jsonschema::Draft::default().detect(schema) == jsonschema::Draft::Unknown
+    schema.get("$schema").is_some() && jsonschema::Draft::default().detect(schema) == jsonschema::Draft::Unknown
 }
 
 /// One thing [`repair`] changed, at a JSON pointer into the schema.
@@ -69,10 +59,7 @@ pub fn empty_object() -> Value {
 pub fn repair(schema: &mut Value) -> Vec<Repair> {
     let mut repairs = Vec::new();
     if !schema.is_object() {
-        repairs.push(Repair {
-            pointer: String::new(),
-            what: format!("replaced a non-object root ({schema})"),
-        });
+        repairs.push(Repair { pointer: String::new(), what: format!("replaced a non-object root ({schema})") });
         *schema = empty_object();
         return repairs;
     }
@@ -81,49 +68,84 @@ pub fn repair(schema: &mut Value) -> Vec<Repair> {
     match root.get("type") {
         Some(Value::String(t)) if t == "object" => {}
         Some(other) => {
-            repairs.push(Repair {
-                pointer: "/type".into(),
-                what: format!("root type {other} -> \"object\""),
-            });
+            repairs.push(Repair { pointer: "/type".into(), what: format!("root type {other} -> \"object\"") });
             root.insert("type".into(), "object".into());
         }
         None => {
-            repairs.push(Repair {
-                pointer: "/type".into(),
-                what: "added root type \"object\"".into(),
-            });
+            repairs.push(Repair { pointer: "/type".into(), what: "added root type \"object\"".into() });
             root.insert("type".into(), "object".into());
         }
     }
     if !root.get("properties").is_some_and(Value::is_object) {
         if root.contains_key("properties") {
-            repairs.push(Repair {
-                pointer: "/properties".into(),
-                what: "replaced non-object properties".into(),
-            });
+            repairs.push(Repair { pointer: "/properties".into(), what: "replaced non-object properties".into() });
         } else {
-            repairs.push(Repair {
-                pointer: "/properties".into(),
-                what: "added empty properties".into(),
-            });
+            repairs.push(Repair { pointer: "/properties".into(), what: "added empty properties".into() });
         }
         root.insert("properties".into(), Value::Object(Map::new()));
     }
     repairs
 }
 
+/// Whether [`repair`] would change `schema`, without changing it. A property test keeps the
+/// two in step.
+pub fn needs_repair(schema: &Value) -> bool {
+    let Some(root) = schema.as_object() else { return true };
+    root.get("type") != Some(&Value::String("object".into()))
+        || !root.get("properties").is_some_and(Value::is_object)
+        || node_needs_repair(schema)
+}
+
+fn node_needs_repair(node: &Value) -> bool {
+    let Some(object) = node.as_object() else { return false };
+    if let Some(declared) = object.get("type") {
+        let standard = |name: &Value| {
+            name.as_str().is_some_and(|name| matches!(standard_type(name), Some(Some(standard)) if standard == name))
+        };
+        let ok = match declared {
+            Value::String(_) => standard(declared),
+            Value::Array(names) => {
+                names.iter().all(standard)
+                    && !names.is_empty()
+                    && names.iter().enumerate().all(|(i, name)| !names[..i].contains(name))
+            }
+            _ => false,
+        };
+        if !ok {
+            return true;
+        }
+    }
+    if object.get("required").is_some_and(|required| !required.is_array()) {
+        return true;
+    }
+    if let Some(Value::Object(properties)) = object.get("properties")
+        && properties.values().any(|property| property.get("required").is_some_and(|flag| !flag.is_array()))
+    {
+        return true;
+    }
+    object.iter().any(|(key, child)| {
+        if SCHEMA_MAPS.contains(&key.as_str()) {
+            child.as_object().is_some_and(|children| children.values().any(node_needs_repair))
+        } else if SCHEMA_LISTS.contains(&key.as_str()) {
+            child.as_array().is_some_and(|children| children.iter().any(node_needs_repair))
+        } else {
+            SCHEMA_SINGLES.contains(&key.as_str()) && node_needs_repair(child)
+        }
+    })
+}
+
 /// The standard name of a type, `Some(None)` for "any type", `None` for a name we do not know.
 fn standard_type(name: &str) -> Option<Option<&'static str>> {
+    const STANDARD: [&str; 7] = ["object", "array", "string", "number", "integer", "boolean", "null"];
+    if let Some(standard) = STANDARD.iter().find(|standard| **standard == name) {
+        return Some(Some(standard));
+    }
     let standard = match name.to_ascii_lowercase().as_str() {
-        "object" | "dict" | "dictionary" | "map" | "hashmap" | "record" | "struct" | "json" => {
-            "object"
-        }
+        "object" | "dict" | "dictionary" | "map" | "hashmap" | "record" | "struct" | "json" => "object",
         "array" | "list" | "arraylist" | "tuple" | "set" | "vec" | "sequence" => "array",
         "string" | "str" | "text" | "char" | "character" => "string",
         "number" | "float" | "double" | "decimal" | "bigdecimal" | "real" => "number",
-        "integer" | "int" | "long" | "short" | "byte" | "bigint" | "int32" | "int64" | "uint" => {
-            "integer"
-        }
+        "integer" | "int" | "long" | "short" | "byte" | "bigint" | "int32" | "int64" | "uint" => "integer",
         "boolean" | "bool" => "boolean",
         "null" | "none" | "nil" => "null",
         "any" | "mixed" | "unknown" | "" => return Some(None),
@@ -132,13 +154,7 @@ fn standard_type(name: &str) -> Option<Option<&'static str>> {
     Some(Some(standard))
 }
 
-const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
+const SCHEMA_MAPS: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
 const SCHEMA_SINGLES: &[&str] = &[
     "items",
@@ -160,10 +176,7 @@ fn repair_node(node: &mut Value, pointer: &mut String, repairs: &mut Vec<Repair>
     };
     let was_tuple = repair_type(object, pointer, repairs);
     if was_tuple && let Some(Value::Array(positions)) = object.remove("items") {
-        repairs.push(Repair {
-            pointer: format!("{pointer}/items"),
-            what: "positional items -> prefixItems".into(),
-        });
+        repairs.push(Repair { pointer: format!("{pointer}/items"), what: "positional items -> prefixItems".into() });
         object.insert("prefixItems".into(), Value::Array(positions));
     }
     hoist_required_flags(object, pointer, repairs);
@@ -172,9 +185,7 @@ fn repair_node(node: &mut Value, pointer: &mut String, repairs: &mut Vec<Repair>
         if let Some(Value::Object(children)) = object.get_mut(*key) {
             for (name, child) in children.iter_mut() {
                 with_segment(pointer, key, |pointer| {
-                    with_segment(pointer, name, |pointer| {
-                        repair_node(child, pointer, repairs)
-                    })
+                    with_segment(pointer, name, |pointer| repair_node(child, pointer, repairs))
                 });
             }
         }
@@ -183,9 +194,7 @@ fn repair_node(node: &mut Value, pointer: &mut String, repairs: &mut Vec<Repair>
         if let Some(Value::Array(children)) = object.get_mut(*key) {
             for (index, child) in children.iter_mut().enumerate() {
                 with_segment(pointer, key, |pointer| {
-                    with_segment(pointer, &index.to_string(), |pointer| {
-                        repair_node(child, pointer, repairs)
-                    })
+                    with_segment(pointer, &index.to_string(), |pointer| repair_node(child, pointer, repairs))
                 });
             }
         }
@@ -204,14 +213,9 @@ fn repair_type(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec
     };
     let names: Vec<&str> = match declared {
         Value::String(name) => vec![name.as_str()],
-        Value::Array(names) if names.iter().all(Value::is_string) => {
-            names.iter().filter_map(Value::as_str).collect()
-        }
+        Value::Array(names) if names.iter().all(Value::is_string) => names.iter().filter_map(Value::as_str).collect(),
         _ => {
-            repairs.push(Repair {
-                pointer: format!("{pointer}/type"),
-                what: format!("dropped type {declared}"),
-            });
+            repairs.push(Repair { pointer: format!("{pointer}/type"), what: format!("dropped type {declared}") });
             object.remove("type");
             return false;
         }
@@ -234,12 +238,7 @@ fn repair_type(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec
     } else if standard.len() == 1 {
         Some(Value::String(standard[0].into()))
     } else {
-        Some(Value::Array(
-            standard
-                .iter()
-                .map(|t| Value::String((*t).into()))
-                .collect(),
-        ))
+        Some(Value::Array(standard.iter().map(|t| Value::String((*t).into())).collect()))
     };
     if replacement.as_ref() == Some(declared) {
         return was_tuple;
@@ -248,10 +247,7 @@ fn repair_type(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec
         Some(t) => format!("type {declared} -> {t}"),
         None => format!("dropped type {declared} (any value)"),
     };
-    repairs.push(Repair {
-        pointer: format!("{pointer}/type"),
-        what,
-    });
+    repairs.push(Repair { pointer: format!("{pointer}/type"), what });
     match replacement {
         Some(t) => object.insert("type".into(), t),
         None => object.remove("type"),
@@ -264,10 +260,7 @@ fn hoist_required_flags(object: &mut Map<String, Value>, pointer: &str, repairs:
     if let Some(required) = object.get("required")
         && !required.is_array()
     {
-        repairs.push(Repair {
-            pointer: format!("{pointer}/required"),
-            what: format!("dropped required {required}"),
-        });
+        repairs.push(Repair { pointer: format!("{pointer}/required"), what: format!("dropped required {required}") });
         object.remove("required");
     }
     let Some(Value::Object(properties)) = object.get_mut("properties") else {
@@ -290,9 +283,7 @@ fn hoist_required_flags(object: &mut Map<String, Value>, pointer: &str, repairs:
         }
     }
     if !hoisted.is_empty() {
-        let list = object
-            .entry("required")
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let list = object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(list) = list {
             for name in hoisted {
                 if !list.iter().any(|entry| entry.as_str() == Some(&name)) {
@@ -314,11 +305,7 @@ fn with_segment<R>(pointer: &mut String, segment: &str, f: impl FnOnce(&mut Stri
 
 /// Escapes one JSON pointer segment (RFC 6901).
 pub fn escape(segment: &str) -> String {
-    if segment.contains(['~', '/']) {
-        segment.replace('~', "~0").replace('/', "~1")
-    } else {
-        segment.to_owned()
-    }
+    if segment.contains(['~', '/']) { segment.replace('~', "~0").replace('/', "~1") } else { segment.to_owned() }
 }
 
 #[cfg(test)]
@@ -327,29 +314,20 @@ mod tests {
 
     #[test]
     fn standard_object_schema_is_valid() {
-        assert!(is_valid(
-            &json!({"type": "object", "properties": {"q": {"type": "string"}}})
-        ));
+        assert!(is_valid(&json!({"type": "object", "properties": {"q": {"type": "string"}}})));
         assert!(is_valid(&json!({"type": "object"})));
     }
 
     #[test]
     fn non_object_roots_are_refused_with_a_pointer() {
-        assert_eq!(
-            check(&json!({"type": "string"})).unwrap_err().pointer,
-            "/type"
-        );
+        assert_eq!(check(&json!({"type": "string"})).unwrap_err().pointer, "/type");
         assert_eq!(check(&json!(true)).unwrap_err().pointer, "");
-        assert_eq!(
-            check(&json!({"properties": {}})).unwrap_err().pointer,
-            "/type"
-        );
+        assert_eq!(check(&json!({"properties": {}})).unwrap_err().pointer, "/type");
     }
 
     #[test]
     fn meta_schema_violations_point_into_the_schema() {
-        let error =
-            check(&json!({"type": "object", "properties": {"a": {"type": "float"}}})).unwrap_err();
+        let error = check(&json!({"type": "object", "properties": {"a": {"type": "float"}}})).unwrap_err();
         assert_eq!(error.pointer, "/properties/a/type");
     }
 
@@ -376,10 +354,7 @@ mod tests {
         assert!(is_valid(&schema), "{schema}");
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["properties"]["coordinates"]["type"], "array");
-        assert_eq!(
-            schema["properties"]["coordinates"]["prefixItems"][1]["type"],
-            "number"
-        );
+        assert_eq!(schema["properties"]["coordinates"]["prefixItems"][1]["type"], "number");
         assert!(schema["properties"]["data"].get("type").is_none());
         assert_eq!(schema["properties"]["map"]["type"], "object");
         assert_eq!(schema["properties"]["tags"]["items"]["type"], "string");

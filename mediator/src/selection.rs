@@ -31,11 +31,7 @@ pub struct FilterCriteria {
 
 impl FilterCriteria {
     pub fn matches(&self, tool: &EnhancedTool) -> bool {
-        let named = |names: &[String]| {
-            names
-                .iter()
-                .any(|name| name == tool.name() || *name == tool.original_name)
-        };
+        let named = |names: &[String]| names.iter().any(|name| name == tool.name() || *name == tool.original_name);
         if tool.hidden && !self.include_hidden {
             return false;
         }
@@ -48,18 +44,10 @@ impl FilterCriteria {
         if self.min_confidence.is_some_and(|min| tool.confidence < min) {
             return false;
         }
-        if self
-            .name_pattern
-            .as_ref()
-            .is_some_and(|pattern| !pattern.is_match(tool.name()))
-        {
+        if self.name_pattern.as_ref().is_some_and(|pattern| !pattern.is_match(tool.name())) {
             return false;
         }
-        if self
-            .include
-            .as_deref()
-            .is_some_and(|include| !named(include))
-        {
+        if self.include.as_deref().is_some_and(|include| !named(include)) {
             return false;
         }
         !named(&self.exclude)
@@ -68,10 +56,7 @@ impl FilterCriteria {
 
 /// The tools that meet `criteria`, in their order.
 pub fn filter(tools: Vec<EnhancedTool>, criteria: &FilterCriteria) -> Vec<EnhancedTool> {
-    tools
-        .into_iter()
-        .filter(|tool| criteria.matches(tool))
-        .collect()
+    tools.into_iter().filter(|tool| criteria.matches(tool)).collect()
 }
 
 /// Tools by category: categories in name order, tools in their order within each.
@@ -107,53 +92,32 @@ mod tests {
     }
 
     fn sample() -> Vec<EnhancedTool> {
-        vec![
-            tool("get_user", Some("user"), 0.9),
-            tool("echo", None, 0.0),
-            tool("list_repos", Some("repo"), 0.5),
-        ]
+        vec![tool("get_user", Some("user"), 0.9), tool("echo", None, 0.0), tool("list_repos", Some("repo"), 0.5)]
     }
 
     #[test]
     fn default_criteria_keep_everything_visible() {
         let mut tools = sample();
         tools[1].hidden = true;
-        assert_eq!(
-            names(&filter(tools.clone(), &FilterCriteria::default())),
-            ["get_user", "list_repos"]
-        );
-        let all = FilterCriteria {
-            include_hidden: true,
-            ..Default::default()
-        };
+        assert_eq!(names(&filter(tools.clone(), &FilterCriteria::default())), ["get_user", "list_repos"]);
+        let all = FilterCriteria { include_hidden: true, ..Default::default() };
         assert_eq!(filter(tools, &all).len(), 3);
     }
 
     #[test]
     fn category_filter_treats_no_category_as_uncategorized() {
-        let users = FilterCriteria {
-            categories: Some(vec!["user".into()]),
-            ..Default::default()
-        };
+        let users = FilterCriteria { categories: Some(vec!["user".into()]), ..Default::default() };
         assert_eq!(names(&filter(sample(), &users)), ["get_user"]);
-        let loose = FilterCriteria {
-            categories: Some(vec!["user".into(), UNCATEGORIZED.into()]),
-            ..Default::default()
-        };
+        let loose =
+            FilterCriteria { categories: Some(vec!["user".into(), UNCATEGORIZED.into()]), ..Default::default() };
         assert_eq!(names(&filter(sample(), &loose)), ["get_user", "echo"]);
     }
 
     #[test]
     fn min_confidence_zero_keeps_unenhanced_tools() {
-        let zero = FilterCriteria {
-            min_confidence: Some(0.0),
-            ..Default::default()
-        };
+        let zero = FilterCriteria { min_confidence: Some(0.0), ..Default::default() };
         assert_eq!(filter(sample(), &zero).len(), 3);
-        let half = FilterCriteria {
-            min_confidence: Some(0.5),
-            ..Default::default()
-        };
+        let half = FilterCriteria { min_confidence: Some(0.5), ..Default::default() };
         assert_eq!(names(&filter(sample(), &half)), ["get_user", "list_repos"]);
     }
 
@@ -167,10 +131,7 @@ mod tests {
         assert_eq!(names(&filter(sample(), &criteria)), ["get_user"]);
         let mut renamed = sample();
         renamed[0].original_name = "gt_usr".into();
-        let include = FilterCriteria {
-            include: Some(vec!["gt_usr".into(), "echo".into()]),
-            ..Default::default()
-        };
+        let include = FilterCriteria { include: Some(vec!["gt_usr".into(), "echo".into()]), ..Default::default() };
         assert_eq!(names(&filter(renamed, &include)), ["get_user", "echo"]);
     }
 

@@ -15,24 +15,16 @@ pub const PROVENANCE_KEY: &str = "tool-mediator/provenance";
 ///
 /// Every field the mediator does not know is kept in [`Tool::extra`], so a tool that nobody
 /// changes serializes back to JSON equal to what came in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tool {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(
-        rename = "inputSchema",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "inputSchema", default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
-    #[serde(
-        rename = "outputSchema",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
@@ -41,6 +33,38 @@ pub struct Tool {
     /// Fields this crate does not model (`icons`, `execution`, vendor extensions, ...).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Reads the object once and takes the known fields out of it: `#[serde(flatten)]` would
+/// buffer every tool twice, and parsing is most of what the chain costs.
+impl<'de> Deserialize<'de> for Tool {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+
+        let mut fields = Map::<String, Value>::deserialize(deserializer)?;
+        let text = |fields: &mut Map<String, Value>, key: &str| -> Result<Option<String>, D::Error> {
+            match fields.remove(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text)),
+                Some(other) => Err(D::Error::custom(format!("invalid type: `{key}` must be a string, not {other}"))),
+            }
+        };
+        let name = text(&mut fields, "name")?.ok_or_else(|| D::Error::missing_field("name"))?;
+        let title = text(&mut fields, "title")?;
+        let description = text(&mut fields, "description")?;
+        let value = |fields: &mut Map<String, Value>, key: &str| fields.remove(key).filter(|value| !value.is_null());
+        let input_schema = value(&mut fields, "inputSchema");
+        let output_schema = value(&mut fields, "outputSchema");
+        let annotations = value(&mut fields, "annotations");
+        let meta = match fields.remove("_meta") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(meta)) => Some(meta),
+            Some(other) => {
+                return Err(D::Error::custom(format!("invalid type: `_meta` must be an object, not {other}")));
+            }
+        };
+        Ok(Tool { name, title, description, input_schema, output_schema, annotations, meta, extra: fields })
+    }
 }
 
 impl Tool {
@@ -103,9 +127,7 @@ impl std::str::FromStr for SourceType {
             "api" => Ok(SourceType::Api),
             "file" => Ok(SourceType::File),
             "manual" => Ok(SourceType::Manual),
-            other => Err(format!(
-                "unknown source type `{other}` (expected web, api, file or manual)"
-            )),
+            other => Err(format!("unknown source type `{other}` (expected web, api, file or manual)")),
         }
     }
 }
@@ -125,16 +147,9 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context stamped with the current time.
     pub fn new(source: impl Into<String>, source_type: SourceType) -> Self {
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_millis() as u64)
-            .unwrap_or(0);
-        ToolContext {
-            source: source.into(),
-            source_type,
-            timestamp,
-            metadata: Map::new(),
-        }
+        let timestamp =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0);
+        ToolContext { source: source.into(), source_type, timestamp, metadata: Map::new() }
     }
 }
 
@@ -204,10 +219,7 @@ impl EnhancedTool {
         if let Some(category) = &self.category {
             provenance.insert("category".into(), category.clone().into());
         }
-        provenance.insert(
-            "confidence".into(),
-            round_confidence(self.confidence).into(),
-        );
+        provenance.insert("confidence".into(), round_confidence(self.confidence).into());
         provenance.insert("enhancedBy".into(), self.enhanced_by.clone().into());
         if !self.argument_aliases.is_empty() {
             let aliases: Map<String, Value> = self
@@ -225,10 +237,14 @@ impl EnhancedTool {
 
     /// The tool as a consumer receives it, provenance under `_meta`.
     pub fn to_consumer_tool(&self) -> Tool {
-        let mut tool = self.tool.clone();
-        tool.meta
-            .get_or_insert_with(Map::new)
-            .insert(PROVENANCE_KEY.to_owned(), self.provenance());
+        self.clone().into_consumer_tool()
+    }
+
+    /// [`EnhancedTool::to_consumer_tool`] without copying the definition.
+    pub fn into_consumer_tool(self) -> Tool {
+        let provenance = self.provenance();
+        let mut tool = self.tool;
+        tool.meta.get_or_insert_with(Map::new).insert(PROVENANCE_KEY.to_owned(), provenance);
         tool
     }
 }
@@ -262,6 +278,16 @@ mod tests {
     }
 
     #[test]
+    fn wrong_field_types_are_errors_that_name_the_field() {
+        let error = serde_json::from_value::<Tool>(json!({"name": "a", "description": 3})).unwrap_err();
+        assert!(error.to_string().contains("`description` must be a string"), "{error}");
+        let error = serde_json::from_value::<Tool>(json!({"description": "x"})).unwrap_err();
+        assert!(error.to_string().contains("missing field `name`"), "{error}");
+        let error = serde_json::from_value::<Tool>(json!({"name": "a", "_meta": []})).unwrap_err();
+        assert!(error.to_string().contains("`_meta` must be an object"), "{error}");
+    }
+
+    #[test]
     fn provenance_goes_under_a_namespaced_meta_key() {
         let mut enhanced = EnhancedTool::unchanged(Tool::new("gt_usr"));
         enhanced.tool.name = "get_user".into();
@@ -275,13 +301,8 @@ mod tests {
     #[test]
     fn arguments_map_back_through_aliases() {
         let mut enhanced = EnhancedTool::unchanged(Tool::new("t"));
-        enhanced
-            .argument_aliases
-            .insert("user_id".into(), "uid".into());
-        let args = json!({"user_id": 7, "other": 1})
-            .as_object()
-            .unwrap()
-            .clone();
+        enhanced.argument_aliases.insert("user_id".into(), "uid".into());
+        let args = json!({"user_id": 7, "other": 1}).as_object().unwrap().clone();
         let back = enhanced.original_arguments(args);
         assert_eq!(Value::Object(back), json!({"uid": 7, "other": 1}));
     }

@@ -11,8 +11,9 @@ use crate::tool::{Tool, ToolContext};
 pub struct Answer {
     /// The position of the tool in the batch the transformer received.
     pub index: usize,
-    /// The whole tool as the transformer would have it.
-    pub tool: Tool,
+    /// The whole tool as the transformer would have it; `None` leaves it as it came (an answer
+    /// that only categorizes or hides it).
+    pub tool: Option<Tool>,
     pub category: Option<String>,
     /// How sure the transformer is, from 0 to 1.
     pub confidence: f64,
@@ -26,6 +27,15 @@ pub struct Answer {
 
 impl Answer {
     pub fn new(index: usize, tool: Tool, confidence: f64) -> Self {
+        Answer::about(index, Some(tool), confidence)
+    }
+
+    /// An answer that leaves the tool's definition as it came.
+    pub fn unchanged(index: usize, confidence: f64) -> Self {
+        Answer::about(index, None, confidence)
+    }
+
+    fn about(index: usize, tool: Option<Tool>, confidence: f64) -> Self {
         Answer {
             index,
             tool,
@@ -55,9 +65,5 @@ pub trait ToolTransformer: Send + Sync {
     fn priority(&self) -> i32;
 
     /// Answers for the tools of `tools` this transformer can improve.
-    async fn transform(
-        &self,
-        tools: &[Tool],
-        context: &ToolContext,
-    ) -> Result<Vec<Answer>, TransformError>;
+    async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError>;
 }

@@ -29,14 +29,29 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i32>().prop_map(Value::from),
-        prop_oneof![Just("dict"), Just("float"), Just("object"), Just("string"), Just("tuple"), Just("any"), Just("HashMap")]
-            .prop_map(Value::from),
+        prop_oneof![
+            Just("dict"),
+            Just("float"),
+            Just("object"),
+            Just("string"),
+            Just("tuple"),
+            Just("any"),
+            Just("HashMap")
+        ]
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 32, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::btree_map(
-                prop_oneof![Just("type"), Just("properties"), Just("items"), Just("required"), Just("a"), Just("$defs")],
+                prop_oneof![
+                    Just("type"),
+                    Just("properties"),
+                    Just("items"),
+                    Just("required"),
+                    Just("a"),
+                    Just("$defs")
+                ],
                 inner,
                 0..4
             )
@@ -162,5 +177,13 @@ proptest! {
         // Repair alone may leave a schema invalid (a bad `enum`, say); the chain then falls back
         // to the empty object schema. It must never panic, and an object root is guaranteed.
         prop_assert_eq!(repaired.get("type"), Some(&json!("object")));
+    }
+
+    #[test]
+    fn needs_repair_agrees_with_repair(value in json_value()) {
+        let mut repaired = value.clone();
+        let repairs = schema::repair(&mut repaired);
+        prop_assert_eq!(schema::needs_repair(&value), !repairs.is_empty(), "{:?}", repairs);
+        prop_assert!(!schema::needs_repair(&repaired), "repair is idempotent: {}", repaired);
     }
 }

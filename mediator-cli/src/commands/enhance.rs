@@ -17,29 +17,21 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(&args.input.inputs)?;
     let writes_files = args.in_place || args.output.is_some();
     if origins.len() > 1 && !(writes_files || args.check || args.diff) {
-        bail!(
-            "{} inputs: choose --in-place, -o DIR, --check or --diff",
-            origins.len()
-        );
+        bail!("{} inputs: choose --in-place, -o DIR, --check or --diff", origins.len());
     }
     if args.in_place && origins.contains(&Origin::Stdin) {
         bail!("--in-place cannot rewrite standard input");
     }
     let chain = Chain::from_args(&args.chain)?;
     // Everything is read and checked before anything is written.
-    let manifests = origins
-        .into_iter()
-        .map(manifest::read)
-        .collect::<Result<Vec<_>>>()?;
+    let manifests = origins.into_iter().map(manifest::read).collect::<Result<Vec<_>>>()?;
     let targets = targets(&args, &manifests)?;
     let mediator = chain.mediator(args.min_confidence);
 
     let mut results = Vec::with_capacity(manifests.len());
     for manifest in &manifests {
         let context = chain.context(&manifest.origin);
-        let enhancement = mediator
-            .enhance_with_report(manifest.tools.clone(), &context)
-            .await;
+        let enhancement = mediator.enhance_with_report(manifest.tools.clone(), &context).await;
         log_events(&manifest.origin, &enhancement.events);
         if args.report {
             eprint!("{}", report(manifest, &context.source, &enhancement));
@@ -60,11 +52,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
                 output::print(&diff)?;
             }
         }
-        return Ok(if args.check && changed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        });
+        return Ok(if args.check && changed { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
     match targets {
         Some(paths) => {
@@ -96,9 +84,8 @@ fn targets(args: &EnhanceArgs, manifests: &[Manifest]) -> Result<Option<Vec<Path
     if manifests.len() == 1 && !output.is_dir() {
         return Ok(Some(vec![output.clone()]));
     }
-    std::fs::create_dir_all(output).map_err(|error| {
-        anyhow::anyhow!("cannot create directory {}: {error}", output.display())
-    })?;
+    std::fs::create_dir_all(output)
+        .map_err(|error| anyhow::anyhow!("cannot create directory {}: {error}", output.display()))?;
     let mut seen = HashSet::new();
     let mut paths = Vec::with_capacity(manifests.len());
     for manifest in manifests {
@@ -107,10 +94,7 @@ fn targets(args: &EnhanceArgs, manifests: &[Manifest]) -> Result<Option<Vec<Path
         };
         let name = input.file_name().expect("a manifest file has a name");
         if !seen.insert(name.to_owned()) {
-            bail!(
-                "two inputs are named {}: -o DIR would write both to one file",
-                name.to_string_lossy()
-            );
+            bail!("two inputs are named {}: -o DIR would write both to one file", name.to_string_lossy());
         }
         paths.push(output.join(name));
     }
@@ -128,22 +112,15 @@ pub fn changed(original: &Tool, enhanced: &Tool) -> bool {
 
 /// The tools to write, with their input positions: hidden ones left out, provenance under
 /// `_meta` for the ones the mediator changed.
-pub fn visible_tools(
-    originals: &[Tool],
-    enhanced: &[EnhancedTool],
-    provenance: bool,
-) -> Vec<(usize, Tool)> {
+pub fn visible_tools(originals: &[Tool], enhanced: &[EnhancedTool], provenance: bool) -> Vec<(usize, Tool)> {
     originals
         .iter()
         .zip(enhanced)
         .enumerate()
         .filter(|(_, (_, tool))| !tool.hidden)
         .map(|(index, (original, tool))| {
-            let written = if provenance && changed(original, &tool.tool) {
-                tool.to_consumer_tool()
-            } else {
-                tool.tool.clone()
-            };
+            let written =
+                if provenance && changed(original, &tool.tool) { tool.to_consumer_tool() } else { tool.tool.clone() };
             (index, written)
         })
         .collect()
@@ -201,11 +178,8 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
         } else {
             tool.original_name.clone()
         };
-        let inferred = if tool.inferred.is_empty() {
-            String::new()
-        } else {
-            format!(" (inferred: {})", tool.inferred.join(", "))
-        };
+        let inferred =
+            if tool.inferred.is_empty() { String::new() } else { format!(" (inferred: {})", tool.inferred.join(", ")) };
         let _ = writeln!(
             lines,
             "  {name}: {} [{}, confidence {:.2}]{inferred}",

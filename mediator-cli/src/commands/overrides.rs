@@ -13,15 +13,8 @@ use crate::output;
 
 pub fn run(command: OverridesCommand) -> Result<ExitCode> {
     match command {
-        OverridesCommand::Lint {
-            dir,
-            client_profile,
-        } => lint(&dir, client_profile),
-        OverridesCommand::New {
-            source,
-            manifest,
-            output,
-        } => scaffold(source, manifest, output),
+        OverridesCommand::Lint { dir, client_profile } => lint(&dir, client_profile),
+        OverridesCommand::New { source, manifest, output } => scaffold(source, manifest, output),
     }
 }
 
@@ -37,25 +30,14 @@ fn lint(dir: &std::path::Path, profile: ClientProfileArg) -> Result<ExitCode> {
         text.push('\n');
     }
     output::print(&text)?;
-    eprintln!(
-        "{files} override files checked, {} problems",
-        findings.len()
-    );
-    Ok(if findings.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    eprintln!("{files} override files checked, {} problems", findings.len());
+    Ok(if findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
 /// An override file for `source` with an entry per tool, pre-filled with what the rules
 /// would do: the spelled-out name, the description (inferred where the source has none), the
 /// category, and the repaired schema where the source's needed repair.
-fn scaffold(
-    source: String,
-    manifest_path: std::path::PathBuf,
-    output: Option<std::path::PathBuf>,
-) -> Result<ExitCode> {
+fn scaffold(source: String, manifest_path: std::path::PathBuf, output: Option<std::path::PathBuf>) -> Result<ExitCode> {
     let manifest = manifest::read(Origin::File(manifest_path))?;
     let rules = RuleTransformer::new();
     let mut answers: Vec<Option<tool_mediator::Answer>> = vec![None; manifest.tools.len()];
@@ -65,18 +47,16 @@ fn scaffold(
     }
     let mut tools = IndexMap::new();
     for (tool, answer) in manifest.tools.iter().zip(answers) {
-        let mut entry = ToolOverride {
-            description: tool.description.clone(),
-            ..ToolOverride::default()
-        };
+        let mut entry = ToolOverride { description: tool.description.clone(), ..ToolOverride::default() };
         if let Some(answer) = answer {
-            if answer.tool.name != tool.name {
-                entry.name = Some(answer.tool.name.clone());
+            let improved = answer.tool.as_ref().unwrap_or(tool);
+            if improved.name != tool.name {
+                entry.name = Some(improved.name.clone());
             }
-            entry.description = answer.tool.description.clone();
+            entry.description = improved.description.clone();
             entry.category = answer.category.clone();
-            if answer.tool.input_schema != tool.input_schema {
-                entry.input_schema = answer.tool.input_schema.clone();
+            if improved.input_schema != tool.input_schema {
+                entry.input_schema = improved.input_schema.clone();
             }
         }
         tools.insert(tool.name.clone(), entry);

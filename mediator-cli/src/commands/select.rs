@@ -38,22 +38,13 @@ pub async fn filter(args: FilterArgs) -> Result<ExitCode> {
             tool
         })
         .collect();
-    let positions: Vec<usize> = (0..kept.len())
-        .filter(|&index| criteria.matches(&kept[index]))
-        .collect();
-    let originals: Vec<_> = positions
-        .iter()
-        .map(|&index| manifest.tools[index].clone())
-        .collect();
+    let positions: Vec<usize> = (0..kept.len()).filter(|&index| criteria.matches(&kept[index])).collect();
+    let originals: Vec<_> = positions.iter().map(|&index| manifest.tools[index].clone()).collect();
     let chosen: Vec<EnhancedTool> = positions.iter().map(|&index| kept[index].clone()).collect();
-    let tools = visible_tools(
-        &originals,
-        &chosen,
-        manifest.dialect == manifest::Dialect::Mcp,
-    )
-    .into_iter()
-    .map(|(slot, tool)| (positions[slot], tool))
-    .collect::<Vec<_>>();
+    let tools = visible_tools(&originals, &chosen, manifest.dialect == manifest::Dialect::Mcp)
+        .into_iter()
+        .map(|(slot, tool)| (positions[slot], tool))
+        .collect::<Vec<_>>();
     let text = manifest.to_text(&manifest.render(&tools, manifest.dialect));
     match &args.output {
         Some(path) => output::write_atomically(path, &text)?,
@@ -67,10 +58,8 @@ pub async fn categorize_command(args: CategorizeArgs) -> Result<ExitCode> {
     let visible: Vec<EnhancedTool> = enhanced.into_iter().filter(|tool| !tool.hidden).collect();
     let mut categories = Map::new();
     for (category, tools) in categorize(&visible) {
-        let tools: Vec<Value> = tools
-            .iter()
-            .map(|tool| json!({"name": tool.name(), "description": tool.tool.description}))
-            .collect();
+        let tools: Vec<Value> =
+            tools.iter().map(|tool| json!({"name": tool.name(), "description": tool.tool.description})).collect();
         categories.insert(category, Value::Array(tools));
     }
     let text = serde_json::to_string_pretty(&json!({"categories": categories}))? + "\n";
@@ -78,10 +67,7 @@ pub async fn categorize_command(args: CategorizeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn enhance_one(
-    input: &InputArgs,
-    chain_args: &ChainArgs,
-) -> Result<(Manifest, Vec<EnhancedTool>)> {
+async fn enhance_one(input: &InputArgs, chain_args: &ChainArgs) -> Result<(Manifest, Vec<EnhancedTool>)> {
     let origins = manifest::expand_inputs(&input.inputs)?;
     if origins.len() != 1 {
         bail!("{} inputs: this command reads one manifest", origins.len());
@@ -89,9 +75,6 @@ async fn enhance_one(
     let chain = Chain::from_args(chain_args)?;
     let manifest = manifest::read(origins.into_iter().next().expect("one input"))?;
     let context = chain.context(&manifest.origin);
-    let enhanced = chain
-        .mediator(0.0)
-        .enhance(manifest.tools.clone(), &context)
-        .await;
+    let enhanced = chain.mediator(0.0).enhance(manifest.tools.clone(), &context).await;
     Ok((manifest, enhanced))
 }

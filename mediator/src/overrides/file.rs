@@ -57,6 +57,18 @@ pub struct ToolOverride {
     pub hidden: bool,
 }
 
+impl ToolOverride {
+    /// Whether the override changes the tool's definition, not only its category or visibility.
+    pub fn changes_definition(&self) -> bool {
+        self.name.is_some()
+            || self.title.is_some()
+            || self.description.is_some()
+            || self.annotations.is_some()
+            || self.input_schema.is_some()
+            || !self.arguments.is_empty()
+    }
+}
+
 /// What an override says of one parameter.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,23 +83,11 @@ pub struct ArgumentOverride {
 #[derive(Debug, thiserror::Error)]
 pub enum OverrideError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
-    Syntax {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Syntax { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{path}: `{pointer}`: {message}")]
-    Schema {
-        path: PathBuf,
-        pointer: String,
-        message: String,
-    },
+    Schema { path: PathBuf, pointer: String, message: String },
 }
 
 impl OverrideError {
@@ -124,10 +124,8 @@ impl OverrideFile {
     }
 
     pub fn load(path: &Path) -> Result<OverrideFile, OverrideError> {
-        let text = std::fs::read_to_string(path).map_err(|source| OverrideError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| OverrideError::Read { path: path.to_owned(), source })?;
         OverrideFile::parse(&text, path)
     }
 
@@ -202,10 +200,7 @@ impl OverrideSet {
 
 /// The override files in `dir`, in name order.
 pub fn override_files(dir: &Path) -> Result<Vec<PathBuf>, OverrideError> {
-    let read_error = |source| OverrideError::Read {
-        path: dir.to_owned(),
-        source,
-    };
+    let read_error = |source| OverrideError::Read { path: dir.to_owned(), source };
     let mut paths = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read_error)? {
         let path = entry.map_err(read_error)?.path();
@@ -236,35 +231,20 @@ mod tests {
     #[test]
     fn schema_errors_name_the_json_pointer() {
         let error = parse(r#"{"source": "x", "tools": {"a": {"nmae": "b"}}}"#).unwrap_err();
-        assert!(
-            matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a"),
-            "{error}"
-        );
+        assert!(matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a"), "{error}");
         let error = parse(r#"{"source": "x", "tools": {"a": {"name": "has space"}}}"#).unwrap_err();
-        assert!(
-            matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a/name"),
-            "{error}"
-        );
+        assert!(matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a/name"), "{error}");
     }
 
     #[test]
     fn sources_match_exactly_then_by_most_specific_wildcard() {
         let mut set = OverrideSet::new();
-        for (source, tool) in [
-            ("example.com", "exact"),
-            ("*.example.com", "wild"),
-            ("*.api.example.com", "deeper"),
-        ] {
-            let file = parse(&format!(
-                r#"{{"source": "{source}", "tools": {{"{tool}": {{"hidden": true}}}}}}"#
-            ))
-            .unwrap();
+        for (source, tool) in [("example.com", "exact"), ("*.example.com", "wild"), ("*.api.example.com", "deeper")] {
+            let file =
+                parse(&format!(r#"{{"source": "{source}", "tools": {{"{tool}": {{"hidden": true}}}}}}"#)).unwrap();
             set.add(file, PathBuf::from(source));
         }
-        let first = |source: &str| {
-            set.for_source(source)
-                .map(|tools| tools.keys().next().unwrap().clone())
-        };
+        let first = |source: &str| set.for_source(source).map(|tools| tools.keys().next().unwrap().clone());
         assert_eq!(first("example.com").as_deref(), Some("exact"));
         assert_eq!(first("www.example.com").as_deref(), Some("wild"));
         assert_eq!(first("v1.api.example.com").as_deref(), Some("deeper"));
@@ -276,16 +256,10 @@ mod tests {
     fn later_files_refine_earlier_ones() {
         let mut set = OverrideSet::new();
         set.add(
-            parse(
-                r#"{"source": "s", "tools": {"a": {"description": "one"}, "b": {"hidden": true}}}"#,
-            )
-            .unwrap(),
+            parse(r#"{"source": "s", "tools": {"a": {"description": "one"}, "b": {"hidden": true}}}"#).unwrap(),
             "1".into(),
         );
-        set.add(
-            parse(r#"{"source": "s", "tools": {"a": {"description": "two"}}}"#).unwrap(),
-            "2".into(),
-        );
+        set.add(parse(r#"{"source": "s", "tools": {"a": {"description": "two"}}}"#).unwrap(), "2".into());
         let tools = set.for_source("s").unwrap();
         assert_eq!(tools["a"].description.as_deref(), Some("two"));
         assert!(tools["b"].hidden);

@@ -18,13 +18,7 @@ pub struct LintFinding {
 
 impl fmt::Display for LintFinding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: `{}`: {}",
-            self.path.display(),
-            self.pointer,
-            self.message
-        )
+        write!(f, "{}: `{}`: {}", self.path.display(), self.pointer, self.message)
     }
 }
 
@@ -32,28 +26,15 @@ impl From<OverrideError> for LintFinding {
     fn from(error: OverrideError) -> Self {
         let path = error.path().to_owned();
         match error {
-            OverrideError::Schema {
-                pointer, message, ..
-            } => LintFinding {
-                path,
-                pointer,
-                message,
-            },
-            OverrideError::Syntax {
-                line,
-                column,
-                message,
-                ..
-            } => LintFinding {
+            OverrideError::Schema { pointer, message, .. } => LintFinding { path, pointer, message },
+            OverrideError::Syntax { line, column, message, .. } => LintFinding {
                 path,
                 pointer: String::new(),
                 message: format!("line {line}, column {column}: {message}"),
             },
-            OverrideError::Read { source, .. } => LintFinding {
-                path,
-                pointer: String::new(),
-                message: source.to_string(),
-            },
+            OverrideError::Read { source, .. } => {
+                LintFinding { path, pointer: String::new(), message: source.to_string() }
+            }
         }
     }
 }
@@ -89,13 +70,8 @@ pub fn lint(dir: &Path, names: NameRules) -> Result<Vec<LintFinding>, OverrideEr
 /// Lints one loaded file.
 pub fn lint_file(file: &OverrideFile, path: &Path, names: NameRules) -> Vec<LintFinding> {
     let mut findings = Vec::new();
-    let mut finding = |pointer: String, message: String| {
-        findings.push(LintFinding {
-            path: path.to_owned(),
-            pointer,
-            message,
-        })
-    };
+    let mut finding =
+        |pointer: String, message: String| findings.push(LintFinding { path: path.to_owned(), pointer, message });
 
     // The names tools end up with: renamed ones by their new name, the rest by their own.
     let mut exposed: HashMap<&str, &str> = HashMap::new();
@@ -103,10 +79,7 @@ pub fn lint_file(file: &OverrideFile, path: &Path, names: NameRules) -> Vec<Lint
         let pointer = format!("/tools/{}", escape(source_name));
         let name = entry.name.as_deref().unwrap_or(source_name);
         if !names.is_valid(name) {
-            finding(
-                format!("{pointer}/name"),
-                format!("`{name}` is not a valid tool name for this client profile"),
-            );
+            finding(format!("{pointer}/name"), format!("`{name}` is not a valid tool name for this client profile"));
         }
         if let Some(first) = exposed.insert(name, source_name) {
             finding(
@@ -117,10 +90,7 @@ pub fn lint_file(file: &OverrideFile, path: &Path, names: NameRules) -> Vec<Lint
         if let Some(schema) = &entry.input_schema
             && let Err(error) = schema::check(schema)
         {
-            finding(
-                format!("{pointer}/inputSchema{}", error.pointer),
-                error.message,
-            );
+            finding(format!("{pointer}/inputSchema{}", error.pointer), error.message);
         }
         let mut argument_names: HashSet<&str> = HashSet::new();
         for (argument, change) in &entry.arguments {
@@ -131,19 +101,14 @@ pub fn lint_file(file: &OverrideFile, path: &Path, names: NameRules) -> Vec<Lint
                     format!("two parameters would both be exposed as `{exposed_argument}`"),
                 );
             }
-            if let Some(properties) = entry
-                .input_schema
-                .as_ref()
-                .and_then(|s| s.get("properties"))
-                .and_then(|p| p.as_object())
+            if let Some(properties) =
+                entry.input_schema.as_ref().and_then(|s| s.get("properties")).and_then(|p| p.as_object())
                 && !properties.contains_key(argument)
                 && !properties.contains_key(exposed_argument)
             {
                 finding(
                     format!("{pointer}/arguments/{}", escape(argument)),
-                    format!(
-                        "the override's inputSchema has no parameter `{argument}` or `{exposed_argument}`"
-                    ),
+                    format!("the override's inputSchema has no parameter `{argument}` or `{exposed_argument}`"),
                 );
             }
         }
@@ -169,15 +134,15 @@ mod tests {
 
     fn findings(text: &str) -> Vec<String> {
         let file = OverrideFile::parse(text, Path::new("o.json")).unwrap();
-        lint_file(&file, Path::new("o.json"), NameRules::STRICT)
-            .into_iter()
-            .map(|f| f.to_string())
-            .collect()
+        lint_file(&file, Path::new("o.json"), NameRules::STRICT).into_iter().map(|f| f.to_string()).collect()
     }
 
     #[test]
     fn clean_file_has_no_findings() {
-        assert!(findings(r#"{"source": "s", "tools": {"gt_usr": {"name": "get_user"}, "del": {"name": "delete"}}}"#).is_empty());
+        assert!(
+            findings(r#"{"source": "s", "tools": {"gt_usr": {"name": "get_user"}, "del": {"name": "delete"}}}"#)
+                .is_empty()
+        );
     }
 
     #[test]
@@ -192,29 +157,9 @@ mod tests {
                 "g": {"inputSchema": {"type": "object", "properties": {"x": {"type": "float"}}}}
             }}"#,
         );
-        assert!(
-            found
-                .iter()
-                .any(|f| f.contains("/tools/b/name") || f.contains("renames onto `b`")),
-            "{found:?}"
-        );
-        assert!(
-            found
-                .iter()
-                .any(|f| f.contains("/tools/e/name") && f.contains("both be exposed as `d`")),
-            "{found:?}"
-        );
-        assert!(
-            found
-                .iter()
-                .any(|f| f.contains("/tools/f/name") && f.contains("not a valid tool name")),
-            "{found:?}"
-        );
-        assert!(
-            found
-                .iter()
-                .any(|f| f.contains("/tools/g/inputSchema/properties/x/type")),
-            "{found:?}"
-        );
+        assert!(found.iter().any(|f| f.contains("/tools/b/name") || f.contains("renames onto `b`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("/tools/e/name") && f.contains("both be exposed as `d`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("/tools/f/name") && f.contains("not a valid tool name")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("/tools/g/inputSchema/properties/x/type")), "{found:?}");
     }
 }

@@ -11,10 +11,7 @@ use serde_json::{Map, Value};
 use crate::tool::{Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer, TransformError};
 
-pub use file::{
-    ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride,
-    override_files,
-};
+pub use file::{ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride, override_files};
 pub use lint::{LintFinding, lint};
 
 /// Applies override files: priority 200, name `overrides`, confidence 1.
@@ -49,11 +46,7 @@ impl ToolTransformer for OverrideTransformer {
         Self::PRIORITY
     }
 
-    async fn transform(
-        &self,
-        tools: &[Tool],
-        context: &ToolContext,
-    ) -> Result<Vec<Answer>, TransformError> {
+    async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
         let Some(entries) = self.overrides.for_source(&context.source) else {
             return Ok(Vec::new());
         };
@@ -62,10 +55,15 @@ impl ToolTransformer for OverrideTransformer {
             .enumerate()
             .filter_map(|(index, tool)| {
                 let entry = entries.get(&tool.name)?;
-                let (tool, argument_aliases) = apply(tool, entry);
-                let mut answer = Answer::new(index, tool, 1.0);
+                let mut answer = if entry.changes_definition() {
+                    let (tool, argument_aliases) = apply(tool, entry);
+                    let mut answer = Answer::new(index, tool, 1.0);
+                    answer.argument_aliases = argument_aliases;
+                    answer
+                } else {
+                    Answer::unchanged(index, 1.0)
+                };
                 answer.category.clone_from(&entry.category);
-                answer.argument_aliases = argument_aliases;
                 answer.hidden = entry.hidden;
                 Some(answer)
             })
@@ -101,22 +99,15 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
     let mut aliases = BTreeMap::new();
     for (source_name, argument) in &entry.arguments {
         let exposed = argument.name.as_deref().unwrap_or(source_name);
-        let Some(properties) = tool
-            .input_schema
-            .as_mut()
-            .and_then(|schema| schema.get_mut("properties"))
-            .and_then(Value::as_object_mut)
+        let Some(properties) =
+            tool.input_schema.as_mut().and_then(|schema| schema.get_mut("properties")).and_then(Value::as_object_mut)
         else {
             continue;
         };
         if exposed != source_name {
             if properties.contains_key(source_name) && !properties.contains_key(exposed) {
                 rename_key(properties, source_name, exposed);
-                if let Some(Value::Array(required)) = tool
-                    .input_schema
-                    .as_mut()
-                    .and_then(|s| s.get_mut("required"))
-                {
+                if let Some(Value::Array(required)) = tool.input_schema.as_mut().and_then(|s| s.get_mut("required")) {
                     for entry in required.iter_mut() {
                         if entry.as_str() == Some(source_name) {
                             *entry = Value::String(exposed.to_owned());
@@ -144,13 +135,7 @@ fn rename_key(map: &mut Map<String, Value>, from: &str, to: &str) {
     let entries = std::mem::take(map);
     *map = entries
         .into_iter()
-        .map(|(key, value)| {
-            if key == from {
-                (to.to_owned(), value)
-            } else {
-                (key, value)
-            }
-        })
+        .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
         .collect();
 }
 
@@ -182,23 +167,20 @@ mod tests {
         );
         assert_eq!(tool.name, "get_user");
         assert_eq!(tool.description.as_deref(), Some("gets user"));
-        assert_eq!(
-            tool.annotations,
-            Some(json!({"readOnlyHint": true, "idempotentHint": true}))
-        );
+        assert_eq!(tool.annotations, Some(json!({"readOnlyHint": true, "idempotentHint": true})));
         let schema = tool.input_schema.unwrap();
-        assert_eq!(
-            schema["properties"]["user_id"],
-            json!({"type": "string", "description": "The user's ID."})
-        );
+        assert_eq!(schema["properties"]["user_id"], json!({"type": "string", "description": "The user's ID."}));
         assert_eq!(schema["required"], json!(["user_id"]));
         assert_eq!(aliases.get("user_id").map(String::as_str), Some("uid"));
     }
 
     #[test]
     fn transformer_answers_only_for_its_source_and_listed_tools() {
-        let file = OverrideFile::parse(r#"{"source": "example.com", "tools": {"del": {"name": "delete_item", "hidden": true}}}"#, Path::new("x"))
-            .unwrap();
+        let file = OverrideFile::parse(
+            r#"{"source": "example.com", "tools": {"del": {"name": "delete_item", "hidden": true}}}"#,
+            Path::new("x"),
+        )
+        .unwrap();
         let mut set = OverrideSet::new();
         set.add(file, "x".into());
         let transformer = OverrideTransformer::new(set);
@@ -214,11 +196,7 @@ mod tests {
         let answers = run("example.com");
         assert_eq!(answers.len(), 1);
         assert_eq!(
-            (
-                answers[0].index,
-                answers[0].tool.name.as_str(),
-                answers[0].hidden
-            ),
+            (answers[0].index, answers[0].tool.as_ref().unwrap().name.as_str(), answers[0].hidden),
             (1, "delete_item", true)
         );
         assert!(run("other.org").is_empty());

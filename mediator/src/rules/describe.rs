@@ -194,13 +194,11 @@ const VERBS: &[&str] = &[
     "write",
 ];
 
-static VERB_SET: LazyLock<std::collections::HashSet<&'static str>> =
-    LazyLock::new(|| VERBS.iter().copied().collect());
+static VERB_SET: LazyLock<std::collections::HashSet<&'static str>> = LazyLock::new(|| VERBS.iter().copied().collect());
 
 /// Words that end the object of a "verb object" name (`get_user_by_id`).
-const PREPOSITIONS: &[&str] = &[
-    "by", "for", "in", "to", "from", "with", "of", "on", "at", "as", "into", "via", "and", "or",
-];
+const PREPOSITIONS: &[&str] =
+    &["by", "for", "in", "to", "from", "with", "of", "on", "at", "as", "into", "via", "and", "or"];
 
 /// Words that never make a category on their own.
 const NOT_NOUNS: &[&str] = &[
@@ -244,9 +242,7 @@ const NOT_NOUNS: &[&str] = &[
 ];
 
 /// Words after which the object takes "the" rather than "a".
-const DEFINITE: &[&str] = &[
-    "current", "latest", "last", "first", "next", "previous", "default", "active",
-];
+const DEFINITE: &[&str] = &["current", "latest", "last", "first", "next", "previous", "default", "active"];
 
 pub fn is_verb(word: &str) -> bool {
     VERB_SET.contains(word)
@@ -258,11 +254,7 @@ pub fn sentence(words: &[String], dictionary: &Dictionary) -> Option<String> {
         return None;
     }
     let prose = |word: &String| {
-        if dictionary.is_acronym(word) {
-            acronym_case(word)
-        } else {
-            word.clone()
-        }
+        if dictionary.is_acronym(word) { acronym_case(word) } else { word.clone() }
     };
     let mut parts: Vec<String> = Vec::with_capacity(words.len() + 1);
     let mut rest = words;
@@ -313,10 +305,7 @@ fn article(object: &[String], dictionary: &Dictionary) -> Option<&'static str> {
     if DEFINITE.contains(&first.as_str()) {
         return Some("the");
     }
-    let head = object
-        .iter()
-        .take_while(|w| !PREPOSITIONS.contains(&w.as_str()))
-        .last()?;
+    let head = object.iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).last()?;
     if is_plural(head) || head.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
@@ -355,18 +344,10 @@ pub fn singular(word: &str) -> String {
 
 /// Whether a description says no more than the name does ("gets user" for `gt_usr`).
 pub fn repeats_name(description: &str, name_words: &[String]) -> bool {
-    let normalize = |word: &str| {
-        singular(
-            word.strip_suffix('s')
-                .filter(|s| s.len() >= 3)
-                .unwrap_or(word),
-        )
-    };
+    let normalize = |word: &str| singular(word.strip_suffix('s').filter(|s| s.len() >= 3).unwrap_or(word));
     let ignored = ["a", "an", "the", "this", "that"];
-    let described: Vec<String> = super::reading::Context::words_of(description)
-        .into_iter()
-        .filter(|w| !ignored.contains(&w.as_str()))
-        .collect();
+    let described: Vec<String> =
+        super::reading::Context::words_of(description).into_iter().filter(|w| !ignored.contains(&w.as_str())).collect();
     if described.is_empty() {
         return true;
     }
@@ -382,18 +363,11 @@ pub fn object_phrase(words: &[String]) -> Option<Vec<String>> {
         return None;
     }
     // create_or_update_file: skip "verb or verb".
-    while rest.len() >= 3
-        && is_verb(&rest[0])
-        && ["or", "and"].contains(&rest[1].as_str())
-        && is_verb(&rest[2])
-    {
+    while rest.len() >= 3 && is_verb(&rest[0]) && ["or", "and"].contains(&rest[1].as_str()) && is_verb(&rest[2]) {
         rest = &rest[2..];
     }
-    let phrase: Vec<String> = rest[1..]
-        .iter()
-        .take_while(|w| !PREPOSITIONS.contains(&w.as_str()))
-        .map(|w| singular(w))
-        .collect();
+    let phrase: Vec<String> =
+        rest[1..].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).map(|w| singular(w)).collect();
     (!phrase.is_empty()).then_some(phrase)
 }
 
@@ -415,10 +389,7 @@ impl CategoryIndex {
             Some(phrase) => {
                 for end in 1..=phrase.len() {
                     *self.prefixes.entry(phrase[..end].join(" ")).or_default() += 1;
-                    *self
-                        .suffixes
-                        .entry(phrase[phrase.len() - end..].join(" "))
-                        .or_default() += 1;
+                    *self.suffixes.entry(phrase[phrase.len() - end..].join(" ")).or_default() += 1;
                 }
             }
             None if words.len() > 1 && !is_verb(&words[0]) => {
@@ -436,29 +407,18 @@ impl CategoryIndex {
     /// siblings share; for a name that does not start with a verb, the leading words sibling
     /// tools share (`git_status`, `git_log` -> `git`).
     pub fn category(&self, words: &[String]) -> Option<String> {
-        let noun = |candidate: &[String]| {
-            candidate
-                .last()
-                .is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1)
-        };
-        let shared = |counts: &HashMap<String, usize>, part: &[String]| {
-            counts.get(&part.join(" ")).copied().unwrap_or(0)
-        };
-        let shortest_shared = |counts: &HashMap<String, usize>,
-                               sequence: &[String]|
-         -> Option<String> {
+        let noun =
+            |candidate: &[String]| candidate.last().is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1);
+        let shared =
+            |counts: &HashMap<String, usize>, part: &[String]| counts.get(&part.join(" ")).copied().unwrap_or(0);
+        let shortest_shared = |counts: &HashMap<String, usize>, sequence: &[String]| -> Option<String> {
             let mut len = (1..=sequence.len()).find(|&len| shared(counts, &sequence[..len]) > 1)?;
             let count = shared(counts, &sequence[..len]);
             while len < sequence.len() && shared(counts, &sequence[..len + 1]) == count {
                 len += 1;
             }
             let part = &sequence[..len];
-            noun(part).then(|| {
-                part.iter()
-                    .map(|w| singular(w))
-                    .collect::<Vec<_>>()
-                    .join("_")
-            })
+            noun(part).then(|| part.iter().map(|w| singular(w)).collect::<Vec<_>>().join("_"))
         };
         if let Some(phrase) = object_phrase(words) {
             if phrase.len() == 1 {
@@ -470,9 +430,7 @@ impl CategoryIndex {
             return (1..phrase.len())
                 .rev()
                 .map(|len| &phrase[phrase.len() - len..])
-                .find_map(|suffix| {
-                    (shared(&self.suffixes, suffix) > 1 && noun(suffix)).then(|| suffix.join("_"))
-                });
+                .find_map(|suffix| (shared(&self.suffixes, suffix) > 1 && noun(suffix)).then(|| suffix.join("_")));
         }
         if words.len() < 2 || is_verb(&words[0]) {
             return None;
@@ -485,11 +443,8 @@ impl CategoryIndex {
 /// `email`, `search_*` takes a `query`.
 pub fn infer_schema(words: &[String]) -> Option<Value> {
     if let Some(by) = words.iter().position(|w| w == "by") {
-        let field: Vec<&str> = words[by + 1..]
-            .iter()
-            .take_while(|w| !PREPOSITIONS.contains(&w.as_str()))
-            .map(String::as_str)
-            .collect();
+        let field: Vec<&str> =
+            words[by + 1..].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).map(String::as_str).collect();
         if !field.is_empty() {
             let name = field.join("_");
             return Some(json!({
@@ -539,10 +494,7 @@ mod tests {
         assert!(repeats_name("gets user", &words("get user")));
         assert!(repeats_name("Delete", &words("delete")));
         assert!(repeats_name("  ", &words("delete")));
-        assert!(!repeats_name(
-            "Retrieve a user by their ID or email",
-            &words("get user")
-        ));
+        assert!(!repeats_name("Retrieve a user by their ID or email", &words("get user")));
     }
 
     #[test]
@@ -567,10 +519,7 @@ mod tests {
             "get_current_time",
             "convert_time",
         ];
-        let split: Vec<Vec<String>> = names
-            .iter()
-            .map(|n| n.split('_').map(str::to_owned).collect())
-            .collect();
+        let split: Vec<Vec<String>> = names.iter().map(|n| n.split('_').map(str::to_owned).collect()).collect();
         let mut index = CategoryIndex::default();
         for words in &split {
             index.add(words);
@@ -594,14 +543,8 @@ mod tests {
 
     #[test]
     fn schemas_only_where_the_name_is_near_certain() {
-        assert_eq!(
-            infer_schema(&words("get user by email")).unwrap()["required"],
-            json!(["email"])
-        );
-        assert_eq!(
-            infer_schema(&words("search issues")).unwrap()["required"],
-            json!(["query"])
-        );
+        assert_eq!(infer_schema(&words("get user by email")).unwrap()["required"], json!(["email"]));
+        assert_eq!(infer_schema(&words("search issues")).unwrap()["required"], json!(["query"]));
         assert_eq!(infer_schema(&words("get user")), None);
     }
 }

@@ -10,12 +10,8 @@ use serde::Deserialize;
 const BUILT_IN: &str = include_str!("abbreviations.json");
 const WORDS: &str = include_str!("words.txt");
 
-static ENGLISH: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    WORDS
-        .lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .collect()
-});
+static ENGLISH: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| WORDS.lines().filter(|line| !line.starts_with('#') && !line.is_empty()).collect());
 
 /// Whether `word` (lowercase) is an English word.
 pub fn is_english(word: &str) -> bool {
@@ -44,23 +40,11 @@ pub struct Dictionary {
 #[derive(Debug, thiserror::Error)]
 pub enum DictionaryError {
     #[error("cannot read dictionary {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
-    Syntax {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Syntax { path: PathBuf, line: usize, column: usize, message: String },
     #[error("{path}: `{pointer}`: {message}")]
-    Entry {
-        path: PathBuf,
-        pointer: String,
-        message: String,
-    },
+    Entry { path: PathBuf, pointer: String, message: String },
 }
 
 #[derive(Deserialize)]
@@ -87,10 +71,7 @@ impl Default for Dictionary {
 impl Dictionary {
     /// The dictionary shipped with the crate.
     pub fn built_in() -> Dictionary {
-        let mut dictionary = Dictionary {
-            entries: HashMap::new(),
-            acronyms: HashSet::new(),
-        };
+        let mut dictionary = Dictionary { entries: HashMap::new(), acronyms: HashSet::new() };
         dictionary
             .merge_str(BUILT_IN, Path::new("<built-in abbreviations.json>"))
             .expect("the built-in dictionary is checked by a test");
@@ -99,31 +80,25 @@ impl Dictionary {
 
     /// An empty dictionary, for measuring what the rules do without one.
     pub fn empty() -> Dictionary {
-        Dictionary {
-            entries: HashMap::new(),
-            acronyms: HashSet::new(),
-        }
+        Dictionary { entries: HashMap::new(), acronyms: HashSet::new() }
     }
 
     /// Adds the entries of a user's file
     /// (`{"expand": {..}, "read": {..}, "keep": [..], "acronyms": [..]}`);
     /// they win over entries already present.
     pub fn merge_file(&mut self, path: &Path) -> Result<(), DictionaryError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DictionaryError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| DictionaryError::Read { path: path.to_owned(), source })?;
         self.merge_str(&text, path)
     }
 
     pub fn merge_str(&mut self, text: &str, path: &Path) -> Result<(), DictionaryError> {
-        let file: DictionaryFile =
-            serde_json::from_str(text).map_err(|error| DictionaryError::Syntax {
-                path: path.to_owned(),
-                line: error.line(),
-                column: error.column(),
-                message: error.to_string(),
-            })?;
+        let file: DictionaryFile = serde_json::from_str(text).map_err(|error| DictionaryError::Syntax {
+            path: path.to_owned(),
+            line: error.line(),
+            column: error.column(),
+            message: error.to_string(),
+        })?;
         let entry_error = |pointer: String, message: &str| DictionaryError::Entry {
             path: path.to_owned(),
             pointer,
@@ -133,10 +108,7 @@ impl Dictionary {
             for (abbreviation, expansion) in map {
                 let pointer = format!("/{section}/{}", crate::schema::escape(abbreviation));
                 if !is_token(abbreviation) {
-                    return Err(entry_error(
-                        pointer,
-                        "an abbreviation is one lowercase word of a-z and 0-9",
-                    ));
+                    return Err(entry_error(pointer, "an abbreviation is one lowercase word of a-z and 0-9"));
                 }
                 if expansion.trim().is_empty() {
                     return Err(entry_error(pointer, "the expansion is empty"));
@@ -154,12 +126,10 @@ impl Dictionary {
             }
         }
         for (abbreviation, expansion) in file.expand {
-            self.entries
-                .insert(abbreviation, Entry::Expand(expansion.to_lowercase()));
+            self.entries.insert(abbreviation, Entry::Expand(expansion.to_lowercase()));
         }
         for (abbreviation, expansion) in file.read {
-            self.entries
-                .insert(abbreviation, Entry::Read(expansion.to_lowercase()));
+            self.entries.insert(abbreviation, Entry::Read(expansion.to_lowercase()));
         }
         for word in file.keep {
             self.entries.insert(word, Entry::Keep);
@@ -195,10 +165,7 @@ impl Dictionary {
 }
 
 fn is_token(word: &str) -> bool {
-    !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -209,10 +176,7 @@ mod tests {
     fn built_in_dictionary_loads() {
         let dictionary = Dictionary::built_in();
         assert_eq!(dictionary.get("usr"), Some(&Entry::Expand("user".into())));
-        assert_eq!(
-            dictionary.get("repo"),
-            Some(&Entry::Read("repository".into()))
-        );
+        assert_eq!(dictionary.get("repo"), Some(&Entry::Read("repository".into())));
         assert_eq!(dictionary.get("json"), Some(&Entry::Keep));
     }
 
@@ -226,26 +190,11 @@ mod tests {
     #[test]
     fn user_entries_win_and_errors_point() {
         let mut dictionary = Dictionary::built_in();
-        dictionary
-            .merge_str(
-                r#"{"expand": {"usr": "username"}, "keep": ["chascr"]}"#,
-                Path::new("mine.json"),
-            )
-            .unwrap();
-        assert_eq!(
-            dictionary.get("usr"),
-            Some(&Entry::Expand("username".into()))
-        );
-        let error = dictionary
-            .merge_str("{\n  \"expand\": {\"a\": 1}\n}", Path::new("bad.json"))
-            .unwrap_err();
-        assert!(
-            matches!(error, DictionaryError::Syntax { line: 2, .. }),
-            "{error}"
-        );
-        let error = dictionary
-            .merge_str(r#"{"read": {"Bad Key": "x"}}"#, Path::new("bad.json"))
-            .unwrap_err();
+        dictionary.merge_str(r#"{"expand": {"usr": "username"}, "keep": ["chascr"]}"#, Path::new("mine.json")).unwrap();
+        assert_eq!(dictionary.get("usr"), Some(&Entry::Expand("username".into())));
+        let error = dictionary.merge_str("{\n  \"expand\": {\"a\": 1}\n}", Path::new("bad.json")).unwrap_err();
+        assert!(matches!(error, DictionaryError::Syntax { line: 2, .. }), "{error}");
+        let error = dictionary.merge_str(r#"{"read": {"Bad Key": "x"}}"#, Path::new("bad.json")).unwrap_err();
         assert_eq!(
             error.to_string(),
             "bad.json: `/read/Bad Key`: an abbreviation is one lowercase word of a-z and 0-9"

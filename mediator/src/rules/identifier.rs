@@ -55,8 +55,7 @@ pub fn split(identifier: &str) -> Vec<Token<'_>> {
         let boundary = match (previous, current) {
             (Class::Lower, Class::Upper) => true,
             (Class::Upper, Class::Upper) => next == Some(Class::Lower),
-            (Class::Digit, Class::Lower | Class::Upper)
-            | (Class::Lower | Class::Upper, Class::Digit) => true,
+            (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
             _ => false,
         };
         if boundary {
@@ -71,10 +70,7 @@ pub fn split(identifier: &str) -> Vec<Token<'_>> {
 }
 
 fn token(identifier: &str, from: usize, to: usize) -> Token<'_> {
-    Token {
-        text: &identifier[from..to],
-        span: from..to,
-    }
+    Token { text: &identifier[from..to], span: from..to }
 }
 
 /// How a word is written, so an expansion can be written the same way.
@@ -90,12 +86,7 @@ impl Case {
         let mut letters = word.chars().filter(|c| c.is_alphabetic());
         match letters.next() {
             Some(first) if first.is_uppercase() => {
-                if word.chars().count() > 1
-                    && word
-                        .chars()
-                        .filter(|c| c.is_alphabetic())
-                        .all(char::is_uppercase)
-                {
+                if word.chars().count() > 1 && word.chars().filter(|c| c.is_alphabetic()).all(char::is_uppercase) {
                     Case::Upper
                 } else {
                     Case::Capitalized
@@ -112,10 +103,7 @@ impl Case {
             Case::Capitalized => {
                 let mut chars = word.chars();
                 match chars.next() {
-                    Some(first) => first
-                        .to_uppercase()
-                        .chain(chars.flat_map(char::to_lowercase))
-                        .collect(),
+                    Some(first) => first.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect(),
                     None => String::new(),
                 }
             }
@@ -128,10 +116,7 @@ mod tests {
     use super::*;
 
     fn words(identifier: &str) -> Vec<&str> {
-        split(identifier)
-            .into_iter()
-            .map(|token| token.text)
-            .collect()
+        split(identifier).into_iter().map(|token| token.text).collect()
     }
 
     #[test]

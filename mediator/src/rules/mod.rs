@@ -40,9 +40,7 @@ impl RuleTransformer {
 
     /// Rules with the built-in dictionary.
     pub fn new() -> Self {
-        RuleTransformer {
-            dictionary: Dictionary::built_in(),
-        }
+        RuleTransformer { dictionary: Dictionary::built_in() }
     }
 
     pub fn with_dictionary(dictionary: Dictionary) -> Self {
@@ -64,18 +62,7 @@ impl RuleTransformer {
         }
         let readings: Vec<NameReading> = tools
             .iter()
-            .map(|tool| {
-                let context = Context {
-                    description: tool
-                        .description
-                        .as_deref()
-                        .map(Context::words_of)
-                        .unwrap_or_default(),
-                    parameters: tool.parameter_names().flat_map(Context::words_of).collect(),
-                    siblings: Some(&siblings),
-                };
-                NameReading::read(&tool.name, &self.dictionary, &context)
-            })
+            .map(|tool| NameReading::read(&tool.name, &self.dictionary, &Context::of(tool, &siblings)))
             .collect();
         let mut categories = describe::CategoryIndex::default();
         for reading in &readings {
@@ -96,51 +83,58 @@ impl RuleTransformer {
         reading: &NameReading,
         categories: &describe::CategoryIndex,
     ) -> Option<Answer> {
-        let mut improved = tool.clone();
         let mut confidence = reading.confidence;
         let mut inferred = Vec::new();
-
-        if reading.renames() {
-            improved.name.clone_from(&reading.name);
-        }
 
         // A description that only repeats a cryptic name is rewritten with the name; one that
         // repeats a good name is as good as a sentence made from it, and stays.
         let needs_description = match tool.description.as_deref() {
             None => true,
-            Some(description) => {
-                reading.renames() && describe::repeats_name(description, &reading.expanded_words)
-            }
+            Some(description) => reading.renames() && describe::repeats_name(description, &reading.expanded_words),
         };
-        if needs_description
-            && let Some(description) = &reading.description
-            && tool.description.as_deref() != Some(description)
-        {
-            improved.description = Some(description.clone());
+        let description = reading
+            .description
+            .as_ref()
+            .filter(|description| needs_description && tool.description.as_ref() != Some(*description));
+        if description.is_some() {
             inferred.push("description".to_owned());
             confidence = confidence.min(INFERRED_DESCRIPTION);
         }
 
-        match &mut improved.input_schema {
+        let input_schema = match &tool.input_schema {
             None => {
-                let schema = describe::infer_schema(&reading.expanded_words)
-                    .unwrap_or_else(schema::empty_object);
-                improved.input_schema = Some(schema);
                 inferred.push("inputSchema".to_owned());
                 confidence = confidence.min(INFERRED_SCHEMA);
+                Some(describe::infer_schema(&reading.expanded_words).unwrap_or_else(schema::empty_object))
             }
-            Some(input_schema) => {
-                if !schema::repair(input_schema).is_empty() {
-                    confidence = confidence.min(REPAIRED_SCHEMA);
-                }
+            Some(input_schema) if schema::needs_repair(input_schema) => {
+                let mut repaired = input_schema.clone();
+                schema::repair(&mut repaired);
+                confidence = confidence.min(REPAIRED_SCHEMA);
+                Some(repaired)
             }
-        }
+            Some(_) => None,
+        };
 
         let category = categories.category(&reading.expanded_words);
-        if improved == *tool && category.is_none() {
+        let changes = reading.renames() || description.is_some() || input_schema.is_some();
+        let mut answer = if changes {
+            let mut improved = tool.clone();
+            if reading.renames() {
+                improved.name.clone_from(&reading.name);
+            }
+            if let Some(description) = description {
+                improved.description = Some(description.clone());
+            }
+            if input_schema.is_some() {
+                improved.input_schema = input_schema;
+            }
+            Answer::new(index, improved, confidence)
+        } else if category.is_some() {
+            Answer::unchanged(index, confidence)
+        } else {
             return None;
-        }
-        let mut answer = Answer::new(index, improved, confidence);
+        };
         answer.category = category;
         answer.inferred = inferred;
         Some(answer)
@@ -157,11 +151,7 @@ impl ToolTransformer for RuleTransformer {
         Self::PRIORITY
     }
 
-    async fn transform(
-        &self,
-        tools: &[Tool],
-        _context: &ToolContext,
-    ) -> Result<Vec<Answer>, TransformError> {
+    async fn transform(&self, tools: &[Tool], _context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
         Ok(self.answers(tools))
     }
 }
@@ -177,14 +167,12 @@ mod tests {
 
     #[test]
     fn seed_example_is_enhanced() {
-        let answer = answer_for(
-            Tool::new("gt_usr")
-                .with_description("gets user")
-                .with_input_schema(json!({"type": "object"})),
-        )
-        .unwrap();
-        assert_eq!(answer.tool.name, "get_user");
-        assert_eq!(answer.tool.description.as_deref(), Some("Get a user."));
+        let answer =
+            answer_for(Tool::new("gt_usr").with_description("gets user").with_input_schema(json!({"type": "object"})))
+                .unwrap();
+        let tool = answer.tool.unwrap();
+        assert_eq!(tool.name, "get_user");
+        assert_eq!(tool.description.as_deref(), Some("Get a user."));
         assert_eq!(answer.inferred, ["description"]);
         assert_eq!(answer.confidence, INFERRED_DESCRIPTION);
         assert_eq!(answer.category.as_deref(), Some("user"));
@@ -196,7 +184,7 @@ mod tests {
             .with_description("Retrieve a user by their ID or email address")
             .with_input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}}));
         let answer = answer_for(tool.clone()).unwrap();
-        assert_eq!(answer.tool, tool);
+        assert_eq!(answer.tool, None, "a good tool is only categorized");
         assert_eq!(answer.confidence, 1.0);
     }
 
@@ -210,25 +198,21 @@ mod tests {
 
     #[test]
     fn missing_schema_is_inferred_only_where_near_certain() {
-        let answer =
-            answer_for(Tool::new("get_user_by_email").with_description("Look a user up")).unwrap();
-        assert_eq!(
-            answer.tool.input_schema.unwrap()["required"],
-            json!(["email"])
-        );
+        let answer = answer_for(Tool::new("get_user_by_email").with_description("Look a user up")).unwrap();
+        assert_eq!(answer.tool.unwrap().input_schema.unwrap()["required"], json!(["email"]));
         assert_eq!(answer.confidence, INFERRED_SCHEMA);
-        let answer =
-            answer_for(Tool::new("ping").with_description("Check the server answers")).unwrap();
-        assert_eq!(answer.tool.input_schema, Some(schema::empty_object()));
+        let answer = answer_for(Tool::new("ping").with_description("Check the server answers")).unwrap();
+        assert_eq!(answer.tool.unwrap().input_schema, Some(schema::empty_object()));
     }
 
     #[test]
     fn nonstandard_schema_is_repaired() {
-        let tool = Tool::new("math.sum")
-            .with_description("Compute the sum of all numbers in a list.")
-            .with_input_schema(json!({"type": "dict", "properties": {"numbers": {"type": "array", "items": {"type": "float"}}}}));
+        let tool =
+            Tool::new("math.sum").with_description("Compute the sum of all numbers in a list.").with_input_schema(
+                json!({"type": "dict", "properties": {"numbers": {"type": "array", "items": {"type": "float"}}}}),
+            );
         let answer = answer_for(tool).unwrap();
-        let schema = answer.tool.input_schema.unwrap();
+        let schema = answer.tool.unwrap().input_schema.unwrap();
         assert!(schema::is_valid(&schema));
         assert_eq!(schema["properties"]["numbers"]["items"]["type"], "number");
     }

@@ -1,20 +1,24 @@
 //! Reading a tool name: which words it is made of, what its abbreviations stand for, and the
 //! name with its cryptic abbreviations spelled out.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
 use super::dictionary::{Dictionary, Entry, is_english};
 use super::identifier::{self, Case, Token};
+use crate::tool::Tool;
 
 /// Words a tool uses about itself: its description, its parameter names, its siblings' names.
-/// The rules look here before the dictionary (`gt_usr` described as "gets user").
+/// The rules look here before the dictionary (`gt_usr` described as "gets user"). Words are
+/// split out only when a name has a word the rules do not know.
 #[derive(Debug, Default)]
 pub struct Context<'a> {
-    pub description: Vec<String>,
-    pub parameters: Vec<String>,
-    pub siblings: Option<&'a SiblingWords>,
+    tool: Option<&'a Tool>,
+    siblings: Option<&'a SiblingWords>,
+    description: OnceCell<Vec<String>>,
+    parameters: OnceCell<Vec<String>>,
 }
 
 /// The English words in the names of a batch of tools, by first letter.
@@ -31,22 +35,32 @@ impl SiblingWords {
         };
         if word.len() > 2 && !self.seen.contains(word) && is_english(word) {
             self.seen.insert(word.to_owned());
-            self.by_initial
-                .entry(initial)
-                .or_default()
-                .push(word.to_owned());
+            self.by_initial.entry(initial).or_default().push(word.to_owned());
         }
     }
 
     fn starting_with(&self, initial: char) -> &[String] {
-        self.by_initial
-            .get(&initial)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.by_initial.get(&initial).map(Vec::as_slice).unwrap_or_default()
     }
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    pub fn of(tool: &'a Tool, siblings: &'a SiblingWords) -> Self {
+        Context { tool: Some(tool), siblings: Some(siblings), ..Context::default() }
+    }
+
+    fn description(&self) -> &[String] {
+        self.description.get_or_init(|| {
+            self.tool.and_then(|tool| tool.description.as_deref()).map(Context::words_of).unwrap_or_default()
+        })
+    }
+
+    fn parameters(&self) -> &[String] {
+        self.parameters.get_or_init(|| {
+            self.tool.map(|tool| tool.parameter_names().flat_map(Context::words_of).collect()).unwrap_or_default()
+        })
+    }
+
     /// Lowercase alphabetic words of a text, in order.
     pub fn words_of(text: &str) -> Vec<String> {
         identifier::split(text)
@@ -58,7 +72,7 @@ impl Context<'_> {
     }
 
     fn mentions(&self, word: &str) -> bool {
-        self.description.iter().any(|w| w == word) || self.parameters.iter().any(|w| w == word)
+        self.description().iter().any(|w| w == word) || self.parameters().iter().any(|w| w == word)
     }
 
     /// Whether `token` is the initials of consecutive description words (`pca` in "Principal
@@ -66,27 +80,23 @@ impl Context<'_> {
     fn spells_initials(&self, token: &str) -> bool {
         let letters: Vec<char> = token.chars().collect();
         letters.len() >= 2
-            && self.description.windows(letters.len()).any(|words| {
-                words
-                    .iter()
-                    .zip(&letters)
-                    .all(|(word, letter)| word.starts_with(*letter))
-            })
+            && self
+                .description()
+                .windows(letters.len())
+                .any(|words| words.iter().zip(&letters).all(|(word, letter)| word.starts_with(*letter)))
     }
 
     /// The word the tool's own description or parameters spell out for `token`.
     fn own_expansion_of(&self, token: &str) -> Option<String> {
         let first = token.chars().next()?;
-        [self.description.as_slice(), self.parameters.as_slice()]
-            .into_iter()
-            .find_map(|words| {
-                words
-                    .iter()
-                    .filter(|word| word.len() > token.len() && word.starts_with(first))
-                    .filter_map(|word| lemma(word, token))
-                    .filter(|word| token.len() > 2 || two_letter_match(token, word))
-                    .min_by_key(|word| (!word.starts_with(token), word.len()))
-            })
+        [self.description(), self.parameters()].into_iter().find_map(|words| {
+            words
+                .iter()
+                .filter(|word| word.len() > token.len() && word.starts_with(first))
+                .filter_map(|word| lemma(word, token))
+                .filter(|word| token.len() > 2 || two_letter_match(token, word))
+                .min_by_key(|word| (!word.starts_with(token), word.len()))
+        })
     }
 
     /// A word of a sibling tool's name that starts with `token` (three letters or more).
@@ -95,10 +105,7 @@ impl Context<'_> {
         if token.len() < 3 {
             return None;
         }
-        let siblings = self
-            .siblings
-            .map(|siblings| siblings.starting_with(first))
-            .unwrap_or_default();
+        let siblings = self.siblings.map(|siblings| siblings.starting_with(first)).unwrap_or_default();
         siblings
             .iter()
             .filter(|word| word.len() > token.len() && word.starts_with(token))
@@ -118,14 +125,7 @@ fn two_letter_match(token: &str, word: &str) -> bool {
 fn lemma(word: &str, token: &str) -> Option<String> {
     let mut forms = vec![word.to_owned()];
     if !token.ends_with('s') {
-        for (suffix, replacement) in [
-            ("s", ""),
-            ("es", ""),
-            ("ed", ""),
-            ("d", ""),
-            ("ing", ""),
-            ("ing", "e"),
-        ] {
+        for (suffix, replacement) in [("s", ""), ("es", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e")] {
             if let Some(stem) = word.strip_suffix(suffix) {
                 forms.push(format!("{stem}{replacement}"));
             }
@@ -213,8 +213,7 @@ impl NameReading {
         let mut words = Vec::with_capacity(tokens.len());
         for token in &tokens {
             let word = token.text.to_lowercase();
-            let is_acronym =
-                mixed_case && token.text.len() > 1 && Case::of(token.text) == Case::Upper;
+            let is_acronym = mixed_case && token.text.len() > 1 && Case::of(token.text) == Case::Upper;
             senses.push(sense_of(&word, is_acronym, dictionary, context));
             words.push(word);
         }
@@ -235,22 +234,14 @@ impl NameReading {
             .zip(&senses)
             .flat_map(|(word, sense)| {
                 let expansion = match sense {
-                    Sense::Abbreviation(e) | Sense::FromContext(e) | Sense::Conventional(e) => {
-                        e.as_str()
-                    }
+                    Sense::Abbreviation(e) | Sense::FromContext(e) | Sense::Conventional(e) => e.as_str(),
                     _ => word.as_str(),
                 };
-                expansion
-                    .split_whitespace()
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
+                expansion.split_whitespace().map(str::to_owned).collect::<Vec<_>>()
             })
             .collect();
-        let confidence = if senses.is_empty() {
-            0.0
-        } else {
-            senses.iter().map(Sense::weight).sum::<f64>() / senses.len() as f64
-        };
+        let confidence =
+            if senses.is_empty() { 0.0 } else { senses.iter().map(Sense::weight).sum::<f64>() / senses.len() as f64 };
         let mut reading = NameReading {
             input: name.to_owned(),
             words,
@@ -285,9 +276,9 @@ impl NameReading {
     /// What the rules read the `index`th word as, when they read it as more than itself.
     pub fn expansion_of(&self, index: usize) -> Option<&str> {
         match self.senses.get(index)? {
-            Sense::Abbreviation(expansion)
-            | Sense::FromContext(expansion)
-            | Sense::Conventional(expansion) => Some(expansion),
+            Sense::Abbreviation(expansion) | Sense::FromContext(expansion) | Sense::Conventional(expansion) => {
+                Some(expansion)
+            }
             _ => None,
         }
     }
@@ -307,16 +298,12 @@ const MAX_COMPOUND_LEN: usize = 32;
 const MAX_DESCRIPTION_WORDS: usize = 400;
 
 /// Splits words written together (`filepath`, `threadsafe`, `getusr`) into known words.
-fn segment_compounds<'a>(
-    tokens: Vec<Token<'a>>,
-    dictionary: &Dictionary,
-    context: &Context<'_>,
-) -> Vec<Token<'a>> {
+fn segment_compounds<'a>(tokens: Vec<Token<'a>>, dictionary: &Dictionary, context: &Context<'_>) -> Vec<Token<'a>> {
     let mut out = Vec::with_capacity(tokens.len());
     for token in tokens {
         let word = token.text.to_ascii_lowercase();
-        let one_case = token.text.chars().all(|c| c.is_ascii_lowercase())
-            || token.text.chars().all(|c| c.is_ascii_uppercase());
+        let one_case =
+            token.text.chars().all(|c| c.is_ascii_lowercase()) || token.text.chars().all(|c| c.is_ascii_uppercase());
         let compound = one_case
             && (6..=MAX_COMPOUND_LEN).contains(&word.len())
             && !is_english(&word)
@@ -360,14 +347,11 @@ fn segment(word: &str, dictionary: &Dictionary) -> Option<Vec<usize>> {
     best[0] = Some((0, 0, 0));
     for end in 3..=n {
         for start in 0..=end - 3 {
-            let (Some((cost, parts, _)), Some(part)) = (best[start], part_cost(&word[start..end]))
-            else {
+            let (Some((cost, parts, _)), Some(part)) = (best[start], part_cost(&word[start..end])) else {
                 continue;
             };
             let candidate = (cost + part, parts + 1, start);
-            if parts < MAX_PARTS
-                && best[end]
-                    .is_none_or(|current| (candidate.0, candidate.1) < (current.0, current.1))
+            if parts < MAX_PARTS && best[end].is_none_or(|current| (candidate.0, candidate.1) < (current.0, current.1))
             {
                 best[end] = Some(candidate);
             }
@@ -397,14 +381,13 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
         Some(Entry::Read(expansion)) => return Sense::Conventional(expansion.clone()),
         _ => {}
     }
-    if context.mentions(word) || context.spells_initials(word) {
+    let english = is_english(word);
+    if (english && entry.is_none()) || context.mentions(word) || context.spells_initials(word) {
         return Sense::Word;
     }
     // The tool's own words first, then the dictionary, then its siblings' names.
-    let english = is_english(word);
-    let abbreviation = (!english || entry.is_some())
-        && word.len() >= 2
-        && word.chars().all(|c| c.is_ascii_alphabetic());
+    let abbreviation =
+        (!english || entry.is_some()) && word.len() >= 2 && word.chars().all(|c| c.is_ascii_alphabetic());
     if abbreviation && let Some(expansion) = context.own_expansion_of(word) {
         return Sense::FromContext(expansion);
     }
@@ -432,21 +415,11 @@ fn write_like(token: &str, expansion: &str, name: &str) -> String {
     }
     let separator = ['_', '-', '.'].into_iter().find(|s| name.contains(*s));
     match separator {
-        Some(separator) => words
-            .iter()
-            .map(|word| case.apply(word))
-            .collect::<Vec<_>>()
-            .join(&separator.to_string()),
+        Some(separator) => words.iter().map(|word| case.apply(word)).collect::<Vec<_>>().join(&separator.to_string()),
         None => words
             .iter()
             .enumerate()
-            .map(|(i, word)| {
-                if i == 0 {
-                    case.apply(word)
-                } else {
-                    Case::Capitalized.apply(word)
-                }
-            })
+            .map(|(i, word)| if i == 0 { case.apply(word) } else { Case::Capitalized.apply(word) })
             .collect(),
     }
 }
@@ -460,11 +433,9 @@ mod tests {
     }
 
     fn read_described(name: &str, description: &str) -> NameReading {
-        let context = Context {
-            description: Context::words_of(description),
-            ..Default::default()
-        };
-        NameReading::read(name, &Dictionary::built_in(), &context)
+        let tool = Tool::new(name).with_description(description);
+        let siblings = SiblingWords::default();
+        NameReading::read(name, &Dictionary::built_in(), &Context::of(&tool, &siblings))
     }
 
     #[test]
@@ -479,15 +450,7 @@ mod tests {
 
     #[test]
     fn words_and_conventional_forms_stay() {
-        for name in [
-            "get_user",
-            "list_repos",
-            "get_user_by_id",
-            "toURL",
-            "getHTTPResponse",
-            "math.sum",
-            "echo",
-        ] {
+        for name in ["get_user", "list_repos", "get_user_by_id", "toURL", "getHTTPResponse", "math.sum", "echo"] {
             assert_eq!(read(name).name, name);
         }
         assert_eq!(read("list_repos").expanded_words, ["list", "repositories"]);
@@ -499,18 +462,12 @@ mod tests {
         let reading = read_described("del", "Delegates a task to a teammate");
         assert_eq!(reading.name, "delegate");
         assert_eq!(read_described("gt_usr", "gets user").name, "get_user");
-        assert_eq!(
-            read_described("chg_scr", "changes the screen").name,
-            "change_screen"
-        );
+        assert_eq!(read_described("chg_scr", "changes the screen").name, "change_screen");
     }
 
     #[test]
     fn words_the_description_uses_are_not_expanded() {
-        assert_eq!(
-            read_described("figma_export", "Export a Figma frame").name,
-            "figma_export"
-        );
+        assert_eq!(read_described("figma_export", "Export a Figma frame").name, "figma_export");
         assert_eq!(read_described("echo", "Echoes back the input").name, "echo");
     }
 
