@@ -24,6 +24,11 @@
 //! # });
 //! ```
 
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 mod chain;
 mod naming;
 mod overrides;
