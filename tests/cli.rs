@@ -111,6 +111,22 @@ fn enhancing_twice_changes_nothing_the_second_time() {
 }
 
 #[test]
+fn real_manifests_pass_check_as_they_are() {
+    // Key order, nulls and unknown fields survive, so a manifest nothing changes is not a diff.
+    for name in
+        ["everything.json", "fetch.json", "filesystem.json", "git.json", "github.json", "memory.json", "time.json"]
+    {
+        let path = shared_manifest(name);
+        let output = run(&["enhance", "--check", path.to_str().unwrap()], None);
+        assert_eq!(output.status.code(), Some(0), "{name}:\n{}", stdout(&output));
+    }
+    let reordered = r#"{"tools": [{"inputSchema": {"type": "object", "properties": {}}, "x-b": 1, "description": "Echoes back the input", "x-a": null, "name": "echo", "title": null}]}"#;
+    let output = run(&["enhance", "-"], Some(reordered));
+    let expected: Value = serde_json::from_str(reordered).unwrap();
+    assert_eq!(serde_json::to_string(&json_out(&output)).unwrap(), serde_json::to_string(&expected).unwrap());
+}
+
+#[test]
 fn check_exits_1_with_a_diff_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tools.json");
@@ -144,12 +160,22 @@ fn in_place_rewrites_atomically_and_a_bad_file_stops_everything() {
     assert_eq!(rewritten[0]["name"], "delete");
     let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let fresh = dir.path().join("out.json");
+        let output = run(&["enhance", good.to_str().unwrap(), "-o", fresh.to_str().unwrap()], None);
+        assert!(output.status.success());
+        assert_eq!(fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o644, "not a private temp file");
+    }
 }
 
 #[test]
 fn bad_input_names_the_file_and_place_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str); 7] = [
+        ("tools-object.json", r#"{"tools": {}}"#, "tools-object.json: `/tools`: the tools of a manifest are an array"),
         ("syntax.json", "{\"tools\": [\n  {\"name\": \"a\",}\n]}", "syntax.json:2:"),
         (
             "no-name.json",
@@ -173,6 +199,22 @@ fn bad_input_names_the_file_and_place_and_exits_2() {
         assert!(stderr(&output).contains(expected), "{name}: {}", stderr(&output));
         assert!(output.stdout.is_empty(), "{name}: wrote output on failure");
     }
+}
+
+#[test]
+fn invalid_utf8_and_empty_directories_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.json");
+    fs::write(&path, b"{\"tools\": [\n  {\"name\": \"caf\xe9\"}]}").unwrap();
+    let output = run(&["enhance", path.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("latin1.json:2:16: not UTF-8"), "{}", stderr(&output));
+
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let output = run(&["enhance", empty.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no manifests here"), "{}", stderr(&output));
 }
 
 #[test]

@@ -70,9 +70,10 @@ pub struct ChainArgs {
     #[arg(long = "dictionary", value_name = "FILE")]
     pub dictionaries: Vec<PathBuf>,
 
-    /// The tool names the consuming client accepts.
-    #[arg(long, value_enum, default_value_t = ClientProfileArg::Mcp)]
-    pub client_profile: ClientProfileArg,
+    /// The tool names the consuming client accepts. Default: `mcp` for MCP output, `strict`
+    /// for OpenAI and Anthropic output (their APIs reject dots and names over 64 characters).
+    #[arg(long, value_enum)]
+    pub client_profile: Option<ClientProfileArg>,
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use tool_mediator::{
 };
 
 use crate::cli::{ChainArgs, ClientProfileArg, SourceTypeArg};
-use crate::manifest::Origin;
+use crate::manifest::{Dialect, Origin};
 
 /// The transformer chain and where tools come from.
 pub struct Chain {
@@ -15,7 +15,7 @@ pub struct Chain {
     source_type: SourceType,
     overrides: Option<OverrideSet>,
     rules: Option<RuleTransformer>,
-    pub names: NameRules,
+    names: Option<NameRules>,
 }
 
 impl Chain {
@@ -36,12 +36,15 @@ impl Chain {
             source_type: source_type(args.source_type),
             overrides,
             rules,
-            names: name_rules(args.client_profile),
+            names: args.client_profile.map(name_rules),
         })
     }
 
-    pub fn mediator(&self, min_confidence: f64) -> Mediator {
-        let mut builder = Mediator::builder().name_rules(self.names).min_confidence(min_confidence);
+    /// The chain for output in `dialect`: names follow `--client-profile`, else what the
+    /// dialect's consumers accept.
+    pub fn mediator(&self, min_confidence: f64, dialect: Dialect) -> Mediator {
+        let names = self.names.unwrap_or(if dialect == Dialect::Mcp { NameRules::MCP } else { NameRules::STRICT });
+        let mut builder = Mediator::builder().name_rules(names).min_confidence(min_confidence);
         if let Some(overrides) = &self.overrides {
             builder = builder.transformer(OverrideTransformer::new(overrides.clone()));
         }

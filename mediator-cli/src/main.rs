@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
-        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(2)
@@ -44,16 +44,9 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Enhance(args) => commands::enhance::run(args).await,
-        Command::Filter(args) => commands::select::filter(args).await,
-        Command::Categorize(args) => commands::select::categorize_command(args).await,
+        Command::Filter(args) => commands::filter::run(args).await,
+        Command::Categorize(args) => commands::categorize::run(args).await,
         Command::Names(args) => commands::names::run(args),
         Command::Overrides(command) => commands::overrides::run(command),
     }
-}
-
-/// A reader that stopped reading (`| head`) is not an error.
-fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }

@@ -90,8 +90,39 @@ pub struct Manifest {
     /// The document as read, for comparing with what would be written.
     pub original: Value,
     pub tools: Vec<Tool>,
-    /// Per tool, fields of an OpenAI tool's outer object besides `type` and `function`.
-    outer: Vec<Map<String, Value>>,
+    /// Per tool, how it was written, so it is written back the same way.
+    layouts: Vec<Layout>,
+}
+
+/// The keys of a tool as it was written, in order, each with whether it was `null`; and an
+/// OpenAI tool's outer fields besides `type` and `function`.
+#[derive(Debug, Clone, Default)]
+struct Layout {
+    keys: Vec<(String, bool)>,
+    function_keys: Vec<(String, bool)>,
+    outer: Map<String, Value>,
+}
+
+fn keys_of(object: &Map<String, Value>) -> Vec<(String, bool)> {
+    object.iter().map(|(key, value)| (key.clone(), value.is_null())).collect()
+}
+
+/// Puts `object`'s keys in the order `keys` gives, brings back keys that were `null` and are
+/// gone, and appends the keys that are new.
+fn follow(object: &mut Map<String, Value>, keys: &[(String, bool)]) {
+    let mut rest = std::mem::take(object);
+    for (key, was_null) in keys {
+        match rest.shift_remove(key) {
+            Some(value) => {
+                object.insert(key.clone(), value);
+            }
+            None if *was_null => {
+                object.insert(key.clone(), Value::Null);
+            }
+            None => {}
+        }
+    }
+    object.extend(rest);
 }
 
 /// Where a tool sits in its file: a JSON pointer, or a line of a JSON Lines file.
@@ -152,6 +183,9 @@ impl Manifest {
                     )
                 } else {
                     let Some(Value::Array(items)) = object.get_mut("tools").map(Value::take) else {
+                        if object.contains_key("tools") {
+                            bail!("{origin}: `/tools`: the tools of a manifest are an array");
+                        }
                         bail!(
                             "{origin}: ``: not a tool manifest: expected {{\"tools\": [...]}}, an array of tools, \
                              or a JSON-RPC response carrying a tools/list result"
@@ -173,22 +207,26 @@ impl Manifest {
     ) -> Result<Manifest> {
         let dialect = detect(&items);
         let mut tools = Vec::with_capacity(items.len());
-        let mut outer = Vec::with_capacity(items.len());
+        let mut layouts = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
             let (tool, rest) = read_tool(item, dialect)
                 .map_err(|message| anyhow::anyhow!("{}: {message}", places.describe(&origin, index)))?;
             tools.push(tool);
-            outer.push(rest);
+            layouts.push(rest);
         }
-        Ok(Manifest { origin, dialect, envelope, original, tools, outer })
+        Ok(Manifest { origin, dialect, envelope, original, tools, layouts })
     }
 
     /// The document with `tools` in place of the manifest's tools, written in `dialect`.
-    /// `outer` fields of OpenAI tools are kept by original position where there is one.
+    /// A tool written in its input's dialect keeps its original key order, `null`s and an
+    /// OpenAI tool's outer fields, so an unchanged tool comes out as it came in.
     pub fn render(&self, tools: &[(usize, Tool)], dialect: Dialect) -> Value {
         let items: Vec<Value> = tools
             .iter()
-            .map(|(index, tool)| write_tool(tool, dialect, self.outer.get(*index).filter(|_| dialect == self.dialect)))
+            .map(|(index, tool)| {
+                let layout = self.layouts.get(*index).filter(|_| dialect == self.dialect);
+                write_tool(tool, dialect, layout)
+            })
             .collect();
         match &self.envelope {
             Envelope::Array | Envelope::Lines => Value::Array(items),
@@ -235,12 +273,12 @@ fn detect(items: &[Value]) -> Dialect {
     }
 }
 
-/// One tool read in `dialect`, with an OpenAI tool's outer fields.
-fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Map<String, Value>), String> {
+/// One tool read in `dialect`, with how it was written.
+fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Layout), String> {
     let Value::Object(mut object) = item else {
         return Err("a tool must be an object".into());
     };
-    let mut outer = Map::new();
+    let mut layout = Layout { keys: keys_of(&object), ..Layout::default() };
     let fields = match dialect {
         Dialect::Mcp => object,
         Dialect::Anthropic => {
@@ -252,11 +290,12 @@ fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Map<String, Value>)
             object
         }
         Dialect::OpenAiTool => {
-            let Some(Value::Object(mut function)) = object.remove("function") else {
+            let Some(Value::Object(mut function)) = object.shift_remove("function") else {
                 return Err("an OpenAI tool needs a `function` object".into());
             };
-            object.remove("type");
-            outer = object;
+            object.shift_remove("type");
+            layout.function_keys = keys_of(&function);
+            layout.outer = object;
             rename(&mut function, "parameters", "inputSchema");
             function
         }
@@ -265,33 +304,40 @@ fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Map<String, Value>)
         return Err("a tool needs a string `name`".into());
     }
     let tool: Tool = serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())?;
-    Ok((tool, outer))
+    Ok((tool, layout))
 }
 
-fn write_tool(tool: &Tool, dialect: Dialect, outer: Option<&Map<String, Value>>) -> Value {
+fn write_tool(tool: &Tool, dialect: Dialect, layout: Option<&Layout>) -> Value {
     let Value::Object(mut object) = serde_json::to_value(tool).expect("tools serialize") else {
         unreachable!("a tool serializes to an object")
     };
-    match dialect {
-        Dialect::Mcp => Value::Object(object),
-        Dialect::Anthropic | Dialect::OpenAiFunction | Dialect::OpenAiTool => {
+    if dialect != Dialect::Mcp {
+        // Converting from MCP: these have no place in the other dialects.
+        if layout.is_none() {
             for mcp_only in ["title", "outputSchema", "annotations", "_meta", "icons", "execution"] {
-                object.remove(mcp_only);
+                object.shift_remove(mcp_only);
             }
-            let schema_key = if dialect == Dialect::Anthropic { "input_schema" } else { "parameters" };
-            rename(&mut object, "inputSchema", schema_key);
-            if dialect != Dialect::OpenAiTool {
-                return Value::Object(object);
-            }
-            let mut wrapper = Map::new();
-            wrapper.insert("type".into(), "function".into());
-            wrapper.insert("function".into(), Value::Object(object));
-            if let Some(outer) = outer {
-                wrapper.extend(outer.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
-            Value::Object(wrapper)
         }
+        let schema_key = if dialect == Dialect::Anthropic { "input_schema" } else { "parameters" };
+        rename(&mut object, "inputSchema", schema_key);
     }
+    if dialect != Dialect::OpenAiTool {
+        if let Some(layout) = layout {
+            follow(&mut object, &layout.keys);
+        }
+        return Value::Object(object);
+    }
+    let mut wrapper = Map::new();
+    wrapper.insert("type".into(), "function".into());
+    if let Some(layout) = layout {
+        follow(&mut object, &layout.function_keys);
+    }
+    wrapper.insert("function".into(), Value::Object(object));
+    if let Some(layout) = layout {
+        wrapper.extend(layout.outer.iter().map(|(k, v)| (k.clone(), v.clone())));
+        follow(&mut wrapper, &layout.keys);
+    }
+    Value::Object(wrapper)
 }
 
 /// Renames a key in place, keeping its position.
@@ -306,13 +352,24 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
 
 /// Reads a manifest from a file or standard input.
 pub fn read(origin: Origin) -> Result<Manifest> {
-    let text = match &origin {
-        Origin::File(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
+    let bytes = match &origin {
+        Origin::File(path) => std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+        Origin::Stdin => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).context("cannot read standard input")?;
+            bytes
         }
-        Origin::Stdin => std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?,
     };
-    Manifest::parse(&text, origin)
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = &bytes[..error.valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1) + 1;
+            bail!("{origin}:{line}:{column}: not UTF-8 text (JSON must be UTF-8)");
+        }
+    };
+    Manifest::parse(text, origin)
 }
 
 /// Expands the command line's inputs: files as given, directories to their `.json` and
@@ -323,6 +380,7 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<Origin>> {
     }
     let mut origins = Vec::new();
     for input in inputs {
+        let before = origins.len();
         if input == Path::new("-") {
             origins.push(Origin::Stdin);
         } else if input.is_dir() {
@@ -330,6 +388,9 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<Origin>> {
             collect_manifests(input, &mut found)?;
             found.sort();
             origins.extend(found.into_iter().map(Origin::File));
+            if origins.len() == before {
+                bail!("{}: no manifests here (*.json, *.jsonl, *.ndjson)", input.display());
+            }
         } else {
             origins.push(Origin::File(input.clone()));
         }
@@ -343,10 +404,15 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<Origin>> {
 fn collect_manifests(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir).with_context(|| format!("cannot read directory {}", dir.display()))?;
     for entry in entries {
-        let path = entry.with_context(|| format!("cannot read directory {}", dir.display()))?.path();
-        if path.is_dir() {
+        let entry = entry.with_context(|| format!("cannot read directory {}", dir.display()))?;
+        let path = entry.path();
+        // Links to directories are not followed: a link loop would never end.
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        if is_dir {
             collect_manifests(&path, found)?;
-        } else if path.extension().is_some_and(|ext| ext == "json" || ext == "jsonl" || ext == "ndjson") {
+        } else if path.extension().is_some_and(|ext| ext == "json" || ext == "jsonl" || ext == "ndjson")
+            && path.is_file()
+        {
             found.push(path);
         }
     }

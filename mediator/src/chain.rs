@@ -275,10 +275,10 @@ impl Mediator {
             return Err(None);
         }
         if let Some(tool) = &mut answer.tool {
+            keep_untouched_fields(original, tool);
             if let Some(reason) = broken_schema(original, tool) {
                 return Err(refuse(reason));
             }
-            keep_untouched_fields(original, tool);
         }
         Ok(answer)
     }
@@ -307,23 +307,29 @@ impl Mediator {
     /// Every output name valid and unique: source names first (repaired if they must be),
     /// then renames in input order, each refused if it is invalid or taken.
     fn enforce_names(&self, tools: &mut [EnhancedTool], events: &mut Vec<ChainEvent>) {
+        // Valid source names first, each to its first holder, so a repaired or duplicate name
+        // never takes a name a tool already has (`x`, `x`, `x_2`: the second `x` is `x_3`).
         let mut taken: HashSet<String> = HashSet::with_capacity(tools.len() * 2);
-        let mut exposed: Vec<String> = Vec::with_capacity(tools.len());
-        for tool in tools.iter() {
-            let mut name = if self.names.is_valid(&tool.original_name) {
-                tool.original_name.clone()
-            } else {
-                self.names.sanitize(&tool.original_name)
-            };
+        let mut exposed: Vec<Option<String>> = tools
+            .iter()
+            .map(|tool| {
+                (self.names.is_valid(&tool.original_name) && taken.insert(tool.original_name.clone()))
+                    .then(|| tool.original_name.clone())
+            })
+            .collect();
+        for (tool, slot) in tools.iter().zip(exposed.iter_mut()) {
+            if slot.is_some() {
+                continue;
+            }
+            let mut name = self.names.sanitize(&tool.original_name);
             if taken.contains(&name) {
                 name = unique_variant(&name, &taken, self.names);
             }
-            if name != tool.original_name {
-                events.push(ChainEvent::NameRepaired { tool: tool.original_name.clone(), name: name.clone() });
-            }
+            events.push(ChainEvent::NameRepaired { tool: tool.original_name.clone(), name: name.clone() });
             taken.insert(name.clone());
-            exposed.push(name);
+            *slot = Some(name);
         }
+        let exposed = exposed.into_iter().map(|name| name.expect("every tool got a name above"));
         for (tool, own) in tools.iter_mut().zip(exposed) {
             let wanted = std::mem::take(&mut tool.tool.name);
             if wanted == tool.original_name || wanted == own {
@@ -361,7 +367,7 @@ fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> Stri
         .map(|n| {
             let suffix = format!("_{n}");
             let mut base = name.to_owned();
-            base.truncate(rules.max_len.saturating_sub(suffix.len()));
+            base.truncate(rules.max_len().saturating_sub(suffix.len()));
             base + &suffix
         })
         .find(|candidate| !taken.contains(candidate))
@@ -405,31 +411,24 @@ fn keep_untouched_fields(original: &Tool, answer: &mut Tool) {
     }
 }
 
-/// The last guard: a schema that is missing or invalid here is repaired, or replaced by the
-/// empty object schema when repair cannot save it.
+/// The last guard: a schema that is missing or invalid here is repaired (see
+/// [`schema::make_valid`]).
 fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
     match &tool.tool.input_schema {
         Some(schema) if schema::is_valid(schema) => return,
         _ => {}
     }
-    let mut repairs;
-    match tool.tool.input_schema.take() {
+    let repairs = match tool.tool.input_schema.take() {
         None => {
-            repairs = vec![Repair { pointer: String::new(), what: "added the empty object schema".into() }];
             tool.tool.input_schema = Some(schema::empty_object());
+            vec![Repair { pointer: String::new(), what: "added the empty object schema".into() }]
         }
         Some(mut schema) => {
-            repairs = schema::repair(&mut schema);
-            if let Err(error) = schema::check(&schema) {
-                repairs.push(Repair {
-                    pointer: error.pointer,
-                    what: format!("replaced the schema with the empty object schema ({})", error.message),
-                });
-                schema = schema::empty_object();
-            }
+            let repairs = schema::make_valid(&mut schema);
             tool.tool.input_schema = Some(schema);
+            repairs
         }
-    }
+    };
     events.push(ChainEvent::SchemaRepaired { tool: tool.original_name.clone(), repairs });
 }
 
@@ -603,9 +602,9 @@ mod tests {
 
     #[test]
     fn invalid_and_duplicate_source_names_are_repaired() {
-        let out = run(&Mediator::builder().build(), tools(&["x", "x", "get user", "naïve"]));
+        let out = run(&Mediator::builder().build(), tools(&["x", "x", "get user", "naïve", "x_2"]));
         let names: Vec<&str> = out.tools.iter().map(|t| t.name()).collect();
-        assert_eq!(names, ["x", "x_2", "get_user", "na_ve"]);
+        assert_eq!(names, ["x", "x_3", "get_user", "na_ve", "x_2"]);
         assert_eq!(out.tools[1].original_name, "x");
     }
 
@@ -641,6 +640,7 @@ mod tests {
             assert!(schema::is_valid(tool.tool.input_schema.as_ref().unwrap()), "{:?}", tool.tool);
         }
         assert_eq!(out.tools[1].tool.input_schema.as_ref().unwrap()["properties"]["x"]["type"], "number");
+        assert_eq!(out.tools[2].tool.input_schema, Some(schema::empty_object()));
     }
 
     #[test]

@@ -4,11 +4,27 @@
 /// where `allow_dots` is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NameRules {
-    pub max_len: usize,
-    pub allow_dots: bool,
+    max_len: usize,
+    allow_dots: bool,
 }
 
 impl NameRules {
+    /// The shortest limit a profile may set: room for a repaired name and a `_N` suffix.
+    pub const MIN_LEN: usize = 8;
+
+    /// A client profile; a `max_len` under [`NameRules::MIN_LEN`] is raised to it.
+    pub const fn new(max_len: usize, allow_dots: bool) -> Self {
+        NameRules { max_len: if max_len < Self::MIN_LEN { Self::MIN_LEN } else { max_len }, allow_dots }
+    }
+
+    pub const fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    pub const fn allow_dots(&self) -> bool {
+        self.allow_dots
+    }
+
     /// The MCP specification: 1-128 characters of `A-Za-z0-9_-.`.
     pub const MCP: NameRules = NameRules { max_len: 128, allow_dots: true };
     /// Clients that reject dots: `^[a-zA-Z0-9_-]{1,64}$`.

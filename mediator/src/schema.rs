@@ -134,6 +134,52 @@ fn node_needs_repair(node: &Value) -> bool {
     })
 }
 
+/// How many invalid keywords [`make_valid`] drops before it gives the schema up.
+const MAX_DROPPED_KEYWORDS: usize = 32;
+
+/// Makes `schema` valid, saying what it changed: [`repair`] first, then each keyword the
+/// meta-schema still rejects is dropped (`"minLength": "3"` deep in one property should not
+/// cost the tool its other parameters), and only a schema that cannot be saved that way
+/// becomes the empty object schema.
+pub fn make_valid(schema: &mut Value) -> Vec<Repair> {
+    let mut repairs = repair(schema);
+    for _ in 0..MAX_DROPPED_KEYWORDS {
+        let Err(error) = check(schema) else { return repairs };
+        let dropped = !error.pointer.is_empty() && error.pointer != "/type" && remove_at(schema, &error.pointer);
+        if !dropped {
+            break;
+        }
+        repairs
+            .push(Repair { pointer: error.pointer, what: format!("dropped an invalid keyword ({})", error.message) });
+    }
+    if let Err(error) = check(schema) {
+        repairs.push(Repair {
+            pointer: error.pointer,
+            what: format!("replaced the schema with the empty object schema ({})", error.message),
+        });
+        *schema = empty_object();
+    }
+    repairs
+}
+
+/// Removes the value at a JSON pointer; whether there was one.
+fn remove_at(root: &mut Value, pointer: &str) -> bool {
+    let Some((parent, last)) = pointer.rsplit_once('/') else { return false };
+    let unescape = |segment: &str| segment.replace("~1", "/").replace("~0", "~");
+    let Some(parent) = root.pointer_mut(parent) else { return false };
+    match parent {
+        Value::Object(object) => object.shift_remove(&unescape(last)).is_some(),
+        Value::Array(items) => match last.parse::<usize>() {
+            Ok(index) if index < items.len() => {
+                items.remove(index);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// The standard name of a type, `Some(None)` for "any type", `None` for a name we do not know.
 fn standard_type(name: &str) -> Option<Option<&'static str>> {
     const STANDARD: [&str; 7] = ["object", "array", "string", "number", "integer", "boolean", "null"];
@@ -175,7 +221,7 @@ fn repair_node(node: &mut Value, pointer: &mut String, repairs: &mut Vec<Repair>
         return;
     };
     let was_tuple = repair_type(object, pointer, repairs);
-    if was_tuple && let Some(Value::Array(positions)) = object.remove("items") {
+    if was_tuple && let Some(Value::Array(positions)) = object.shift_remove("items") {
         repairs.push(Repair { pointer: format!("{pointer}/items"), what: "positional items -> prefixItems".into() });
         object.insert("prefixItems".into(), Value::Array(positions));
     }
@@ -216,7 +262,7 @@ fn repair_type(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec
         Value::Array(names) if names.iter().all(Value::is_string) => names.iter().filter_map(Value::as_str).collect(),
         _ => {
             repairs.push(Repair { pointer: format!("{pointer}/type"), what: format!("dropped type {declared}") });
-            object.remove("type");
+            object.shift_remove("type");
             return false;
         }
     };
@@ -250,7 +296,7 @@ fn repair_type(object: &mut Map<String, Value>, pointer: &str, repairs: &mut Vec
     repairs.push(Repair { pointer: format!("{pointer}/type"), what });
     match replacement {
         Some(t) => object.insert("type".into(), t),
-        None => object.remove("type"),
+        None => object.shift_remove("type"),
     };
     was_tuple
 }
@@ -261,7 +307,7 @@ fn hoist_required_flags(object: &mut Map<String, Value>, pointer: &str, repairs:
         && !required.is_array()
     {
         repairs.push(Repair { pointer: format!("{pointer}/required"), what: format!("dropped required {required}") });
-        object.remove("required");
+        object.shift_remove("required");
     }
     let Some(Value::Object(properties)) = object.get_mut("properties") else {
         return;
@@ -275,7 +321,7 @@ fn hoist_required_flags(object: &mut Map<String, Value>, pointer: &str, repairs:
             if flag == &Value::Bool(true) {
                 hoisted.push(name.clone());
             }
-            property.remove("required");
+            property.shift_remove("required");
             repairs.push(Repair {
                 pointer: format!("{pointer}/properties/{}/required", escape(name)),
                 what: "moved required flag to the parent's list".into(),
@@ -368,6 +414,20 @@ mod tests {
         let mut schema = original.clone();
         assert!(repair(&mut schema).is_empty());
         assert_eq!(schema, original);
+    }
+
+    #[test]
+    fn one_bad_keyword_costs_only_itself() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {"a": {"type": "string", "minLength": "3"}, "b": {"type": "integer"}},
+            "required": ["a", 7]
+        });
+        let repairs = make_valid(&mut schema);
+        assert!(is_valid(&schema), "{schema}");
+        assert_eq!(schema["properties"]["a"], json!({"type": "string"}));
+        assert_eq!(schema["properties"]["b"], json!({"type": "integer"}));
+        assert_eq!(repairs.len(), 2, "{repairs:?}");
     }
 
     #[test]

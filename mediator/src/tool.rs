@@ -43,7 +43,7 @@ impl<'de> Deserialize<'de> for Tool {
 
         let mut fields = Map::<String, Value>::deserialize(deserializer)?;
         let text = |fields: &mut Map<String, Value>, key: &str| -> Result<Option<String>, D::Error> {
-            match fields.remove(key) {
+            match fields.shift_remove(key) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(text)) => Ok(Some(text)),
                 Some(other) => Err(D::Error::custom(format!("invalid type: `{key}` must be a string, not {other}"))),
@@ -52,11 +52,12 @@ impl<'de> Deserialize<'de> for Tool {
         let name = text(&mut fields, "name")?.ok_or_else(|| D::Error::missing_field("name"))?;
         let title = text(&mut fields, "title")?;
         let description = text(&mut fields, "description")?;
-        let value = |fields: &mut Map<String, Value>, key: &str| fields.remove(key).filter(|value| !value.is_null());
+        let value =
+            |fields: &mut Map<String, Value>, key: &str| fields.shift_remove(key).filter(|value| !value.is_null());
         let input_schema = value(&mut fields, "inputSchema");
         let output_schema = value(&mut fields, "outputSchema");
         let annotations = value(&mut fields, "annotations");
-        let meta = match fields.remove("_meta") {
+        let meta = match fields.shift_remove("_meta") {
             None | Some(Value::Null) => None,
             Some(Value::Object(meta)) => Some(meta),
             Some(other) => {
@@ -215,7 +216,16 @@ impl EnhancedTool {
     /// The provenance object written under [`PROVENANCE_KEY`].
     pub fn provenance(&self) -> Value {
         let mut provenance = Map::new();
-        provenance.insert("originalName".into(), self.original_name.clone().into());
+        // A tool enhanced before keeps the name its source knows it by.
+        let source_name = self
+            .tool
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get(PROVENANCE_KEY))
+            .and_then(|earlier| earlier.get("originalName"))
+            .and_then(Value::as_str)
+            .unwrap_or(&self.original_name);
+        provenance.insert("originalName".into(), source_name.into());
         if let Some(category) = &self.category {
             provenance.insert("category".into(), category.clone().into());
         }
@@ -296,6 +306,15 @@ mod tests {
         let consumer = serde_json::to_value(enhanced.to_consumer_tool()).unwrap();
         assert_eq!(consumer["_meta"][PROVENANCE_KEY]["originalName"], "gt_usr");
         assert_eq!(consumer["name"], "get_user");
+    }
+
+    #[test]
+    fn enhancing_again_keeps_the_source_name() {
+        let mut tool = Tool::new("get_user");
+        tool.meta = Some(json!({PROVENANCE_KEY: {"originalName": "gt_usr"}}).as_object().unwrap().clone());
+        let mut enhanced = EnhancedTool::unchanged(tool);
+        enhanced.tool.name = "get_user_profile".into();
+        assert_eq!(enhanced.provenance()["originalName"], "gt_usr");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Tool};
 
-use crate::cli::EnhanceArgs;
+use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
 use crate::config::Chain;
 use crate::manifest::{self, Dialect, Manifest, Origin};
 use crate::output;
@@ -26,17 +26,17 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     // Everything is read and checked before anything is written.
     let manifests = origins.into_iter().map(manifest::read).collect::<Result<Vec<_>>>()?;
     let targets = targets(&args, &manifests)?;
-    let mediator = chain.mediator(args.min_confidence);
 
     let mut results = Vec::with_capacity(manifests.len());
     for manifest in &manifests {
+        let dialect = args.to.map(Dialect::from).unwrap_or(manifest.dialect);
+        let mediator = chain.mediator(args.min_confidence, dialect);
         let context = chain.context(&manifest.origin);
         let enhancement = mediator.enhance_with_report(manifest.tools.clone(), &context).await;
         log_events(&manifest.origin, &enhancement.events);
         if args.report {
             eprint!("{}", report(manifest, &context.source, &enhancement));
         }
-        let dialect = args.to.map(Dialect::from).unwrap_or(manifest.dialect);
         let provenance = dialect == Dialect::Mcp && !args.no_provenance;
         let tools = visible_tools(&manifest.tools, &enhancement.tools, provenance);
         let document = manifest.render(&tools, dialect);
@@ -49,17 +49,17 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
             let old = manifest.to_text(&manifest.original);
             if let Some(diff) = output::diff(&old, new, &manifest.origin.to_string()) {
                 changed = true;
-                output::print(&diff)?;
+                // A reader that stopped reading (`| head`) must not turn "changed" into success.
+                match output::print(&diff) {
+                    Err(error) if output::is_broken_pipe(&error) => {}
+                    other => other?,
+                }
             }
         }
         return Ok(if args.check && changed { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
     match targets {
-        Some(paths) => {
-            for (path, text) in paths.iter().zip(&results) {
-                output::write_atomically(path, text)?;
-            }
-        }
+        Some(paths) => output::write_atomically(&paths.into_iter().zip(results).collect::<Vec<_>>())?,
         None => output::print(&results[0])?,
     }
     Ok(ExitCode::SUCCESS)
@@ -203,4 +203,17 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
         let _ = writeln!(out, "  ! {event}");
     }
     out
+}
+
+/// Reads the one manifest a command takes and runs it through the chain.
+pub async fn enhance_one(input: &InputArgs, chain_args: &ChainArgs) -> Result<(Manifest, Vec<EnhancedTool>)> {
+    let origins = manifest::expand_inputs(&input.inputs)?;
+    if origins.len() != 1 {
+        bail!("{} inputs: this command reads one manifest", origins.len());
+    }
+    let chain = Chain::from_args(chain_args)?;
+    let manifest = manifest::read(origins.into_iter().next().expect("one input"))?;
+    let context = chain.context(&manifest.origin);
+    let enhanced = chain.mediator(0.0, manifest.dialect).enhance(manifest.tools.clone(), &context).await;
+    Ok((manifest, enhanced))
 }

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use indexmap::IndexMap;
-use tool_mediator::{OverrideFile, RuleTransformer, ToolOverride, lint_overrides};
+use tool_mediator::{NameRules, OverrideFile, RuleTransformer, ToolOverride, lint_overrides, schema};
 
 use crate::cli::{ClientProfileArg, OverridesCommand};
 use crate::config;
@@ -46,20 +46,29 @@ fn scaffold(source: String, manifest_path: std::path::PathBuf, output: Option<st
         answers[index] = Some(answer);
     }
     let mut tools = IndexMap::new();
-    for (tool, answer) in manifest.tools.iter().zip(answers) {
-        let mut entry = ToolOverride { description: tool.description.clone(), ..ToolOverride::default() };
+    for (index, (tool, answer)) in manifest.tools.iter().zip(answers).enumerate() {
+        let description = |text: Option<&String>| text.filter(|text| !text.trim().is_empty()).cloned();
+        let mut entry = ToolOverride { description: description(tool.description.as_ref()), ..ToolOverride::default() };
         if let Some(answer) = answer {
             let improved = answer.tool.as_ref().unwrap_or(tool);
-            if improved.name != tool.name {
+            if improved.name != tool.name && NameRules::MCP.is_valid(&improved.name) {
                 entry.name = Some(improved.name.clone());
             }
-            entry.description = improved.description.clone();
+            entry.description = description(improved.description.as_ref());
             entry.category = answer.category.clone();
-            if improved.input_schema != tool.input_schema {
+            if improved.input_schema != tool.input_schema
+                && improved.input_schema.as_ref().is_some_and(schema::is_valid)
+            {
                 entry.input_schema = improved.input_schema.clone();
             }
         }
-        tools.insert(tool.name.clone(), entry);
+        if tools.insert(tool.name.clone(), entry).is_some() {
+            bail!(
+                "{}: `/tools/{index}`: a second tool named `{}`; an override file has one entry a name",
+                manifest.origin,
+                tool.name
+            );
+        }
     }
     let file = OverrideFile {
         schema: Some("schema.json".into()),
@@ -72,6 +81,9 @@ fn scaffold(source: String, manifest_path: std::path::PathBuf, output: Option<st
         tools,
     };
     let text = serde_json::to_string_pretty(&file)? + "\n";
+    // What we scaffold must load: check it the way `enhance --overrides` will.
+    OverrideFile::parse(&text, std::path::Path::new("<scaffold>"))
+        .context("the scaffolded file does not pass overrides/schema.json (a bug; please report it)")?;
     match output {
         Some(path) => output::write_new(&path, &text)?,
         None => output::print(&text)?,

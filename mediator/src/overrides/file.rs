@@ -116,11 +116,25 @@ impl OverrideFile {
                 message: error.to_string(),
             });
         }
-        serde_json::from_value(value).map_err(|error| OverrideError::Schema {
+        let file: OverrideFile = serde_json::from_value(value).map_err(|error| OverrideError::Schema {
             path: path.to_owned(),
             pointer: String::new(),
             message: error.to_string(),
-        })
+        })?;
+        // A replacement schema the chain would refuse would take the whole entry with it
+        // (a `hidden: true` included), so it is refused here, where the curator sees it.
+        for (name, entry) in &file.tools {
+            if let Some(schema) = &entry.input_schema
+                && let Err(error) = crate::schema::check(schema)
+            {
+                return Err(OverrideError::Schema {
+                    path: path.to_owned(),
+                    pointer: format!("/tools/{}/inputSchema{}", crate::schema::escape(name), error.pointer),
+                    message: error.message,
+                });
+            }
+        }
+        Ok(file)
     }
 
     pub fn load(path: &Path) -> Result<OverrideFile, OverrideError> {
@@ -161,7 +175,8 @@ impl OverrideSet {
     /// Adds a file. Entries for a tool already present are replaced, so a later directory
     /// refines an earlier one.
     pub fn add(&mut self, file: OverrideFile, path: PathBuf) {
-        let patterns: Vec<String> = file.patterns().map(str::to_owned).collect();
+        // Domains are case-insensitive, and server names are matched the same way.
+        let patterns: Vec<String> = file.patterns().map(str::to_ascii_lowercase).collect();
         for pattern in patterns {
             let (table, key) = match pattern.strip_prefix('*') {
                 Some(suffix) if suffix.starts_with('.') => (&mut self.wildcards, suffix.to_owned()),
@@ -178,7 +193,8 @@ impl OverrideSet {
     /// The overrides for `source`: an exact match first, then the most specific wildcard.
     /// `*.example.com` matches `api.example.com` and `a.b.example.com`, not `example.com`.
     pub fn for_source(&self, source: &str) -> Option<&IndexMap<String, ToolOverride>> {
-        if let Some(tools) = self.exact.get(source) {
+        let source = source.to_ascii_lowercase();
+        if let Some(tools) = self.exact.get(&source) {
             return Some(tools);
         }
         self.wildcards
@@ -234,6 +250,12 @@ mod tests {
         assert!(matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a"), "{error}");
         let error = parse(r#"{"source": "x", "tools": {"a": {"name": "has space"}}}"#).unwrap_err();
         assert!(matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a/name"), "{error}");
+        let error = parse(r#"{"source": "x", "tools": {"a/b": {"inputSchema": {"type": "object", "properties": {"x": {"type": "float"}}}}}}"#)
+            .unwrap_err();
+        assert!(
+            matches!(&error, OverrideError::Schema { pointer, .. } if pointer == "/tools/a~1b/inputSchema/properties/x/type"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -249,6 +271,7 @@ mod tests {
         assert_eq!(first("www.example.com").as_deref(), Some("wild"));
         assert_eq!(first("v1.api.example.com").as_deref(), Some("deeper"));
         assert_eq!(first("badexample.com"), None);
+        assert_eq!(first("WWW.Example.COM").as_deref(), Some("wild"));
         assert_eq!(first("other.org"), None);
     }
 

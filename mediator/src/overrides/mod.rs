@@ -105,7 +105,14 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
             continue;
         };
         if exposed != source_name {
-            if properties.contains_key(source_name) && !properties.contains_key(exposed) {
+            let has_source = properties.contains_key(source_name);
+            let has_exposed = properties.contains_key(exposed);
+            // Renamed here, or written under the exposed name by the override's own schema.
+            // When the source's schema has both names the rename would shadow a real
+            // parameter: it is not made (lint reports it).
+            let renamed = has_source && !has_exposed;
+            let curated = has_exposed && !has_source && entry.input_schema.is_some();
+            if renamed {
                 rename_key(properties, source_name, exposed);
                 if let Some(Value::Array(required)) = tool.input_schema.as_mut().and_then(|s| s.get_mut("required")) {
                     for entry in required.iter_mut() {
@@ -115,7 +122,9 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
                     }
                 }
             }
-            aliases.insert(exposed.to_owned(), source_name.clone());
+            if renamed || curated {
+                aliases.insert(exposed.to_owned(), source_name.clone());
+            }
         }
         if let Some(description) = &argument.description
             && let Some(Value::Object(property)) = tool
@@ -172,6 +181,21 @@ mod tests {
         assert_eq!(schema["properties"]["user_id"], json!({"type": "string", "description": "The user's ID."}));
         assert_eq!(schema["required"], json!(["user_id"]));
         assert_eq!(aliases.get("user_id").map(String::as_str), Some("uid"));
+    }
+
+    #[test]
+    fn a_rename_onto_an_existing_parameter_is_not_made() {
+        let raw = Tool::new("t").with_input_schema(json!({"type": "object", "properties": {"a": {}, "b": {}}}));
+        let (tool, aliases) = apply(&raw, &entry(json!({"arguments": {"a": {"name": "b"}}})));
+        assert!(aliases.is_empty());
+        assert_eq!(tool.input_schema, raw.input_schema);
+        let (_, aliases) = apply(
+            &raw,
+            &entry(
+                json!({"inputSchema": {"type": "object", "properties": {"c": {}}}, "arguments": {"a": {"name": "c"}}}),
+            ),
+        );
+        assert_eq!(aliases.get("c").map(String::as_str), Some("a"), "the override's own schema uses the new name");
     }
 
     #[test]

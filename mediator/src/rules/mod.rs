@@ -90,6 +90,7 @@ impl RuleTransformer {
         // repeats a good name is as good as a sentence made from it, and stays.
         let needs_description = match tool.description.as_deref() {
             None => true,
+            Some(blank) if blank.trim().is_empty() => true,
             Some(description) => reading.renames() && describe::repeats_name(description, &reading.expanded_words),
         };
         let description = reading

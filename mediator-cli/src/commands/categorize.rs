@@ -1,0 +1,25 @@
+//! `tool-mediator categorize`: a manifest's tools by category, as JSON.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::{Map, Value, json};
+use tool_mediator::{EnhancedTool, categorize};
+
+use crate::cli::CategorizeArgs;
+use crate::commands::enhance::enhance_one;
+use crate::output;
+
+pub async fn run(args: CategorizeArgs) -> Result<ExitCode> {
+    let (_, enhanced) = enhance_one(&args.input, &args.chain).await?;
+    let visible: Vec<EnhancedTool> = enhanced.into_iter().filter(|tool| !tool.hidden).collect();
+    let mut categories = Map::new();
+    for (category, tools) in categorize(&visible) {
+        let tools: Vec<Value> =
+            tools.iter().map(|tool| json!({"name": tool.name(), "description": tool.tool.description})).collect();
+        categories.insert(category, Value::Array(tools));
+    }
+    let text = serde_json::to_string_pretty(&json!({"categories": categories}))? + "\n";
+    output::print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
