@@ -29,6 +29,7 @@
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+pub mod cache;
 mod chain;
 mod naming;
 mod overrides;

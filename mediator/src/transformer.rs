@@ -64,6 +64,12 @@ pub trait ToolTransformer: Send + Sync {
     /// Higher runs first.
     fn priority(&self) -> i32;
 
+    /// Everything that decides what this transformer answers: a cache keeps answers under it.
+    /// A language model's includes its provider, model and prompt hash.
+    fn identity(&self) -> String {
+        format!("{}@{}", self.name(), env!("CARGO_PKG_VERSION"))
+    }
+
     /// Answers for the tools of `tools` this transformer can improve.
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError>;
 }

@@ -1,0 +1,236 @@
+//! `CachedTransformer<T>`: any transformer, behind the cache, one tool at a time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::Cache;
+use crate::tool::{Tool, ToolContext};
+use crate::transformer::{Answer, ToolTransformer, TransformError};
+
+/// Wraps a transformer with the cache; is a transformer itself, named `cached-<inner>`, with
+/// priority inner + 10 so it runs just before where the inner one would.
+///
+/// Keys are per tool: a hash of the inner transformer's [identity](ToolTransformer::identity)
+/// (for a language model: provider, model, prompt hash, version), the source, and the tool's
+/// canonical JSON. Only tools that miss go to the inner transformer, so one new tool on a
+/// 100-tool page costs one tool's worth of work. Tools the inner one does not answer are not
+/// cached and are asked about again next time.
+pub struct CachedTransformer<T> {
+    inner: T,
+    cache: Arc<Cache>,
+    name: String,
+}
+
+impl<T: ToolTransformer> CachedTransformer<T> {
+    pub fn new(inner: T, cache: Arc<Cache>) -> Self {
+        let name = format!("cached-{}", inner.name());
+        CachedTransformer { inner, cache, name }
+    }
+
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    fn key(&self, tool: &Tool, context: &ToolContext) -> Vec<u8> {
+        let mut canonical = String::new();
+        write_canonical(&serde_json::to_value(tool).expect("tools serialize"), &mut canonical);
+        let mut hash = Sha256::new();
+        for part in [self.inner.identity().as_bytes(), context.source.as_bytes(), canonical.as_bytes()] {
+            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(part);
+        }
+        hash.finalize().to_vec()
+    }
+}
+
+/// What is kept of an answer: everything but its position in a batch.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    tool: Option<Tool>,
+    category: Option<String>,
+    confidence: f64,
+    #[serde(default)]
+    argument_aliases: BTreeMap<String, String>,
+    #[serde(default)]
+    inferred: Vec<String>,
+    #[serde(default)]
+    hidden: bool,
+}
+
+impl Stored {
+    fn of(answer: &Answer) -> Stored {
+        Stored {
+            tool: answer.tool.clone(),
+            category: answer.category.clone(),
+            confidence: answer.confidence,
+            argument_aliases: answer.argument_aliases.clone(),
+            inferred: answer.inferred.clone(),
+            hidden: answer.hidden,
+        }
+    }
+
+    fn into_answer(self, index: usize) -> Answer {
+        Answer {
+            index,
+            tool: self.tool,
+            category: self.category,
+            confidence: self.confidence,
+            argument_aliases: self.argument_aliases,
+            inferred: self.inferred,
+            hidden: self.hidden,
+        }
+    }
+}
+
+#[async_trait]
+impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn priority(&self) -> i32 {
+        self.inner.priority().saturating_add(10)
+    }
+
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+
+    async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+        let keys: Vec<Vec<u8>> = tools.iter().map(|tool| self.key(tool, context)).collect();
+        let mut answers = Vec::new();
+        let mut misses = Vec::new();
+        for (index, key) in keys.iter().enumerate() {
+            match self.cache.get(key).and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok()) {
+                Some(stored) => answers.push(stored.into_answer(index)),
+                None => misses.push(index),
+            }
+        }
+        if misses.is_empty() {
+            return Ok(answers);
+        }
+        let batch: Vec<Tool> = misses.iter().map(|&index| tools[index].clone()).collect();
+        let fresh = match self.inner.transform(&batch, context).await {
+            Ok(fresh) => fresh,
+            Err(error) if answers.is_empty() => return Err(error),
+            Err(error) => {
+                tracing::warn!("`{}` failed for {} tools; they fall through: {error}", self.inner.name(), misses.len());
+                return Ok(answers);
+            }
+        };
+        for mut answer in fresh {
+            let Some(&index) = misses.get(answer.index) else { continue };
+            if let Ok(bytes) = serde_json::to_vec(&Stored::of(&answer)) {
+                self.cache.put(&keys[index], &bytes);
+            }
+            answer.index = index;
+            answers.push(answer);
+        }
+        self.cache.flush();
+        Ok(answers)
+    }
+}
+
+/// JSON with object keys sorted, so equal tools hash equally whatever their key order.
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(object) => {
+            let mut keys: Vec<&String> = object.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&object[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::MemoryStore;
+    use crate::tool::SourceType;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Describes every tool and counts the tools it was asked about.
+    struct Counting(Arc<AtomicUsize>);
+
+    #[async_trait]
+    impl ToolTransformer for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn priority(&self) -> i32 {
+            50
+        }
+        async fn transform(&self, tools: &[Tool], _: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+            self.0.fetch_add(tools.len(), Ordering::Relaxed);
+            Ok(tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Answer::new(i, t.clone().with_description("described"), 0.8))
+                .collect())
+        }
+    }
+
+    fn run(transformer: &CachedTransformer<Counting>, tools: &[Tool]) -> Vec<Answer> {
+        let context = ToolContext::new("s", SourceType::Web);
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(transformer.transform(tools, &context))
+            .unwrap()
+    }
+
+    #[test]
+    fn only_misses_reach_the_inner_transformer() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let cache = Arc::new(Cache::new(MemoryStore::default(), Duration::from_secs(60)));
+        let cached = CachedTransformer::new(Counting(asked.clone()), cache);
+        assert_eq!((cached.name(), cached.priority()), ("cached-counting", 60));
+        let mut tools: Vec<Tool> = (0..5).map(|i| Tool::new(format!("t{i}"))).collect();
+        assert_eq!(run(&cached, &tools).len(), 5);
+        assert_eq!(asked.load(Ordering::Relaxed), 5);
+        let again = run(&cached, &tools);
+        assert_eq!(asked.load(Ordering::Relaxed), 5, "a second run asks nothing");
+        assert!(again.iter().all(|a| a.tool.as_ref().unwrap().description.as_deref() == Some("described")));
+        tools.push(Tool::new("new"));
+        tools.swap(0, 5);
+        let answers = run(&cached, &tools);
+        assert_eq!(asked.load(Ordering::Relaxed), 6, "one new tool, one question");
+        for answer in answers {
+            assert_eq!(answer.tool.unwrap().name, tools[answer.index].name, "answers map back to their tools");
+        }
+    }
+
+    #[test]
+    fn canonical_json_ignores_key_order() {
+        let (mut a, mut b) = (String::new(), String::new());
+        write_canonical(&serde_json::json!({"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": null}}), &mut a);
+        write_canonical(&serde_json::json!({"a": {"x": null, "y": [1, {"p": 3, "q": 2}]}, "b": 1}), &mut b);
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,206 @@
+//! A disposable cache with a time to live: answers that cost seconds and money to get (a
+//! language model's) are kept and reused until they expire. sled stores them by default.
+//!
+//! sled has no TTL, so every record carries its own expiry and the time it was stored; an
+//! expired record reads as a miss and is removed, and [`Cache::prune`] sweeps the rest.
+
+mod cached;
+mod memory;
+mod sled_store;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use cached::CachedTransformer;
+pub use memory::MemoryStore;
+pub use sled_store::SledStore;
+
+/// What went wrong with a store. Never fatal: the run goes on without the cache.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("the cache at {dir} is in use by another process (sled: could not acquire lock); going on uncached")]
+    Locked { dir: std::path::PathBuf },
+    #[error("cache store error at {dir}: {message}")]
+    Store { dir: std::path::PathBuf, message: String },
+}
+
+/// Where records are kept: raw bytes by key.
+pub trait CacheStore: Send + Sync {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CacheError>;
+    fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError>;
+    fn remove(&self, key: &[u8]) -> Result<(), CacheError>;
+    /// Every record, for sweeps and statistics.
+    fn records(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CacheError>;
+    fn clear(&self) -> Result<(), CacheError>;
+    fn flush(&self) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+/// The time, injectable so expiry can be tested.
+pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now_millis(&self) -> u64;
+}
+
+/// The real clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_millis(&self) -> u64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0)
+    }
+}
+
+/// The default time to live: 7 days.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// How full the cache is and how it has been used since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheStats {
+    pub entries: u64,
+    pub bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub expired: u64,
+}
+
+/// A store with a time to live, a clock and usage counters.
+pub struct Cache {
+    store: Box<dyn CacheStore>,
+    clock: Arc<dyn Clock>,
+    ttl: Duration,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    expired: AtomicU64,
+}
+
+const HEADER: usize = 16;
+
+impl Cache {
+    pub fn new(store: impl CacheStore + 'static, ttl: Duration) -> Self {
+        Cache::with_clock(store, ttl, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(store: impl CacheStore + 'static, ttl: Duration, clock: Arc<dyn Clock>) -> Self {
+        Cache {
+            store: Box::new(store),
+            clock,
+            ttl,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
+        }
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The value under `key`, unless it is missing or expired. A store error reads as a miss.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let record = match self.store.get(key) {
+            Ok(record) => record,
+            Err(error) => {
+                tracing::warn!("{error}");
+                None
+            }
+        };
+        let Some(record) = record.filter(|record| record.len() >= HEADER) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        if expiry_of(&record) <= self.clock.now_millis() {
+            self.expired.fetch_add(1, Ordering::Relaxed);
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            let _ = self.store.remove(key);
+            return None;
+        }
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(record[HEADER..].to_vec())
+    }
+
+    /// Stores `value` until the TTL runs out. A store error (a full disk) is a warning.
+    pub fn put(&self, key: &[u8], value: &[u8]) {
+        let now = self.clock.now_millis();
+        let expiry = now.saturating_add(self.ttl.as_millis() as u64);
+        let mut record = Vec::with_capacity(HEADER + value.len());
+        record.extend_from_slice(&expiry.to_be_bytes());
+        record.extend_from_slice(&now.to_be_bytes());
+        record.extend_from_slice(value);
+        if let Err(error) = self.store.put(key, &record) {
+            tracing::warn!("not cached: {error}");
+        }
+    }
+
+    /// Removes every expired record; how many.
+    pub fn prune(&self) -> Result<u64, CacheError> {
+        let now = self.clock.now_millis();
+        let mut removed = 0;
+        for (key, record) in self.store.records()? {
+            if record.len() < HEADER || expiry_of(&record) <= now {
+                self.store.remove(&key)?;
+                removed += 1;
+            }
+        }
+        self.store.flush()?;
+        Ok(removed)
+    }
+
+    pub fn clear(&self) -> Result<(), CacheError> {
+        self.store.clear()?;
+        self.store.flush()
+    }
+
+    pub fn stats(&self) -> Result<CacheStats, CacheError> {
+        let records = self.store.records()?;
+        Ok(CacheStats {
+            entries: records.len() as u64,
+            bytes: records.iter().map(|(key, record)| (key.len() + record.len()) as u64).sum(),
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            expired: self.expired.load(Ordering::Relaxed),
+        })
+    }
+
+    pub fn flush(&self) {
+        if let Err(error) = self.store.flush() {
+            tracing::warn!("{error}");
+        }
+    }
+}
+
+fn expiry_of(record: &[u8]) -> u64 {
+    u64::from_be_bytes(record[..8].try_into().expect("a record has a 16-byte header"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    pub struct TestClock(pub AtomicU64);
+
+    impl Clock for TestClock {
+        fn now_millis(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    #[test]
+    fn entries_expire_after_the_ttl_and_prune_removes_them() {
+        let clock = Arc::new(TestClock(AtomicU64::new(1_000)));
+        let cache = Cache::with_clock(MemoryStore::default(), Duration::from_secs(10), clock.clone());
+        cache.put(b"a", b"one");
+        assert_eq!(cache.get(b"a").as_deref(), Some(&b"one"[..]));
+        clock.0.store(1_000 + 10_000, Ordering::Relaxed);
+        assert_eq!(cache.get(b"a"), None);
+        cache.put(b"b", b"two");
+        clock.0.store(1_000_000, Ordering::Relaxed);
+        assert_eq!(cache.prune().unwrap(), 1);
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.entries, stats.hits, stats.misses, stats.expired), (0, 1, 1, 1));
+    }
+}

@@ -1,0 +1,160 @@
+//! The default store: sled, embedded, one directory on disk.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{CacheError, CacheStore, Clock, SystemClock};
+
+/// How long to wait for another process to let go of the store before going on uncached.
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+pub struct SledStore {
+    db: sled::Db,
+    dir: PathBuf,
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `dir`. sled lets one process at a time hold a directory:
+    /// while another holds it this waits up to [`LOCK_WAIT`], then says so. A store that cannot
+    /// be read (corrupt, or not a sled store) is moved aside to `<dir>.corrupt-<time>` and a
+    /// new one is made, with a warning.
+    pub fn open(dir: &Path) -> Result<SledStore, CacheError> {
+        SledStore::open_waiting(dir, LOCK_WAIT)
+    }
+
+    pub fn open_waiting(dir: &Path, wait: Duration) -> Result<SledStore, CacheError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            match sled::Config::new().path(dir).open() {
+                Ok(db) => return Ok(SledStore { db, dir: dir.to_owned() }),
+                Err(error) if is_locked(&error) => {
+                    if Instant::now() >= deadline {
+                        return Err(CacheError::Locked { dir: dir.to_owned() });
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(error) => return SledStore::recover(dir, &error),
+            }
+        }
+    }
+
+    fn recover(dir: &Path, error: &sled::Error) -> Result<SledStore, CacheError> {
+        let mut aside = dir.as_os_str().to_owned();
+        aside.push(format!(".corrupt-{}", SystemClock.now_millis()));
+        let aside = PathBuf::from(aside);
+        std::fs::rename(dir, &aside)
+            .map_err(|rename| store_error(dir, format!("{error}; moving it aside failed: {rename}")))?;
+        tracing::warn!(
+            "the cache at {} could not be read ({error}); moved it to {} and started a new one",
+            dir.display(),
+            aside.display()
+        );
+        let db = sled::Config::new().path(dir).open().map_err(|error| store_error(dir, error.to_string()))?;
+        Ok(SledStore { db, dir: dir.to_owned() })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn error(&self, error: sled::Error) -> CacheError {
+        store_error(&self.dir, error.to_string())
+    }
+}
+
+fn store_error(dir: &Path, message: String) -> CacheError {
+    CacheError::Store { dir: dir.to_owned(), message }
+}
+
+fn is_locked(error: &sled::Error) -> bool {
+    match error {
+        sled::Error::Io(io) => {
+            io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock")
+        }
+        _ => false,
+    }
+}
+
+impl CacheStore for SledStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CacheError> {
+        self.db.get(key).map(|value| value.map(|value| value.to_vec())).map_err(|e| self.error(e))
+    }
+
+    fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError> {
+        self.db.insert(key, record).map(|_| ()).map_err(|e| self.error(e))
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<(), CacheError> {
+        self.db.remove(key).map(|_| ()).map_err(|e| self.error(e))
+    }
+
+    fn records(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CacheError> {
+        self.db.iter().map(|entry| entry.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| self.error(e))).collect()
+    }
+
+    fn clear(&self) -> Result<(), CacheError> {
+        self.db.clear().map_err(|e| self.error(e))
+    }
+
+    fn flush(&self) -> Result<(), CacheError> {
+        self.db.flush().map(|_| ()).map_err(|e| self.error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Cache;
+
+    #[test]
+    fn records_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache");
+        {
+            let cache = Cache::new(SledStore::open(&path).unwrap(), Duration::from_secs(60));
+            cache.put(b"k", b"v");
+            cache.flush();
+        }
+        let cache = Cache::new(SledStore::open(&path).unwrap(), Duration::from_secs(60));
+        assert_eq!(cache.get(b"k").as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_held_store_is_reported_after_a_short_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache");
+        let _held = SledStore::open(&path).unwrap();
+        // sled locks per process with a file lock; a second open in this process is refused the
+        // same way another process would be.
+        match SledStore::open_waiting(&path, Duration::from_millis(200)) {
+            Err(CacheError::Locked { dir }) => assert_eq!(dir, path),
+            Ok(_) => {} // platforms without file locks let it through; nothing to report then
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn a_corrupt_store_is_moved_aside_and_recreated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache");
+        {
+            let store = SledStore::open(&path).unwrap();
+            store.put(b"k", b"v").unwrap();
+            store.flush().unwrap();
+        }
+        for entry in std::fs::read_dir(&path).unwrap() {
+            let file = entry.unwrap().path();
+            if file.is_file() {
+                std::fs::write(&file, vec![0xA5; 4096]).unwrap();
+            }
+        }
+        let store = SledStore::open(&path).unwrap();
+        store.put(b"new", b"works").unwrap();
+        assert_eq!(store.get(b"new").unwrap().as_deref(), Some(&b"works"[..]));
+        let moved = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|entry| entry.file_name().to_string_lossy().starts_with("cache.corrupt-"));
+        assert!(moved, "the corrupt store was kept aside for inspection");
+    }
+}
