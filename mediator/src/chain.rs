@@ -292,8 +292,13 @@ impl Mediator {
             return EnhancedTool::unchanged(tool);
         };
         let original_name = tool.name.clone();
+        let original_description = match &answer.tool {
+            Some(changed) if changed.description != tool.description => tool.description.clone(),
+            _ => None,
+        };
         EnhancedTool {
             original_name,
+            original_description,
             tool: answer.tool.unwrap_or(tool),
             category: answer.category,
             confidence: answer.confidence,

@@ -31,6 +31,7 @@ pub struct ReadmeDoctests;
 
 pub mod cache;
 mod chain;
+pub mod llm;
 mod naming;
 mod overrides;
 mod rules;

@@ -171,6 +171,8 @@ pub struct EnhancedTool {
     pub inferred: Vec<String>,
     /// An override asked for the tool not to be shown. Selection drops hidden tools.
     pub hidden: bool,
+    /// The source's description, when a transformer rewrote it.
+    pub original_description: Option<String>,
 }
 
 /// `enhanced_by` of a tool no transformer answered for.
@@ -188,6 +190,7 @@ impl EnhancedTool {
             argument_aliases: BTreeMap::new(),
             inferred: Vec::new(),
             hidden: false,
+            original_description: None,
         }
     }
 
@@ -241,6 +244,9 @@ impl EnhancedTool {
         }
         if !self.inferred.is_empty() {
             provenance.insert("inferred".into(), self.inferred.clone().into());
+        }
+        if let Some(description) = &self.original_description {
+            provenance.insert("originalDescription".into(), description.clone().into());
         }
         Value::Object(provenance)
     }

@@ -73,3 +73,24 @@ pub trait ToolTransformer: Send + Sync {
     /// Answers for the tools of `tools` this transformer can improve.
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError>;
 }
+
+/// A shared transformer is a transformer: a host can keep a handle (for usage figures, say)
+/// on one it gives the chain.
+#[async_trait]
+impl<T: ToolTransformer + ?Sized> ToolTransformer for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn priority(&self) -> i32 {
+        (**self).priority()
+    }
+
+    fn identity(&self) -> String {
+        (**self).identity()
+    }
+
+    async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+        (**self).transform(tools, context).await
+    }
+}

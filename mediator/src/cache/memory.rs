@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use super::{CacheError, CacheStore};
+use super::{CacheError, CacheStore, KeyedRecord};
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -32,7 +32,7 @@ impl CacheStore for MemoryStore {
         Ok(())
     }
 
-    fn records(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CacheError> {
+    fn records(&self) -> Result<Vec<KeyedRecord>, CacheError> {
         Ok(self.records_lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
     }
 

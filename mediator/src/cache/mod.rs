@@ -25,13 +25,16 @@ pub enum CacheError {
     Store { dir: std::path::PathBuf, message: String },
 }
 
+/// A key and the record stored under it.
+pub type KeyedRecord = (Vec<u8>, Vec<u8>);
+
 /// Where records are kept: raw bytes by key.
 pub trait CacheStore: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CacheError>;
     fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError>;
     fn remove(&self, key: &[u8]) -> Result<(), CacheError>;
     /// Every record, for sweeps and statistics.
-    fn records(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CacheError>;
+    fn records(&self) -> Result<Vec<KeyedRecord>, CacheError>;
     fn clear(&self) -> Result<(), CacheError>;
     fn flush(&self) -> Result<(), CacheError> {
         Ok(())

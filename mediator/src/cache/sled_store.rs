@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{CacheError, CacheStore, Clock, SystemClock};
+use super::{CacheError, CacheStore, Clock, KeyedRecord, SystemClock};
 
 /// How long to wait for another process to let go of the store before going on uncached.
 pub const LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -88,7 +88,7 @@ impl CacheStore for SledStore {
         self.db.remove(key).map(|_| ()).map_err(|e| self.error(e))
     }
 
-    fn records(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CacheError> {
+    fn records(&self) -> Result<Vec<KeyedRecord>, CacheError> {
         self.db.iter().map(|entry| entry.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| self.error(e))).collect()
     }
 

@@ -1,0 +1,296 @@
+//! Talking to a model: Anthropic Messages, OpenAI chat completions, and OpenAI-compatible local
+//! servers (Ollama, vLLM, llama.cpp), with structured output, timeouts and retries.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Which wire format to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    Anthropic,
+    #[serde(rename = "openai")]
+    OpenAi,
+    #[serde(rename = "openai-compatible")]
+    OpenAiCompatible,
+}
+
+impl Provider {
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "https://api.anthropic.com",
+            Provider::OpenAi => "https://api.openai.com",
+            Provider::OpenAiCompatible => "http://127.0.0.1:11434",
+        }
+    }
+
+    /// The environment variable the key is read from.
+    pub fn key_variable(self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Provider::OpenAi => Some("OPENAI_API_KEY"),
+            Provider::OpenAiCompatible => None,
+        }
+    }
+
+    pub fn default_model(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "claude-haiku-4-5",
+            Provider::OpenAi => "gpt-4.1-mini",
+            Provider::OpenAiCompatible => "llama3.1",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAi => "openai",
+            Provider::OpenAiCompatible => "openai-compatible",
+        })
+    }
+}
+
+/// A model call that failed. Messages never carry the API key.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("{provider} answered HTTP {status}: {body}")]
+    Status { provider: Provider, status: u16, body: String },
+    #[error("the request to {provider} failed: {message}")]
+    Transport { provider: Provider, message: String },
+    #[error("{provider}'s answer is not what was asked for: {message}")]
+    Malformed { provider: Provider, message: String },
+}
+
+/// One structured answer and what it cost.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub json: Value,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// How to reach a model.
+#[derive(Clone)]
+pub struct LlmClient {
+    provider: Provider,
+    model: String,
+    base_url: String,
+    api_key: Option<String>,
+    http: reqwest::Client,
+    max_retries: u32,
+    backoff: Duration,
+}
+
+impl fmt::Debug for LlmClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmClient")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// The longest a `Retry-After` is honoured for; a server asking for more is given up on.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+impl LlmClient {
+    pub fn new(
+        provider: Provider,
+        model: impl Into<String>,
+        base_url: Option<String>,
+        api_key: Option<String>,
+    ) -> Self {
+        let base_url =
+            base_url.unwrap_or_else(|| provider.default_base_url().to_owned()).trim_end_matches('/').to_owned();
+        LlmClient {
+            provider,
+            model: model.into(),
+            base_url,
+            api_key,
+            http: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().expect("a TLS client builds"),
+            max_retries: 3,
+            backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// The per-request timeout (120 s unless set).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.http = reqwest::Client::builder().timeout(timeout).build().expect("a TLS client builds");
+        self
+    }
+
+    /// Retries after the first attempt, and the first backoff (doubling, with jitter).
+    pub fn with_retries(mut self, max_retries: u32, backoff: Duration) -> Self {
+        self.max_retries = max_retries;
+        self.backoff = backoff;
+        self
+    }
+
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The request body for a prompt, as it would be sent (for `--dry-run`).
+    pub fn request_body(&self, system: &str, prompt: &str, schema: &Value) -> Value {
+        match self.provider {
+            Provider::Anthropic => json!({
+                "model": self.model,
+                "max_tokens": 8192,
+                "system": system,
+                "messages": [{"role": "user", "content": prompt}],
+                "tools": [{"name": "submit_tools", "description": "Submit the improved tool definitions.", "input_schema": schema}],
+                "tool_choice": {"type": "tool", "name": "submit_tools"}
+            }),
+            Provider::OpenAi | Provider::OpenAiCompatible => json!({
+                "model": self.model,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                "response_format": {"type": "json_schema", "json_schema": {"name": "tools", "schema": schema}}
+            }),
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        match self.provider {
+            Provider::Anthropic => format!("{}/v1/messages", self.base_url),
+            Provider::OpenAi | Provider::OpenAiCompatible => format!("{}/v1/chat/completions", self.base_url),
+        }
+    }
+
+    /// Sends a prompt and returns the structured answer, retrying on 429, 5xx and connection
+    /// errors with exponential backoff and jitter, honouring `Retry-After`.
+    pub async fn complete(&self, system: &str, prompt: &str, schema: &Value) -> Result<Completion, LlmError> {
+        let body = self.request_body(system, prompt, schema);
+        let mut attempt = 0;
+        loop {
+            let failure = match self.send(&body).await {
+                Ok(sent) => return self.parse(sent.completion),
+                Err(failure) => failure,
+            };
+            if !failure.retryable || attempt >= self.max_retries {
+                return Err(failure.error);
+            }
+            let backoff = self.backoff.saturating_mul(1 << attempt.min(16));
+            let wait = failure.retry_after.unwrap_or_else(|| backoff.mul_f64(1.0 + fastrand::f64()));
+            if wait > MAX_RETRY_AFTER {
+                return Err(failure.error);
+            }
+            tracing::info!("{} retry {} in {:?}: {}", self.provider, attempt + 1, wait, failure.error);
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn send(&self, body: &Value) -> Result<Sent, Failure> {
+        let mut request = self.http.post(self.endpoint()).json(body);
+        request = match (self.provider, &self.api_key) {
+            (Provider::Anthropic, Some(key)) => {
+                request.header("x-api-key", key).header("anthropic-version", "2023-06-01")
+            }
+            (Provider::Anthropic, None) => request.header("anthropic-version", "2023-06-01"),
+            (_, Some(key)) => request.bearer_auth(key),
+            (_, None) => request,
+        };
+        let response = request.send().await.map_err(|error| Failure {
+            retryable: error.is_timeout() || error.is_connect() || error.is_request(),
+            retry_after: None,
+            error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
+        })?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = response.text().await.map_err(|error| Failure {
+            retryable: true,
+            retry_after: None,
+            error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
+        })?;
+        if !status.is_success() {
+            let retryable = status.as_u16() == 429 || status.is_server_error();
+            return Err(Failure {
+                retryable,
+                retry_after,
+                error: LlmError::Status {
+                    provider: self.provider,
+                    status: status.as_u16(),
+                    body: text.chars().take(300).collect(),
+                },
+            });
+        }
+        let json: Value = serde_json::from_str(&text).map_err(|error| Failure {
+            retryable: false,
+            retry_after: None,
+            error: LlmError::Malformed { provider: self.provider, message: format!("not JSON: {error}") },
+        })?;
+        Ok(Sent { completion: json })
+    }
+
+    /// The structured answer inside a provider's response, and its token counts.
+    fn parse(&self, response: Value) -> Result<Completion, LlmError> {
+        let malformed = |message: &str| LlmError::Malformed { provider: self.provider, message: message.to_owned() };
+        let tokens = |path: &str| response.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+        match self.provider {
+            Provider::Anthropic => {
+                let input = response
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .and_then(|blocks| blocks.iter().find(|block| block.get("type") == Some(&json!("tool_use"))))
+                    .and_then(|block| block.get("input"))
+                    .cloned()
+                    .ok_or_else(|| malformed("no tool_use block in content"))?;
+                Ok(Completion {
+                    json: input,
+                    input_tokens: tokens("/usage/input_tokens"),
+                    output_tokens: tokens("/usage/output_tokens"),
+                })
+            }
+            Provider::OpenAi | Provider::OpenAiCompatible => {
+                let content = response
+                    .pointer("/choices/0/message/content")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| malformed("no choices[0].message.content"))?;
+                let json = serde_json::from_str(content)
+                    .map_err(|error| malformed(&format!("content is not JSON: {error}")))?;
+                Ok(Completion {
+                    json,
+                    input_tokens: tokens("/usage/prompt_tokens"),
+                    output_tokens: tokens("/usage/completion_tokens"),
+                })
+            }
+        }
+    }
+}
+
+struct Sent {
+    completion: Value,
+}
+
+struct Failure {
+    retryable: bool,
+    retry_after: Option<Duration>,
+    error: LlmError,
+}
+
+/// reqwest's message without the URL (a local server's URL may carry a token in its query).
+fn without_url(error: &reqwest::Error) -> String {
+    let mut message = error.to_string();
+    if let Some(url) = error.url() {
+        message = message.replace(url.as_str(), "<url>");
+    }
+    if error.is_timeout() && !message.contains("timed out") {
+        message.push_str(" (timed out)");
+    }
+    message
+}
