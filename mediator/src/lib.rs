@@ -31,6 +31,7 @@ pub struct ReadmeDoctests;
 
 pub mod cache;
 mod chain;
+mod config;
 pub mod llm;
 mod naming;
 mod overrides;
@@ -41,7 +42,9 @@ mod tool;
 mod transformer;
 
 pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
+pub use config::MediatorConfig;
 pub use naming::NameRules;
+pub use overrides::remote;
 pub use overrides::{
     ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer,
     SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides, override_files,

@@ -125,6 +125,14 @@ impl Cache {
         Some(record[HEADER..].to_vec())
     }
 
+    /// The value under `key` even when it has expired, and whether it is still fresh: for
+    /// things worth keeping as a last good copy (a remote override collection when offline).
+    pub fn get_stale(&self, key: &[u8]) -> Option<(Vec<u8>, bool)> {
+        let record = self.store.get(key).ok().flatten().filter(|record| record.len() >= HEADER)?;
+        let fresh = expiry_of(&record) > self.clock.now_millis();
+        Some((record[HEADER..].to_vec(), fresh))
+    }
+
     /// Stores `value` until the TTL runs out. A store error (a full disk) is a warning.
     pub fn put(&self, key: &[u8], value: &[u8]) {
         let now = self.clock.now_millis();

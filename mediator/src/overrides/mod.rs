@@ -2,6 +2,7 @@
 
 mod file;
 mod lint;
+pub mod remote;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,167 @@
+//! A remote override collection: fetched over HTTPS, revalidated with its ETag, kept in the
+//! cache under the same TTL; offline, the last good copy serves.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::file::{OverrideError, OverrideFile};
+use crate::cache::Cache;
+
+/// Where a run's remote overrides came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteState {
+    /// A fresh cached copy; no request made.
+    Cached,
+    /// The server said the cached copy is current (304).
+    Revalidated,
+    /// Downloaded now.
+    Downloaded,
+    /// The server could not be reached or sent something unusable; the last good copy serves.
+    Stale,
+    /// Nothing could be had; the run goes on without remote overrides.
+    Unavailable,
+}
+
+/// The collection and how it was had, with the warning to show when something went wrong.
+#[derive(Debug)]
+pub struct RemoteOverrides {
+    pub files: Vec<OverrideFile>,
+    pub state: RemoteState,
+    pub warning: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    etag: Option<String>,
+    body: String,
+}
+
+/// Fetches the collection at `url`: a JSON array of override files, or `{"overrides": [...]}`.
+/// Every file is validated against `overrides/schema.json`. Plain `http` is allowed only to
+/// loopback addresses (local mirrors and tests). Never fails: problems become a warning.
+pub async fn fetch(url: &str, cache: Option<&Cache>, http: &reqwest::Client) -> RemoteOverrides {
+    let key = format!("overrides-url:{url}");
+    let kept: Option<(Kept, bool)> = cache
+        .and_then(|cache| cache.get_stale(key.as_bytes()))
+        .and_then(|(bytes, fresh)| serde_json::from_slice(&bytes).ok().map(|kept| (kept, fresh)));
+    if let Some((kept, true)) = &kept
+        && let Ok(files) = parse(&kept.body, url)
+    {
+        return RemoteOverrides { files, state: RemoteState::Cached, warning: None };
+    }
+    let stale = |warning: String, kept: Option<(Kept, bool)>| match kept.map(|(kept, _)| parse(&kept.body, url)) {
+        Some(Ok(files)) => RemoteOverrides {
+            files,
+            state: RemoteState::Stale,
+            warning: Some(format!("{warning}; using the last good copy")),
+        },
+        _ => RemoteOverrides {
+            files: Vec::new(),
+            state: RemoteState::Unavailable,
+            warning: Some(format!("{warning}; going on without remote overrides")),
+        },
+    };
+    if let Err(reason) = allowed(url) {
+        return stale(format!("overrides_url {url}: {reason}"), kept);
+    }
+    let mut request = http.get(url);
+    if let Some(etag) = kept.as_ref().and_then(|(kept, _)| kept.etag.as_deref()) {
+        request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+    }
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(error) => return stale(format!("cannot fetch overrides from {url}: {error}"), kept),
+    };
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_MODIFIED
+        && let Some((kept, _)) = kept
+    {
+        return match parse(&kept.body, url) {
+            Ok(files) => {
+                if let (Some(cache), Ok(bytes)) = (cache, serde_json::to_vec(&kept)) {
+                    cache.put(key.as_bytes(), &bytes);
+                }
+                RemoteOverrides { files, state: RemoteState::Revalidated, warning: None }
+            }
+            Err(error) => stale(error.to_string(), None),
+        };
+    }
+    if !status.is_success() {
+        return stale(format!("overrides from {url}: HTTP {status}"), kept);
+    }
+    let etag = response.headers().get(reqwest::header::ETAG).and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let body = match response.text().await {
+        Ok(body) => body,
+        Err(error) => return stale(format!("cannot read overrides from {url}: {error}"), kept),
+    };
+    match parse(&body, url) {
+        Ok(files) => {
+            if let (Some(cache), Ok(bytes)) = (cache, serde_json::to_vec(&Kept { etag, body })) {
+                cache.put(key.as_bytes(), &bytes);
+                cache.flush();
+            }
+            RemoteOverrides { files, state: RemoteState::Downloaded, warning: None }
+        }
+        Err(error) => stale(error.to_string(), kept),
+    }
+}
+
+fn allowed(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|error| format!("not a URL ({error})"))?;
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http"
+            if parsed
+                .host_str()
+                .is_some_and(|host| host == "localhost" || host.starts_with("127.") || host == "[::1]") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("`{other}` is not allowed; use https")),
+    }
+}
+
+/// The files of a collection, each validated; errors name the URL and the JSON pointer.
+fn parse(body: &str, url: &str) -> Result<Vec<OverrideFile>, OverrideError> {
+    let place = Path::new(url);
+    let value: Value = serde_json::from_str(body).map_err(|error| OverrideError::Syntax {
+        path: place.to_owned(),
+        line: error.line(),
+        column: error.column(),
+        message: error.to_string(),
+    })?;
+    let (items, base) = match value {
+        Value::Array(items) => (items, String::new()),
+        Value::Object(mut object) => match object.remove("overrides") {
+            Some(Value::Array(items)) => (items, "/overrides".to_owned()),
+            _ => {
+                return Err(OverrideError::Schema {
+                    path: place.to_owned(),
+                    pointer: String::new(),
+                    message: "an override collection is an array of override files or {\"overrides\": [...]}".into(),
+                });
+            }
+        },
+        _ => {
+            return Err(OverrideError::Schema {
+                path: place.to_owned(),
+                pointer: String::new(),
+                message: "an override collection is an array of override files".into(),
+            });
+        }
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            OverrideFile::parse(&item.to_string(), place).map_err(|error| match error {
+                OverrideError::Schema { path, pointer, message } => {
+                    OverrideError::Schema { path, pointer: format!("{base}/{index}{pointer}"), message }
+                }
+                other => other,
+            })
+        })
+        .collect()
+}
