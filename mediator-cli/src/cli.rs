@@ -35,6 +35,20 @@ pub enum Command {
     /// Work with override files.
     #[command(subcommand)]
     Overrides(OverridesCommand),
+    /// Print the effective configuration (keys masked) as TOML.
+    Config {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Look after the answer cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheCommand,
+        #[command(flatten)]
+        cache: CacheArgs,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
 }
 
 /// Where manifests come from.
@@ -74,6 +88,79 @@ pub struct ChainArgs {
     /// for OpenAI and Anthropic output (their APIs reject dots and names over 64 characters).
     #[arg(long, value_enum)]
     pub client_profile: Option<ClientProfileArg>,
+
+    /// Ask a language model about the tools the rules could not improve with confidence.
+    /// Keys come from ANTHROPIC_API_KEY / OPENAI_API_KEY or the configuration.
+    #[arg(long, value_enum)]
+    pub llm: Option<LlmArg>,
+
+    /// The model to ask (a provider default otherwise).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// The provider's base URL (an OpenAI-compatible server: Ollama, vLLM, llama.cpp).
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
+
+    /// A directory of prompt templates (enhance.md, categorize.md) to use instead of the
+    /// built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+
+    /// Show what would be sent to the model, and its estimated size, without sending it.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub cache: CacheArgs,
+
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Where the cache is and how long it keeps answers.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// The cache directory (the platform cache directory's `tool-mediator` by default).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Do not read or write the cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+
+    /// How long cached answers are used: `30m`, `12h`, `7d` (7 days by default).
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true)]
+    pub ttl: Option<std::time::Duration>,
+}
+
+/// Which configuration file to read.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The configuration file (TOML or JSON). Otherwise `tool-mediator.toml` or
+    /// `tool-mediator.json` in the working directory, then `config.toml` or `config.json` in
+    /// the user's configuration directory under `tool-mediator`.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LlmArg {
+    Anthropic,
+    Openai,
+    OpenaiCompatible,
+    /// Do not ask a model, whatever the configuration says.
+    Off,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Entries, bytes, and how many have expired.
+    Stats,
+    /// Remove expired entries.
+    Prune,
+    /// Remove every entry.
+    Clear,
 }
 
 #[derive(Debug, Args)]
@@ -235,4 +322,20 @@ fn confidence(text: &str) -> Result<f64, String> {
         Ok(_) => Err("a confidence is between 0 and 1".into()),
         Err(error) => Err(error.to_string()),
     }
+}
+
+/// A duration: a number and a unit (`s`, `m`, `h`, `d`).
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 30m, 12h or 7d"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" | "" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("unknown unit `{unit}` (use s, m, h or d)")),
+    };
+    Ok(std::time::Duration::from_secs(number.saturating_mul(seconds)))
 }

@@ -48,5 +48,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Categorize(args) => commands::categorize::run(args).await,
         Command::Names(args) => commands::names::run(args),
         Command::Overrides(command) => commands::overrides::run(command),
+        Command::Config { config } => commands::configuration::run(&config),
+        Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),
     }
 }

@@ -22,7 +22,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     if args.in_place && origins.contains(&Origin::Stdin) {
         bail!("--in-place cannot rewrite standard input");
     }
-    let chain = Chain::from_args(&args.chain)?;
+    let chain = Chain::from_args(&args.chain).await?;
     // Everything is read and checked before anything is written.
     let manifests = origins.into_iter().map(manifest::read).collect::<Result<Vec<_>>>()?;
     let targets = targets(&args, &manifests)?;
@@ -41,6 +41,10 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         let tools = visible_tools(&manifest.tools, &enhancement.tools, provenance);
         let document = manifest.render(&tools, dialect);
         results.push(manifest.to_text(&document));
+    }
+
+    if let Some(llm) = chain.finish() {
+        report_llm(llm, args.report);
     }
 
     if args.check || args.diff {
@@ -211,9 +215,41 @@ pub async fn enhance_one(input: &InputArgs, chain_args: &ChainArgs) -> Result<(M
     if origins.len() != 1 {
         bail!("{} inputs: this command reads one manifest", origins.len());
     }
-    let chain = Chain::from_args(chain_args)?;
+    let chain = Chain::from_args(chain_args).await?;
     let manifest = manifest::read(origins.into_iter().next().expect("one input"))?;
     let context = chain.context(&manifest.origin);
     let enhanced = chain.mediator(0.0, manifest.dialect).enhance(manifest.tools.clone(), &context).await;
     Ok((manifest, enhanced))
+}
+
+/// What the model was asked and what it cost, on stderr: the planned requests for `--dry-run`,
+/// the usage with `--report`.
+fn report_llm(llm: &tool_mediator::llm::LlmTransformer, report: bool) {
+    let planned = llm.planned();
+    if !planned.is_empty() {
+        for (number, request) in planned.iter().enumerate() {
+            eprintln!(
+                "dry run: request {} of {}: {} tools, {} bytes, about {} tokens:\n{}",
+                number + 1,
+                planned.len(),
+                request.tools,
+                request.bytes,
+                request.estimated_tokens,
+                serde_json::to_string_pretty(&request.body).unwrap_or_default()
+            );
+        }
+        let tokens: usize = planned.iter().map(|request| request.estimated_tokens).sum();
+        eprintln!("dry run: {} requests, about {tokens} input tokens; nothing was sent", planned.len());
+        return;
+    }
+    if report {
+        let usage = llm.usage();
+        let cost = usage
+            .estimated_cost_usd
+            .map_or("unknown (no price for this model)".to_owned(), |cost| format!("${cost:.4}"));
+        eprintln!(
+            "llm: {} requests ({} failed), {} input and {} output tokens, estimated cost {cost}, {} answers refused",
+            usage.requests, usage.failed_requests, usage.input_tokens, usage.output_tokens, usage.refused_answers
+        );
+    }
 }

@@ -160,6 +160,13 @@ impl Cache {
         Ok(removed)
     }
 
+    /// How many stored records have expired (what [`Cache::prune`] would remove).
+    pub fn expired_entries(&self) -> Result<u64, CacheError> {
+        let now = self.clock.now_millis();
+        Ok(self.store.records()?.iter().filter(|(_, record)| record.len() < HEADER || expiry_of(record) <= now).count()
+            as u64)
+    }
+
     pub fn clear(&self) -> Result<(), CacheError> {
         self.store.clear()?;
         self.store.flush()

@@ -65,6 +65,7 @@ pub struct LlmTransformer {
     dry_run: bool,
     usage: Usage,
     planned: Mutex<Vec<PlannedRequest>>,
+    progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
 }
 
 #[derive(Debug, Default)]
@@ -113,7 +114,14 @@ impl LlmTransformer {
             dry_run: false,
             usage: Usage::default(),
             planned: Mutex::new(Vec::new()),
+            progress: None,
         }
+    }
+
+    /// Called with the number of tools in each batch as its answer arrives (a progress bar).
+    pub fn on_progress(mut self, progress: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
     }
 
     pub fn task(mut self, task: Task) -> Self {
@@ -397,8 +405,19 @@ impl ToolTransformer for LlmTransformer {
         }
 
         let client = &self.client;
+        let progress = self.progress.as_deref();
+        let sizes: Vec<usize> = batches.iter().map(|batch| batch.len()).collect();
         let outcomes: Vec<(usize, Result<Completion, LlmError>)> = stream::iter(prompts.into_iter().enumerate())
-            .map(|(number, prompt)| async move { (number, client.complete(SYSTEM, &prompt, &ANSWER_SCHEMA).await) })
+            .map(|(number, prompt)| {
+                let size = sizes[number];
+                async move {
+                    let outcome = client.complete(SYSTEM, &prompt, &ANSWER_SCHEMA).await;
+                    if let Some(progress) = progress {
+                        progress(size);
+                    }
+                    (number, outcome)
+                }
+            })
             .buffer_unordered(self.concurrency)
             .collect()
             .await;

@@ -1,0 +1,39 @@
+//! `tool-mediator cache stats|prune|clear`.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use tool_mediator::cache::{Cache, SledStore};
+
+use crate::cli::{CacheArgs, CacheCommand, ConfigArgs};
+use crate::config;
+use crate::output;
+
+pub fn run(action: &CacheCommand, cache: &CacheArgs, config_args: &ConfigArgs) -> Result<ExitCode> {
+    let (mut settings, _) = config::load(config_args)?;
+    config::apply_cache_flags(&mut settings, cache);
+    let Some(dir) = config::cache_dir(&settings) else {
+        bail!("no cache directory: give --cache-dir");
+    };
+    let store = SledStore::open(&dir)?;
+    let cache = Cache::new(store, settings.ttl());
+    match action {
+        CacheCommand::Stats => {
+            let stats = cache.stats()?;
+            let expired = cache.expired_entries()?;
+            output::print(&format!(
+                "{}\n",
+                serde_json::json!({"dir": dir, "entries": stats.entries, "bytes": stats.bytes, "expired": expired})
+            ))?;
+        }
+        CacheCommand::Prune => {
+            let removed = cache.prune()?;
+            eprintln!("removed {removed} expired entries from {}", dir.display());
+        }
+        CacheCommand::Clear => {
+            cache.clear()?;
+            eprintln!("cleared {}", dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

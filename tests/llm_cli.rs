@@ -1,0 +1,155 @@
+//! The binary with a language model: a real HTTP server on 127.0.0.1 speaking the OpenAI wire
+//! format, a real sled cache on disk.
+
+use std::fs;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{fixture, root, run_with, stderr, stdout};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn answer() -> Value {
+    let entries: Vec<Value> = ["ChaScr", "gt_usr"]
+        .iter()
+        .map(|name| json!({"original_name": name, "name": if *name == "ChaScr" { "change_screen" } else { "get_user" }, "description": "Described by the model.", "confidence": 0.9}))
+        .collect();
+    json!({"choices": [{"message": {"role": "assistant", "content": json!({"tools": entries}).to_string()}}], "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
+}
+
+fn manifest(dir: &std::path::Path) -> String {
+    let path = dir.join("page.json");
+    fs::write(&path, json!({"tools": [{"name": "ChaScr", "inputSchema": {"type": "object"}}, {"name": "gt_usr", "description": "gets user", "inputSchema": {"type": "object"}}]}).to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn enhance(server: &MockServer, dir: &std::path::Path, cache: &std::path::Path, extra: &[&str]) -> Output {
+    let page = manifest(dir);
+    let uri = server.uri();
+    let mut args = vec![
+        "enhance",
+        page.as_str(),
+        "--llm",
+        "openai-compatible",
+        "--llm-url",
+        uri.as_str(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--report",
+    ];
+    args.extend_from_slice(extra);
+    run_with(dir, &args, None, &[])
+}
+
+#[tokio::test]
+async fn the_second_run_asks_nothing() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(answer())).mount(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let first = enhance(&server, dir.path(), &cache, &[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let document: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(document["tools"][0]["name"], "change_screen");
+    assert!(
+        stderr(&first).contains("llm: 1 requests (0 failed), 100 input and 20 output tokens"),
+        "{}",
+        stderr(&first)
+    );
+    let second = enhance(&server, dir.path(), &cache, &[]);
+    assert!(second.status.success());
+    assert_eq!(first.stdout, second.stdout);
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "the second run is answered from the cache");
+
+    let stats = run_with(dir.path(), &["cache", "stats", "--cache-dir", cache.to_str().unwrap()], None, &[]);
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["entries"], 2);
+    let clear = run_with(dir.path(), &["cache", "clear", "--cache-dir", cache.to_str().unwrap()], None, &[]);
+    assert!(clear.status.success());
+    enhance(&server, dir.path(), &cache, &[]);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2, "a cleared cache asks again");
+}
+
+#[tokio::test]
+async fn two_processes_on_one_cache_both_finish_correctly() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(answer()).set_delay(std::time::Duration::from_millis(300)),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (a, b) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| enhance(&server, dir.path(), &cache, &[]));
+        let second = scope.spawn(|| enhance(&server, dir.path(), &cache, &[]));
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    for output in [&a, &b] {
+        assert!(output.status.success(), "{}", stderr(output));
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(document["tools"][1]["name"], "get_user");
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_cache_is_set_aside_and_the_run_goes_on() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(answer())).mount(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    assert!(enhance(&server, dir.path(), &cache, &[]).status.success());
+    for entry in fs::read_dir(&cache).unwrap() {
+        let file = entry.unwrap().path();
+        if file.is_file() {
+            fs::write(&file, vec![0x5A; 2048]).unwrap();
+        }
+    }
+    let output = enhance(&server, dir.path(), &cache, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("moved it to"), "{}", stderr(&output));
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["tools"][0]["name"], "change_screen");
+}
+
+#[tokio::test]
+async fn dry_run_sends_nothing() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let output = enhance(&server, dir.path(), &dir.path().join("cache"), &["--dry-run"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("dry run: 1 requests"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("TOOLS-BEGIN"));
+    assert_eq!(server.received_requests().await.unwrap().len(), 0);
+}
+
+#[test]
+fn a_missing_key_is_named_and_a_configured_key_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = manifest(dir.path());
+    let output = run_with(dir.path(), &["enhance", &page, "--llm", "anthropic", "--no-cache"], None, &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("set ANTHROPIC_API_KEY"), "{}", stderr(&output));
+
+    fs::write(
+        dir.path().join("tool-mediator.toml"),
+        "llm_provider = \"anthropic\"\napi_key = \"sk-very-secret\"\ncache_ttl_hours = 12\n",
+    )
+    .unwrap();
+    let output = run_with(dir.path(), &["config"], None, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        !text.contains("sk-very-secret") && text.contains("********") && text.contains("cache_ttl_hours = 12"),
+        "{text}"
+    );
+
+    fs::write(dir.path().join("tool-mediator.toml"), "llm_provider = \"anthropic\"\ncache_ttl_hours = \"soon\"\n")
+        .unwrap();
+    let output = run_with(dir.path(), &["config"], None, &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("tool-mediator.toml:2:"), "{}", stderr(&output));
+    assert!(root().join("prompts/enhance.md").is_file());
+    assert!(fixture("example.com.json").is_file());
+}
