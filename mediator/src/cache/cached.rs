@@ -37,35 +37,60 @@ impl<T: ToolTransformer> CachedTransformer<T> {
     }
 
     fn key(&self, tool: &Tool, context: &ToolContext) -> Vec<u8> {
-        let mut canonical = String::new();
-        write_canonical(&serde_json::to_value(tool).expect("tools serialize"), &mut canonical);
         let mut hash = Sha256::new();
-        for part in [self.inner.identity().as_bytes(), context.source.as_bytes(), canonical.as_bytes()] {
-            hash.update((part.len() as u64).to_be_bytes());
-            hash.update(part);
+        for part in [self.inner.identity().as_bytes(), context.source.as_bytes()] {
+            hash_bytes(&mut hash, part);
         }
+        hash_tool(&mut hash, tool);
         hash.finalize().to_vec()
     }
 }
 
-/// What is kept of an answer: everything but its position in a batch.
+/// What is kept of an answer: what it changed (the key pins the tool it changed), and the
+/// rest of it but its position in a batch.
 #[derive(Serialize, Deserialize)]
 struct Stored {
-    tool: Option<Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    changes: Option<Changes>,
     category: Option<String>,
     confidence: f64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     argument_aliases: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     inferred: Vec<String>,
     #[serde(default)]
     hidden: bool,
 }
 
+/// The fields an answer changed; `None` is "as it came".
+#[derive(Serialize, Deserialize)]
+struct Changes {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    title: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_schema: Option<Option<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<Option<Value>>,
+}
+
+fn changed<T: PartialEq + Clone>(before: &T, after: &T) -> Option<T> {
+    (before != after).then(|| after.clone())
+}
+
 impl Stored {
-    fn of(answer: &Answer) -> Stored {
+    fn of(answer: &Answer, original: &Tool) -> Stored {
         Stored {
-            tool: answer.tool.clone(),
+            changes: answer.tool.as_ref().map(|tool| Changes {
+                name: changed(&original.name, &tool.name),
+                title: changed(&original.title, &tool.title),
+                description: changed(&original.description, &tool.description),
+                input_schema: changed(&original.input_schema, &tool.input_schema),
+                annotations: changed(&original.annotations, &tool.annotations),
+            }),
             category: answer.category.clone(),
             confidence: answer.confidence,
             argument_aliases: answer.argument_aliases.clone(),
@@ -74,10 +99,29 @@ impl Stored {
         }
     }
 
-    fn into_answer(self, index: usize) -> Answer {
+    fn into_answer(self, index: usize, original: &Tool) -> Answer {
+        let tool = self.changes.map(|changes| {
+            let mut tool = original.clone();
+            if let Some(name) = changes.name {
+                tool.name = name;
+            }
+            if let Some(title) = changes.title {
+                tool.title = title;
+            }
+            if let Some(description) = changes.description {
+                tool.description = description;
+            }
+            if let Some(input_schema) = changes.input_schema {
+                tool.input_schema = input_schema;
+            }
+            if let Some(annotations) = changes.annotations {
+                tool.annotations = annotations;
+            }
+            tool
+        });
         Answer {
             index,
-            tool: self.tool,
+            tool,
             category: self.category,
             confidence: self.confidence,
             argument_aliases: self.argument_aliases,
@@ -107,7 +151,7 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
         let mut misses = Vec::new();
         for (index, key) in keys.iter().enumerate() {
             match self.cache.get(key).and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok()) {
-                Some(stored) => answers.push(stored.into_answer(index)),
+                Some(stored) => answers.push(stored.into_answer(index, &tools[index])),
                 None => misses.push(index),
             }
         }
@@ -125,7 +169,7 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
         };
         for mut answer in fresh {
             let Some(&index) = misses.get(answer.index) else { continue };
-            if let Ok(bytes) = serde_json::to_vec(&Stored::of(&answer)) {
+            if let Ok(bytes) = serde_json::to_vec(&Stored::of(&answer, &tools[index])) {
                 self.cache.put(&keys[index], &bytes);
             }
             answer.index = index;
@@ -136,34 +180,63 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
     }
 }
 
-/// JSON with object keys sorted, so equal tools hash equally whatever their key order.
-fn write_canonical(value: &Value, out: &mut String) {
+fn hash_bytes(hash: &mut Sha256, bytes: &[u8]) {
+    hash.update((bytes.len() as u64).to_be_bytes());
+    hash.update(bytes);
+}
+
+/// Hashes a tool's content: equal tools hash equally whatever their key order.
+fn hash_tool(hash: &mut Sha256, tool: &Tool) {
+    hash_bytes(hash, tool.name.as_bytes());
+    for text in [&tool.title, &tool.description] {
+        hash_value(hash, &text.as_ref().map_or(Value::Null, |text| Value::String(text.clone())));
+    }
+    for value in [&tool.input_schema, &tool.output_schema, &tool.annotations] {
+        match value {
+            Some(value) => hash_value(hash, value),
+            None => hash.update([0xFF]),
+        }
+    }
+    match &tool.meta {
+        Some(meta) => hash_object(hash, meta),
+        None => hash.update([0xFF]),
+    }
+    hash_object(hash, &tool.extra);
+}
+
+/// Hashes JSON with object keys in sorted order; every value is tagged and every string
+/// length-prefixed, so no two different values hash the same stream.
+fn hash_value(hash: &mut Sha256, value: &Value) {
     match value {
-        Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&object[key], out);
-            }
-            out.push('}');
+        Value::Null => hash.update([0]),
+        Value::Bool(flag) => hash.update([1, u8::from(*flag)]),
+        Value::Number(number) => {
+            hash.update([2]);
+            hash_bytes(hash, number.to_string().as_bytes());
+        }
+        Value::String(text) => {
+            hash.update([3]);
+            hash_bytes(hash, text.as_bytes());
         }
         Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
+            hash.update([4]);
+            hash.update((items.len() as u64).to_be_bytes());
+            for item in items {
+                hash_value(hash, item);
             }
-            out.push(']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        Value::Object(object) => hash_object(hash, object),
+    }
+}
+
+fn hash_object(hash: &mut Sha256, object: &serde_json::Map<String, Value>) {
+    hash.update([5]);
+    hash.update((object.len() as u64).to_be_bytes());
+    let mut keys: Vec<&String> = object.keys().collect();
+    keys.sort_unstable();
+    for key in keys {
+        hash_bytes(hash, key.as_bytes());
+        hash_value(hash, &object[key]);
     }
 }
 
@@ -227,10 +300,16 @@ mod tests {
     }
 
     #[test]
-    fn canonical_json_ignores_key_order() {
-        let (mut a, mut b) = (String::new(), String::new());
-        write_canonical(&serde_json::json!({"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": null}}), &mut a);
-        write_canonical(&serde_json::json!({"a": {"x": null, "y": [1, {"p": 3, "q": 2}]}, "b": 1}), &mut b);
+    fn hashing_ignores_key_order_but_not_content() {
+        let digest = |value: Value| {
+            let mut hash = Sha256::new();
+            hash_value(&mut hash, &value);
+            hash.finalize().to_vec()
+        };
+        let a = digest(serde_json::json!({"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": null}}));
+        let b = digest(serde_json::json!({"a": {"x": null, "y": [1, {"p": 3, "q": 2}]}, "b": 1}));
         assert_eq!(a, b);
+        assert_ne!(digest(serde_json::json!(["ab", "c"])), digest(serde_json::json!(["a", "bc"])));
+        assert_ne!(digest(serde_json::json!({"a": "1"})), digest(serde_json::json!({"a": 1})));
     }
 }
