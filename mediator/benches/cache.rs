@@ -27,7 +27,11 @@ impl ToolTransformer for Describer {
         50
     }
     async fn transform(&self, tools: &[Tool], _: &ToolContext) -> Result<Vec<Answer>, TransformError> {
-        Ok(tools.iter().enumerate().map(|(i, t)| Answer::new(i, t.clone().with_description("Described."), 0.9)).collect())
+        Ok(tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Answer::proposing(i, t, &t.clone().with_description("Described."), 0.9))
+            .collect())
     }
 }
 
@@ -53,7 +57,10 @@ struct Warm {
 
 static WARM: LazyLock<Warm> = LazyLock::new(|| {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let cache = Arc::new(Cache::new(SledStore::open(&dir.path().join("cache")).expect("sled opens"), Duration::from_secs(3600)));
+    let cache = Arc::new(Cache::new(
+        SledStore::open(&dir.path().join("cache")).expect("sled opens"),
+        Duration::from_secs(3600),
+    ));
     let mediator = Mediator::builder().transformer(CachedTransformer::new(Describer, cache.clone())).build();
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
     let tools = tools(1_000);
@@ -66,7 +73,9 @@ static WARM: LazyLock<Warm> = LazyLock::new(|| {
 fn warm_enhance_1000_tools(bencher: Bencher) {
     let warm = &*WARM;
     let context = ToolContext::new("bench", SourceType::Web);
-    bencher.with_inputs(|| warm.tools.clone()).bench_values(|tools| warm.runtime.block_on(warm.mediator.enhance(tools, &context)));
+    bencher
+        .with_inputs(|| warm.tools.clone())
+        .bench_values(|tools| warm.runtime.block_on(warm.mediator.enhance(tools, &context)));
 }
 
 #[divan::bench]

@@ -8,6 +8,7 @@ use crate::naming::NameRules;
 use crate::schema::{self, Repair};
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer};
+use serde_json::Value;
 
 /// Runs tools through a chain of transformers and enforces the invariants on what comes out.
 ///
@@ -274,9 +275,9 @@ impl Mediator {
         if answer.confidence < self.min_confidence {
             return Err(None);
         }
-        if let Some(tool) = &mut answer.tool {
-            keep_untouched_fields(original, tool);
-            if let Some(reason) = broken_schema(original, tool) {
+        if let Some(schema) = &mut answer.patch.input_schema {
+            keep_untouched_schema_keywords(original, schema);
+            if let Some(reason) = broken_schema(original, schema) {
                 return Err(refuse(reason));
             }
         }
@@ -292,14 +293,16 @@ impl Mediator {
             return EnhancedTool::unchanged(tool);
         };
         let original_name = tool.name.clone();
-        let original_description = match &answer.tool {
-            Some(changed) if changed.description != tool.description => tool.description.clone(),
+        let original_description = match &answer.patch.description {
+            Some(description) if *description != tool.description => tool.description.clone(),
             _ => None,
         };
+        let mut tool = tool;
+        answer.patch.apply(&mut tool);
         EnhancedTool {
             original_name,
             original_description,
-            tool: answer.tool.unwrap_or(tool),
+            tool,
             category: answer.category,
             confidence: answer.confidence,
             enhanced_by: self.chain[transformer].name().to_owned(),
@@ -380,38 +383,27 @@ fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> Stri
 }
 
 /// An answer may not replace a schema with an invalid one; it may leave the source's as it was.
-fn broken_schema(original: &Tool, answer: &Tool) -> Option<String> {
-    if answer.input_schema == original.input_schema {
+fn broken_schema(original: &Tool, proposed: &Option<Value>) -> Option<String> {
+    if *proposed == original.input_schema {
         return None;
     }
-    match &answer.input_schema {
+    match proposed {
         None => Some("it removed the input schema".into()),
         Some(schema) => schema::check(schema).err().map(|error| format!("its input schema is invalid: {error}")),
     }
 }
 
-/// Fields no transformer may change.
-fn keep_untouched_fields(original: &Tool, answer: &mut Tool) {
-    if answer.output_schema != original.output_schema {
-        answer.output_schema.clone_from(&original.output_schema);
-    }
-    if answer.meta != original.meta {
-        answer.meta.clone_from(&original.meta);
-    }
-    if answer.extra != original.extra {
-        answer.extra.clone_from(&original.extra);
-    }
-    if let (Some(Some(source)), Some(Some(proposed))) = (
-        original.input_schema.as_ref().map(|schema| schema.as_object()),
-        answer.input_schema.as_mut().map(|schema| schema.as_object_mut()),
-    ) {
-        for key in ["$schema", "$defs"] {
-            match source.get(key) {
-                Some(value) if proposed.get(key) != Some(value) => {
-                    proposed.insert(key.to_owned(), value.clone());
-                }
-                _ => {}
+/// A replacement schema keeps the source's `$schema` and `$defs`.
+fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Value>) {
+    let (Some(Value::Object(source)), Some(Value::Object(proposed))) = (&original.input_schema, proposed) else {
+        return;
+    };
+    for key in ["$schema", "$defs"] {
+        match source.get(key) {
+            Some(value) if proposed.get(key) != Some(value) => {
+                proposed.insert(key.to_owned(), value.clone());
             }
+            _ => {}
         }
     }
 }
@@ -507,7 +499,7 @@ mod tests {
             name,
             priority,
             answer: move |index, tool: &Tool| {
-                Some(Answer::new(index, tool.clone().with_description(format!("by {name}")), confidence))
+                Some(Answer::proposing(index, tool, &tool.clone().with_description(format!("by {name}")), confidence))
             },
         }
     }
@@ -540,7 +532,7 @@ mod tests {
             name: "only-a",
             priority: 200,
             answer: |index, tool: &Tool| {
-                (tool.name == "a").then(|| Answer::new(index, tool.clone().with_description("A"), 1.0))
+                (tool.name == "a").then(|| Answer::proposing(index, tool, &tool.clone().with_description("A"), 1.0))
             },
         };
         let mediator = Mediator::builder().transformer(only_a).transformer(describe("rest", 100, 0.9)).build();
@@ -594,7 +586,7 @@ mod tests {
                 };
                 let mut renamed = tool.clone();
                 renamed.name = name.into();
-                Some(Answer::new(index, renamed, 0.9))
+                Some(Answer::proposing(index, tool, &renamed, 0.9))
             },
         };
         let mediator = Mediator::builder().transformer(renamer).build();
@@ -625,7 +617,7 @@ mod tests {
             name: "breaker",
             priority: 1,
             answer: |index, tool: &Tool| {
-                Some(Answer::new(index, tool.clone().with_input_schema(json!({"type": "float"})), 0.9))
+                Some(Answer::proposing(index, tool, &tool.clone().with_input_schema(json!({"type": "float"})), 0.9))
             },
         };
         let out = run(&Mediator::builder().transformer(breaker).build(), tools(&["a"]));
@@ -656,7 +648,7 @@ mod tests {
             answer: |index, tool: &Tool| {
                 let mut bare = Tool::new(tool.name.clone()).with_description("new");
                 bare.input_schema = Some(json!({"type": "object", "properties": {}}));
-                Some(Answer::new(index, bare, 1.0))
+                Some(Answer::proposing(index, tool, &bare, 1.0))
             },
         };
         let mut tool: Tool = serde_json::from_value(json!({
@@ -686,7 +678,7 @@ mod tests {
             priority: 1,
             answer: |index, tool: &Tool| {
                 let confidence = if tool.name == "nan" { f64::NAN } else { 0.9 };
-                Some(Answer::new(if tool.name == "far" { 99 } else { index }, tool.clone(), confidence))
+                Some(Answer::proposing(if tool.name == "far" { 99 } else { index }, tool, tool, confidence))
             },
         };
         let out = run(&Mediator::builder().transformer(wild).build(), tools(&["far", "nan", "ok"]));

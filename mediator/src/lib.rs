@@ -52,4 +52,4 @@ pub use overrides::{
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};
 pub use tool::{EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
-pub use transformer::{Answer, ToolTransformer, TransformError};
+pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

@@ -3,17 +3,81 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::tool::{Tool, ToolContext};
+
+/// What a transformer would change in a tool: only these fields can change. Everything else
+/// (`outputSchema`, `_meta`, unknown fields) passes through the chain untouched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<Option<String>>,
+    #[serde(default, rename = "inputSchema", skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Option<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Option<Value>>,
+}
+
+impl ToolPatch {
+    /// The changes that turn `original` into `proposed`.
+    pub fn between(original: &Tool, proposed: &Tool) -> ToolPatch {
+        fn changed<T: PartialEq + Clone>(before: &T, after: &T) -> Option<T> {
+            (before != after).then(|| after.clone())
+        }
+        ToolPatch {
+            name: changed(&original.name, &proposed.name),
+            title: changed(&original.title, &proposed.title),
+            description: changed(&original.description, &proposed.description),
+            input_schema: changed(&original.input_schema, &proposed.input_schema),
+            annotations: changed(&original.annotations, &proposed.annotations),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == ToolPatch::default()
+    }
+
+    /// Applies the changes in place.
+    pub fn apply(self, tool: &mut Tool) {
+        if let Some(name) = self.name {
+            tool.name = name;
+        }
+        if let Some(title) = self.title {
+            tool.title = title;
+        }
+        if let Some(description) = self.description {
+            tool.description = description;
+        }
+        if let Some(input_schema) = self.input_schema {
+            tool.input_schema = input_schema;
+        }
+        if let Some(annotations) = self.annotations {
+            tool.annotations = annotations;
+        }
+    }
+
+    /// The tool with the changes applied.
+    pub fn applied_to(&self, tool: &Tool) -> Tool {
+        let mut tool = tool.clone();
+        self.clone().apply(&mut tool);
+        tool
+    }
+}
 
 /// A transformer's proposal for one tool of the batch it was given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     /// The position of the tool in the batch the transformer received.
     pub index: usize,
-    /// The whole tool as the transformer would have it; `None` leaves it as it came (an answer
-    /// that only categorizes or hides it).
-    pub tool: Option<Tool>,
+    /// What to change; an empty patch leaves the definition as it came (an answer that only
+    /// categorizes or hides the tool).
+    pub patch: ToolPatch,
     pub category: Option<String>,
     /// How sure the transformer is, from 0 to 1.
     pub confidence: f64,
@@ -26,25 +90,26 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn new(index: usize, tool: Tool, confidence: f64) -> Self {
-        Answer::about(index, Some(tool), confidence)
-    }
-
-    /// An answer that leaves the tool's definition as it came.
-    pub fn unchanged(index: usize, confidence: f64) -> Self {
-        Answer::about(index, None, confidence)
-    }
-
-    fn about(index: usize, tool: Option<Tool>, confidence: f64) -> Self {
+    pub fn new(index: usize, patch: ToolPatch, confidence: f64) -> Self {
         Answer {
             index,
-            tool,
+            patch,
             category: None,
             confidence,
             argument_aliases: BTreeMap::new(),
             inferred: Vec::new(),
             hidden: false,
         }
+    }
+
+    /// An answer proposing `proposed` in place of `original`.
+    pub fn proposing(index: usize, original: &Tool, proposed: &Tool, confidence: f64) -> Self {
+        Answer::new(index, ToolPatch::between(original, proposed), confidence)
+    }
+
+    /// An answer that leaves the tool's definition as it came.
+    pub fn unchanged(index: usize, confidence: f64) -> Self {
+        Answer::new(index, ToolPatch::default(), confidence)
     }
 }
 

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use tool_mediator::{
     Answer, Mediator, NameRules, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, Tool,
-    ToolContext, ToolTransformer, TransformError, schema,
+    ToolContext, ToolPatch, ToolTransformer, TransformError, schema,
 };
 
 fn name() -> impl Strategy<Value = String> {
@@ -110,14 +110,14 @@ impl ToolTransformer for Random {
         Ok(answers
             .into_iter()
             .map(|scripted| {
-                let mut tool = tools.get(scripted.index).cloned().unwrap_or_else(|| Tool::new("invented"));
-                if let Some(name) = scripted.name {
-                    tool.name = name;
-                }
-                if let Some(schema) = scripted.schema {
-                    tool.input_schema = Some(schema);
-                }
-                Answer::new(scripted.index, tool, scripted.confidence)
+                // A schema of `null` stands for "remove the schema".
+                let patch = ToolPatch {
+                    name: scripted.name,
+                    input_schema: scripted.schema.map(|schema| (!schema.is_null()).then_some(schema)),
+                    description: tools.is_empty().then(|| Some("for a tool that is not there".into())),
+                    ..ToolPatch::default()
+                };
+                Answer::new(scripted.index, patch, scripted.confidence)
             })
             .collect())
     }

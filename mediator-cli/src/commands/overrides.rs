@@ -50,7 +50,7 @@ fn scaffold(source: String, manifest_path: std::path::PathBuf, output: Option<st
         let description = |text: Option<&String>| text.filter(|text| !text.trim().is_empty()).cloned();
         let mut entry = ToolOverride { description: description(tool.description.as_ref()), ..ToolOverride::default() };
         if let Some(answer) = answer {
-            let improved = answer.tool.as_ref().unwrap_or(tool);
+            let improved = &answer.patch.applied_to(tool);
             if improved.name != tool.name && NameRules::MCP.is_valid(&improved.name) {
                 entry.name = Some(improved.name.clone());
             }

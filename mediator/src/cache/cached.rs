@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::Cache;
 use crate::tool::{Tool, ToolContext};
-use crate::transformer::{Answer, ToolTransformer, TransformError};
+use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
 
 /// Wraps a transformer with the cache; is a transformer itself, named `cached-<inner>`, with
 /// priority inner + 10 so it runs just before where the inner one would.
@@ -46,12 +46,12 @@ impl<T: ToolTransformer> CachedTransformer<T> {
     }
 }
 
-/// What is kept of an answer: what it changed (the key pins the tool it changed), and the
-/// rest of it but its position in a batch.
+/// What is kept of an answer: everything but its position in a batch. The patch is small:
+/// it holds only what changed, and the key pins the tool it changes.
 #[derive(Serialize, Deserialize)]
 struct Stored {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    changes: Option<Changes>,
+    #[serde(default, skip_serializing_if = "ToolPatch::is_empty")]
+    patch: ToolPatch,
     category: Option<String>,
     confidence: f64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -62,35 +62,10 @@ struct Stored {
     hidden: bool,
 }
 
-/// The fields an answer changed; `None` is "as it came".
-#[derive(Serialize, Deserialize)]
-struct Changes {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    title: Option<Option<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    description: Option<Option<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    input_schema: Option<Option<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    annotations: Option<Option<Value>>,
-}
-
-fn changed<T: PartialEq + Clone>(before: &T, after: &T) -> Option<T> {
-    (before != after).then(|| after.clone())
-}
-
 impl Stored {
-    fn of(answer: &Answer, original: &Tool) -> Stored {
+    fn of(answer: &Answer) -> Stored {
         Stored {
-            changes: answer.tool.as_ref().map(|tool| Changes {
-                name: changed(&original.name, &tool.name),
-                title: changed(&original.title, &tool.title),
-                description: changed(&original.description, &tool.description),
-                input_schema: changed(&original.input_schema, &tool.input_schema),
-                annotations: changed(&original.annotations, &tool.annotations),
-            }),
+            patch: answer.patch.clone(),
             category: answer.category.clone(),
             confidence: answer.confidence,
             argument_aliases: answer.argument_aliases.clone(),
@@ -99,29 +74,10 @@ impl Stored {
         }
     }
 
-    fn into_answer(self, index: usize, original: &Tool) -> Answer {
-        let tool = self.changes.map(|changes| {
-            let mut tool = original.clone();
-            if let Some(name) = changes.name {
-                tool.name = name;
-            }
-            if let Some(title) = changes.title {
-                tool.title = title;
-            }
-            if let Some(description) = changes.description {
-                tool.description = description;
-            }
-            if let Some(input_schema) = changes.input_schema {
-                tool.input_schema = input_schema;
-            }
-            if let Some(annotations) = changes.annotations {
-                tool.annotations = annotations;
-            }
-            tool
-        });
+    fn into_answer(self, index: usize) -> Answer {
         Answer {
             index,
-            tool,
+            patch: self.patch,
             category: self.category,
             confidence: self.confidence,
             argument_aliases: self.argument_aliases,
@@ -151,7 +107,7 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
         let mut misses = Vec::new();
         for (index, key) in keys.iter().enumerate() {
             match self.cache.get(key).and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok()) {
-                Some(stored) => answers.push(stored.into_answer(index, &tools[index])),
+                Some(stored) => answers.push(stored.into_answer(index)),
                 None => misses.push(index),
             }
         }
@@ -169,7 +125,7 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
         };
         for mut answer in fresh {
             let Some(&index) = misses.get(answer.index) else { continue };
-            if let Ok(bytes) = serde_json::to_vec(&Stored::of(&answer, &tools[index])) {
+            if let Ok(bytes) = serde_json::to_vec(&Stored::of(&answer)) {
                 self.cache.put(&keys[index], &bytes);
             }
             answer.index = index;
@@ -264,7 +220,7 @@ mod tests {
             Ok(tools
                 .iter()
                 .enumerate()
-                .map(|(i, t)| Answer::new(i, t.clone().with_description("described"), 0.8))
+                .map(|(i, t)| Answer::proposing(i, t, &t.clone().with_description("described"), 0.8))
                 .collect())
         }
     }
@@ -289,13 +245,17 @@ mod tests {
         assert_eq!(asked.load(Ordering::Relaxed), 5);
         let again = run(&cached, &tools);
         assert_eq!(asked.load(Ordering::Relaxed), 5, "a second run asks nothing");
-        assert!(again.iter().all(|a| a.tool.as_ref().unwrap().description.as_deref() == Some("described")));
+        assert!(again.iter().all(|a| a.patch.description == Some(Some("described".into()))));
         tools.push(Tool::new("new"));
         tools.swap(0, 5);
         let answers = run(&cached, &tools);
         assert_eq!(asked.load(Ordering::Relaxed), 6, "one new tool, one question");
         for answer in answers {
-            assert_eq!(answer.tool.unwrap().name, tools[answer.index].name, "answers map back to their tools");
+            assert_eq!(
+                answer.patch.applied_to(&tools[answer.index]).name,
+                tools[answer.index].name,
+                "answers map back to their tools"
+            );
         }
     }
 

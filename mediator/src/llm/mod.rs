@@ -354,11 +354,7 @@ impl LlmTransformer {
                 }
             }
         }
-        let mut answer = if improved == *tool {
-            Answer::unchanged(index, confidence)
-        } else {
-            Answer::new(index, improved, confidence)
-        };
+        let mut answer = Answer::proposing(index, tool, &improved, confidence);
         answer.category = category;
         answer.inferred = inferred;
         Ok(answer)

@@ -57,8 +57,8 @@ impl ToolTransformer for OverrideTransformer {
             .filter_map(|(index, tool)| {
                 let entry = entries.get(&tool.name)?;
                 let mut answer = if entry.changes_definition() {
-                    let (tool, argument_aliases) = apply(tool, entry);
-                    let mut answer = Answer::new(index, tool, 1.0);
+                    let (proposed, argument_aliases) = apply(tool, entry);
+                    let mut answer = Answer::proposing(index, tool, &proposed, 1.0);
                     answer.argument_aliases = argument_aliases;
                     answer
                 } else {
@@ -221,7 +221,7 @@ mod tests {
         let answers = run("example.com");
         assert_eq!(answers.len(), 1);
         assert_eq!(
-            (answers[0].index, answers[0].tool.as_ref().unwrap().name.as_str(), answers[0].hidden),
+            (answers[0].index, answers[0].patch.name.as_deref().unwrap(), answers[0].hidden),
             (1, "delete_item", true)
         );
         assert!(run("other.org").is_empty());

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use crate::schema;
 use crate::tool::{Tool, ToolContext};
-use crate::transformer::{Answer, ToolTransformer, TransformError};
+use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
 
 pub use dictionary::{Dictionary, DictionaryError};
 pub use reading::NameReading;
@@ -118,24 +118,16 @@ impl RuleTransformer {
         };
 
         let category = categories.category(&reading.expanded_words);
-        let changes = reading.renames() || description.is_some() || input_schema.is_some();
-        let mut answer = if changes {
-            let mut improved = tool.clone();
-            if reading.renames() {
-                improved.name.clone_from(&reading.name);
-            }
-            if let Some(description) = description {
-                improved.description = Some(description.clone());
-            }
-            if input_schema.is_some() {
-                improved.input_schema = input_schema;
-            }
-            Answer::new(index, improved, confidence)
-        } else if category.is_some() {
-            Answer::unchanged(index, confidence)
-        } else {
-            return None;
+        let patch = ToolPatch {
+            name: reading.renames().then(|| reading.name.clone()),
+            description: description.map(|description| Some(description.clone())),
+            input_schema: input_schema.map(Some),
+            ..ToolPatch::default()
         };
+        if patch.is_empty() && category.is_none() {
+            return None;
+        }
+        let mut answer = Answer::new(index, patch, confidence);
         answer.category = category;
         answer.inferred = inferred;
         Some(answer)
@@ -171,7 +163,7 @@ mod tests {
         let answer =
             answer_for(Tool::new("gt_usr").with_description("gets user").with_input_schema(json!({"type": "object"})))
                 .unwrap();
-        let tool = answer.tool.unwrap();
+        let tool = answer.patch.applied_to(&Tool::new("gt_usr"));
         assert_eq!(tool.name, "get_user");
         assert_eq!(tool.description.as_deref(), Some("Get a user."));
         assert_eq!(answer.inferred, ["description"]);
@@ -185,7 +177,7 @@ mod tests {
             .with_description("Retrieve a user by their ID or email address")
             .with_input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}}));
         let answer = answer_for(tool.clone()).unwrap();
-        assert_eq!(answer.tool, None, "a good tool is only categorized");
+        assert!(answer.patch.is_empty(), "a good tool is only categorized");
         assert_eq!(answer.confidence, 1.0);
     }
 
@@ -200,10 +192,10 @@ mod tests {
     #[test]
     fn missing_schema_is_inferred_only_where_near_certain() {
         let answer = answer_for(Tool::new("get_user_by_email").with_description("Look a user up")).unwrap();
-        assert_eq!(answer.tool.unwrap().input_schema.unwrap()["required"], json!(["email"]));
+        assert_eq!(answer.patch.input_schema.unwrap().unwrap()["required"], json!(["email"]));
         assert_eq!(answer.confidence, INFERRED_SCHEMA);
         let answer = answer_for(Tool::new("ping").with_description("Check the server answers")).unwrap();
-        assert_eq!(answer.tool.unwrap().input_schema, Some(schema::empty_object()));
+        assert_eq!(answer.patch.input_schema, Some(Some(schema::empty_object())));
     }
 
     #[test]
@@ -213,7 +205,7 @@ mod tests {
                 json!({"type": "dict", "properties": {"numbers": {"type": "array", "items": {"type": "float"}}}}),
             );
         let answer = answer_for(tool).unwrap();
-        let schema = answer.tool.unwrap().input_schema.unwrap();
+        let schema = answer.patch.input_schema.unwrap().unwrap();
         assert!(schema::is_valid(&schema));
         assert_eq!(schema["properties"]["numbers"]["items"]["type"], "number");
     }
