@@ -153,3 +153,25 @@ fn a_missing_key_is_named_and_a_configured_key_never_printed() {
     assert!(root().join("prompts/enhance.md").is_file());
     assert!(fixture("example.com.json").is_file());
 }
+
+#[tokio::test]
+async fn categorize_asks_the_model_for_categories_with_its_own_prompt() {
+    let server = MockServer::start().await;
+    let answer = json!({"tools": [{"original_name": "ChaScr", "category": "Navigation", "confidence": 0.9}]});
+    let body = json!({"choices": [{"message": {"content": answer.to_string()}}], "usage": {}});
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body)).mount(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let page = manifest(dir.path());
+    let uri = server.uri();
+    let output = run_with(
+        dir.path(),
+        &["categorize", &page, "--llm", "openai-compatible", "--llm-url", &uri, "--no-cache"],
+        None,
+        &[],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let categories: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(categories["categories"]["navigation"][0]["name"], "ChaScr");
+    let sent: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert!(sent.to_string().contains("You group tools"), "the categorize prompt was used");
+}

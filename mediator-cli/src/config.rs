@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
 use tool_mediator::cache::{Cache, CachedTransformer, SledStore};
-use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider};
+use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider, Task};
 use tool_mediator::remote::{self, RemoteState};
 use tool_mediator::{
     Dictionary, Mediator, MediatorConfig, NameRules, OverrideSet, OverrideTransformer, RuleTransformer, SourceType,
@@ -133,7 +133,8 @@ pub struct Chain {
 }
 
 impl Chain {
-    pub async fn from_args(args: &ChainArgs) -> Result<Chain> {
+    /// The chain a command asks for; `task` is what the language model is asked to do.
+    pub async fn from_args(args: &ChainArgs, task: Task) -> Result<Chain> {
         let (config, _) = effective(args)?;
         let ttl = args.cache.ttl.unwrap_or_else(|| config.ttl());
         let wants_cache = !args.cache.no_cache && (config.llm_provider.is_some() || config.overrides_url.is_some());
@@ -175,7 +176,7 @@ impl Chain {
                         .expect("a valid template"),
                 );
                 bar.set_message(provider.to_string());
-                Some(Arc::new(llm(&config, provider, args)?.on_progress(move |tools| bar.inc(tools as u64))))
+                Some(Arc::new(llm(&config, provider, args)?.task(task).on_progress(move |tools| bar.inc(tools as u64))))
             }
         };
         Ok(Chain {

@@ -11,7 +11,7 @@ use crate::commands::enhance::enhance_one;
 use crate::output;
 
 pub async fn run(args: CategorizeArgs) -> Result<ExitCode> {
-    let (_, enhanced) = enhance_one(&args.input, &args.chain).await?;
+    let (_, enhanced) = enhance_one(&args.input, &args.chain, tool_mediator::llm::Task::Categorize).await?;
     let visible: Vec<EnhancedTool> = enhanced.into_iter().filter(|tool| !tool.hidden).collect();
     let mut categories = Map::new();
     for (category, tools) in categorize(&visible) {

@@ -12,6 +12,7 @@ use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
 use crate::config::Chain;
 use crate::manifest::{self, Dialect, Manifest, Origin};
 use crate::output;
+use tool_mediator::llm::Task;
 
 pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(&args.input.inputs)?;
@@ -22,7 +23,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     if args.in_place && origins.contains(&Origin::Stdin) {
         bail!("--in-place cannot rewrite standard input");
     }
-    let chain = Chain::from_args(&args.chain).await?;
+    let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
     // Everything is read and checked before anything is written.
     let manifests = origins.into_iter().map(manifest::read).collect::<Result<Vec<_>>>()?;
     let targets = targets(&args, &manifests)?;
@@ -210,12 +211,16 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
 }
 
 /// Reads the one manifest a command takes and runs it through the chain.
-pub async fn enhance_one(input: &InputArgs, chain_args: &ChainArgs) -> Result<(Manifest, Vec<EnhancedTool>)> {
+pub async fn enhance_one(
+    input: &InputArgs,
+    chain_args: &ChainArgs,
+    task: Task,
+) -> Result<(Manifest, Vec<EnhancedTool>)> {
     let origins = manifest::expand_inputs(&input.inputs)?;
     if origins.len() != 1 {
         bail!("{} inputs: this command reads one manifest", origins.len());
     }
-    let chain = Chain::from_args(chain_args).await?;
+    let chain = Chain::from_args(chain_args, task).await?;
     let manifest = manifest::read(origins.into_iter().next().expect("one input"))?;
     let context = chain.context(&manifest.origin);
     let enhanced = chain.mediator(0.0, manifest.dialect).enhance(manifest.tools.clone(), &context).await;

@@ -25,7 +25,7 @@ pub async fn run(args: FilterArgs) -> Result<ExitCode> {
         exclude: args.exclude.clone(),
         include_hidden: args.include_hidden,
     };
-    let (manifest, enhanced) = enhance_one(&args.input, &args.chain).await?;
+    let (manifest, enhanced) = enhance_one(&args.input, &args.chain, tool_mediator::llm::Task::Enhance).await?;
     let kept: Vec<EnhancedTool> = enhanced
         .into_iter()
         .map(|mut tool| {
