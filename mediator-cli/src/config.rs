@@ -69,7 +69,13 @@ pub fn effective(chain: &ChainArgs) -> Result<(MediatorConfig, Option<PathBuf>)>
     match chain.llm {
         Some(LlmArg::Off) => config.llm_provider = None,
         Some(provider) => {
-            config.llm_provider = Some(provider_of(provider));
+            let provider = provider_of(provider);
+            // A key the file holds for one provider is never sent to another.
+            if config.llm_provider != Some(provider) {
+                config.api_key = None;
+                config.api_key_env = None;
+            }
+            config.llm_provider = Some(provider);
             config.auto_enhance = true;
         }
         None if !config.auto_enhance => config.llm_provider = None,
@@ -145,7 +151,7 @@ impl Chain {
             overrides.load_dir(dir)?;
         }
         if let Some(url) = &config.overrides_url {
-            let fetched = remote::fetch(url, cache.as_deref(), &reqwest::Client::new()).await;
+            let fetched = remote::fetch(url, cache.as_deref(), &remote::http_client()).await;
             if let Some(warning) = &fetched.warning {
                 tracing::warn!("{warning}");
             }
@@ -169,6 +175,11 @@ impl Chain {
         let progress = indicatif::ProgressBar::new_spinner();
         let llm = match config.llm_provider {
             None => None,
+            // Configured but not asked for, with no key: a warning, not a failed run.
+            Some(provider) if args.llm.is_none() && needs_key(&config, provider, args) => {
+                tracing::warn!("{}; going on without the language model", missing_key(&config, provider));
+                None
+            }
             Some(provider) => {
                 let bar = progress.clone();
                 bar.set_style(
@@ -226,11 +237,10 @@ impl Chain {
 }
 
 fn llm(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> Result<LlmTransformer> {
-    let key = config.api_key();
-    if key.is_none() && provider != Provider::OpenAiCompatible && !args.dry_run {
-        let variable = config.api_key_env.as_deref().or(provider.key_variable()).unwrap_or("the key variable");
-        bail!("no API key for {provider}: set {variable}, or `api_key_env` / `api_key` in the configuration");
+    if needs_key(config, provider, args) {
+        bail!("{}", missing_key(config, provider));
     }
+    let key = config.api_key();
     let model = config.model.clone().unwrap_or_else(|| provider.default_model().to_owned());
     let client = LlmClient::new(provider, model, config.llm_url.clone(), key);
     let prompts = match &args.prompts {
@@ -238,6 +248,24 @@ fn llm(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> Result<
         None => Prompts::default(),
     };
     Ok(LlmTransformer::new(client, prompts).dry_run(args.dry_run))
+}
+
+fn needs_key(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> bool {
+    config.api_key().is_none() && provider != Provider::OpenAiCompatible && !args.dry_run
+}
+
+fn missing_key(config: &MediatorConfig, provider: Provider) -> String {
+    let variable = config.api_key_env.as_deref().filter(|name| is_variable_name(name)).or(provider.key_variable());
+    format!(
+        "no API key for {provider}: set {}, or `api_key_env` / `api_key` in the configuration",
+        variable.unwrap_or("the key variable")
+    )
+}
+
+/// Whether `name` looks like an environment variable's name (and not like a pasted key).
+pub fn is_variable_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// The built-in dictionary extended by the given files.

@@ -338,7 +338,22 @@ impl Mediator {
             *slot = Some(name);
         }
         let exposed = exposed.into_iter().map(|name| name.expect("every tool got a name above"));
-        for (tool, own) in tools.iter_mut().zip(exposed) {
+        // Renames are granted in chain order (a curated override before a model), then by
+        // confidence, then by position: a weaker answer cannot take a name a stronger one gives.
+        let rank = |tool: &EnhancedTool| {
+            self.chain.iter().position(|transformer| transformer.name() == tool.enhanced_by).unwrap_or(usize::MAX)
+        };
+        let mut order: Vec<usize> = (0..tools.len()).collect();
+        order.sort_by(|&a, &b| {
+            rank(&tools[a])
+                .cmp(&rank(&tools[b]))
+                .then(tools[b].confidence.total_cmp(&tools[a].confidence))
+                .then(a.cmp(&b))
+        });
+        let mut exposed: Vec<Option<String>> = exposed.map(Some).collect();
+        for index in order {
+            let tool = &mut tools[index];
+            let own = exposed[index].take().expect("each tool is visited once");
             let wanted = std::mem::take(&mut tool.tool.name);
             if wanted == tool.original_name || wanted == own {
                 tool.tool.name = own;
@@ -595,6 +610,37 @@ mod tests {
         assert_eq!(names, ["a", "b", "c", "e_new", "f"]);
         assert_eq!(out.events.iter().filter(|e| matches!(e, ChainEvent::RenameRefused { .. })).count(), 3);
         assert_eq!(out.tools[3].original_name, "d");
+    }
+
+    #[test]
+    fn a_stronger_answer_gets_the_name_both_want() {
+        let weak = Scripted {
+            name: "weak",
+            priority: 50,
+            answer: |index, tool: &Tool| {
+                (tool.name == "a").then(|| {
+                    let mut renamed = tool.clone();
+                    renamed.name = "wanted".into();
+                    Answer::proposing(index, tool, &renamed, 0.6)
+                })
+            },
+        };
+        let curated = Scripted {
+            name: "curated",
+            priority: 200,
+            answer: |index, tool: &Tool| {
+                (tool.name == "b").then(|| {
+                    let mut renamed = tool.clone();
+                    renamed.name = "wanted".into();
+                    Answer::proposing(index, tool, &renamed, 1.0)
+                })
+            },
+        };
+        // Both answers are accepted; the weak one is for the earlier tool, but the chain order
+        // decides who gets the name.
+        let out = run(&Mediator::builder().transformer(curated).transformer(weak).build(), tools(&["a", "b"]));
+        let names: Vec<&str> = out.tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["a", "wanted"], "{:?}", out.events);
     }
 
     #[test]

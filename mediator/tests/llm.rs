@@ -131,7 +131,9 @@ async fn both_wire_formats_enhance_and_keep_the_original_description() {
 
 #[tokio::test]
 async fn retries_429_with_retry_after_and_500_then_succeeds() {
-    for first in [ResponseTemplate::new(429).insert_header("retry-after", "1"), ResponseTemplate::new(500)] {
+    let cases =
+        [(ResponseTemplate::new(429).insert_header("retry-after", "1"), true), (ResponseTemplate::new(500), false)];
+    for (first, waits_a_second) in cases {
         let server = MockServer::start().await;
         Mock::given(method("POST")).respond_with(first).up_to_n_times(1).mount(&server).await;
         Mock::given(method("POST")).respond_with(reply(Provider::Anthropic, good_answer())).mount(&server).await;
@@ -140,10 +142,40 @@ async fn retries_429_with_retry_after_and_500_then_succeeds() {
         let out = enhance(&setup, tools()).await;
         assert_eq!(out[1].name(), "get_user");
         assert_eq!(server.received_requests().await.unwrap().len(), 2);
-        if started.elapsed() >= Duration::from_secs(1) {
-            continue; // the 429 case waited the second it was told to
+        if waits_a_second {
+            assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After: 1 is honoured");
+        } else {
+            assert!(started.elapsed() < Duration::from_secs(1), "a 500 retries after the short backoff");
         }
     }
+}
+
+#[tokio::test]
+async fn a_key_the_server_echoes_is_masked_in_the_report() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string("invalid key sk-test-secret"))
+        .mount(&server)
+        .await;
+    let setup = setup(Provider::Anthropic, &server, None, false);
+    let report = setup.mediator.enhance_with_report(tools(), &ToolContext::new("s", SourceType::Web)).await;
+    let events: Vec<String> = report.events.iter().map(ToString::to_string).collect();
+    assert!(events.iter().any(|e| e.contains("401")), "{events:?}");
+    assert!(events.iter().all(|e| !e.contains("sk-test-secret")), "{events:?}");
+}
+
+#[tokio::test]
+async fn one_bad_entry_costs_only_its_own_tool() {
+    let server = MockServer::start().await;
+    let answer = json!({"tools": [
+        {"original_name": "ChaScr", "name": "change_screen", "confidence": 1.7},
+        {"original_name": "gt_usr", "name": "get_user", "description": "Get a user by ID."}
+    ]});
+    Mock::given(method("POST")).respond_with(reply(Provider::OpenAi, answer)).mount(&server).await;
+    let setup = setup(Provider::OpenAi, &server, None, false);
+    let out = enhance(&setup, tools()).await;
+    assert_eq!(out[0].name(), "ChaScr");
+    assert_eq!(out[1].name(), "get_user");
 }
 
 #[tokio::test]

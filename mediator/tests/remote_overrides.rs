@@ -61,6 +61,17 @@ async fn fetched_once_revalidated_with_its_etag_and_served_stale_offline() {
 }
 
 #[tokio::test]
+async fn redirects_to_plain_http_elsewhere_are_not_followed() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(302).insert_header("location", "http://example.com/o.json"))
+        .mount(&server)
+        .await;
+    let result = fetch(&format!("{}/o.json", server.uri()), None, &tool_mediator::remote::http_client()).await;
+    assert_eq!(result.state, RemoteState::Unavailable);
+}
+
+#[tokio::test]
 async fn invalid_collections_and_no_copy_leave_the_run_without_them() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
@@ -81,7 +92,9 @@ async fn invalid_collections_and_no_copy_leave_the_run_without_them() {
     let result = fetch(&format!("http://{closed}/o.json"), None, &http).await;
     assert_eq!(result.state, RemoteState::Unavailable, "nothing listens there");
 
-    let result = fetch("http://example.com/o.json", None, &http).await;
-    assert_eq!(result.state, RemoteState::Unavailable);
-    assert!(result.warning.unwrap().contains("use https"));
+    for plain in ["http://example.com/o.json", "http://127.attacker.example/o.json"] {
+        let result = fetch(plain, None, &http).await;
+        assert_eq!(result.state, RemoteState::Unavailable);
+        assert!(result.warning.unwrap().contains("use https"), "{plain}");
+    }
 }

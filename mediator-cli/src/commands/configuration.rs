@@ -21,6 +21,10 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
         Some(_) => "# an API key is set (not shown)\n",
         None => "# no API key is set\n",
     };
-    output::print(&format!("{source}{key}{}", toml::to_string_pretty(&effective.masked())?))?;
+    let mut shown = effective.masked();
+    if shown.api_key_env.as_deref().is_some_and(|name| !config::is_variable_name(name)) {
+        shown.api_key_env = Some("******** (not a variable name; is this a key?)".into());
+    }
+    output::print(&format!("{source}{key}{}", toml::to_string_pretty(&shown)?))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -38,7 +38,8 @@ impl<T: ToolTransformer> CachedTransformer<T> {
 
     fn key(&self, tool: &Tool, context: &ToolContext) -> Vec<u8> {
         let mut hash = Sha256::new();
-        for part in [self.inner.identity().as_bytes(), context.source.as_bytes()] {
+        let source_type = format!("{:?}", context.source_type);
+        for part in [self.inner.identity().as_bytes(), context.source.as_bytes(), source_type.as_bytes()] {
             hash_bytes(&mut hash, part);
         }
         hash_tool(&mut hash, tool);

@@ -82,6 +82,10 @@ pub struct Cache {
 
 const HEADER: usize = 16;
 
+/// Keys under this prefix are last good copies: expired, they still serve when the network
+/// does not, so `prune` keeps them.
+pub const KEPT_STALE_PREFIX: &[u8] = b"stale-ok:";
+
 impl Cache {
     pub fn new(store: impl CacheStore + 'static, ttl: Duration) -> Self {
         Cache::with_clock(store, ttl, Arc::new(SystemClock))
@@ -136,7 +140,7 @@ impl Cache {
     /// Stores `value` until the TTL runs out. A store error (a full disk) is a warning.
     pub fn put(&self, key: &[u8], value: &[u8]) {
         let now = self.clock.now_millis();
-        let expiry = now.saturating_add(self.ttl.as_millis() as u64);
+        let expiry = now.saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX));
         let mut record = Vec::with_capacity(HEADER + value.len());
         record.extend_from_slice(&expiry.to_be_bytes());
         record.extend_from_slice(&now.to_be_bytes());
@@ -146,11 +150,14 @@ impl Cache {
         }
     }
 
-    /// Removes every expired record; how many.
+    /// Removes every expired record but last good copies (see [`Cache::get_stale`]); how many.
     pub fn prune(&self) -> Result<u64, CacheError> {
         let now = self.clock.now_millis();
         let mut removed = 0;
         for (key, record) in self.store.records()? {
+            if key.starts_with(KEPT_STALE_PREFIX) {
+                continue;
+            }
             if record.len() < HEADER || expiry_of(&record) <= now {
                 self.store.remove(&key)?;
                 removed += 1;

@@ -23,22 +23,28 @@ impl SledStore {
     }
 
     pub fn open_waiting(dir: &Path, wait: Duration) -> Result<SledStore, CacheError> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(store_error(dir, "not a directory".into()));
+        }
         let deadline = Instant::now() + wait;
+        let mut unreadable = 0;
         loop {
-            match sled::Config::new().path(dir).open() {
+            match open(dir) {
                 Ok(db) => return Ok(SledStore { db, dir: dir.to_owned() }),
-                Err(error) if is_locked(&error) => {
-                    if Instant::now() >= deadline {
-                        return Err(CacheError::Locked { dir: dir.to_owned() });
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
+                Err(Opening::Locked) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                Err(Opening::Locked) => return Err(CacheError::Locked { dir: dir.to_owned() }),
+                // Another process may be writing a new store's configuration this instant.
+                Err(Opening::Unreadable(_)) if unreadable < 2 => {
+                    unreadable += 1;
+                    std::thread::sleep(Duration::from_millis(100));
                 }
-                Err(error) => return SledStore::recover(dir, &error),
+                Err(Opening::Unreadable(reason)) => return SledStore::recover(dir, &reason),
+                Err(Opening::Failed(reason)) => return Err(store_error(dir, reason)),
             }
         }
     }
 
-    fn recover(dir: &Path, error: &sled::Error) -> Result<SledStore, CacheError> {
+    fn recover(dir: &Path, error: &str) -> Result<SledStore, CacheError> {
         let mut aside = dir.as_os_str().to_owned();
         aside.push(format!(".corrupt-{}", SystemClock.now_millis()));
         let aside = PathBuf::from(aside);
@@ -64,6 +70,34 @@ impl SledStore {
 
 fn store_error(dir: &Path, message: String) -> CacheError {
     CacheError::Store { dir: dir.to_owned(), message }
+}
+
+/// Why a store did not open.
+enum Opening {
+    Locked,
+    /// Its files cannot be read as a store: corrupt, or from another sled version.
+    Unreadable(String),
+    /// Anything else (permissions, a full disk): reported, the store left as it is.
+    Failed(String),
+}
+
+fn open(dir: &Path) -> Result<sled::Db, Opening> {
+    // sled 0.34 panics on some corrupt layouts instead of returning an error.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sled::Config::new().path(dir).open())) {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(error)) if is_locked(&error) => Err(Opening::Locked),
+        Ok(Err(error)) if is_unreadable(&error) => Err(Opening::Unreadable(error.to_string())),
+        Ok(Err(error)) => Err(Opening::Failed(error.to_string())),
+        Err(_) => Err(Opening::Unreadable("sled could not read it".into())),
+    }
+}
+
+fn is_unreadable(error: &sled::Error) -> bool {
+    match error {
+        sled::Error::Corruption { .. } | sled::Error::Unsupported(_) | sled::Error::ReportableBug(_) => true,
+        sled::Error::Io(io) => matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof),
+        _ => false,
+    }
 }
 
 fn is_locked(error: &sled::Error) -> bool {

@@ -259,19 +259,23 @@ fn slug(category: &str) -> Option<String> {
 impl LlmTransformer {
     /// Turns one batch's answer into answers, refusing per tool what may not be used.
     fn read_answer(&self, json: &Value, batch: &[(usize, &Tool)], taken: &HashSet<&str>) -> Vec<Answer> {
-        if let Some(error) = ANSWER_VALIDATOR.iter_errors(json).next() {
-            tracing::warn!(
-                "{}'s answer does not match the answer schema at `{}`: {error}",
-                self.client.provider(),
-                error.instance_path()
-            );
+        // The envelope must hold; a bad entry costs only its own tool.
+        let Some(items) = json.get("tools").and_then(Value::as_array) else {
+            tracing::warn!("{}'s answer has no `tools` array", self.client.provider());
             self.usage.refused.fetch_add(batch.len() as u64, Ordering::Relaxed);
             return Vec::new();
-        }
-        let entries: Vec<Entry> = match json.get("tools").cloned().map(serde_json::from_value) {
-            Some(Ok(entries)) => entries,
-            _ => return Vec::new(),
         };
+        let mut entries = Vec::with_capacity(items.len());
+        for (position, item) in items.iter().enumerate() {
+            let wrapped = json!({"tools": [item]});
+            match ANSWER_VALIDATOR.iter_errors(&wrapped).next() {
+                Some(error) => {
+                    tracing::warn!("refused entry {position} of the model's answer: {error}");
+                    self.usage.refused.fetch_add(1, Ordering::Relaxed);
+                }
+                None => entries.extend(serde_json::from_value::<Entry>(item.clone()).ok()),
+            }
+        }
         let by_name: HashMap<&str, (usize, &Tool)> =
             batch.iter().map(|&(index, tool)| (tool.name.as_str(), (index, tool))).collect();
         let mut seen = HashSet::new();
@@ -342,8 +346,8 @@ impl LlmTransformer {
             if entry.parameters.values().any(|text| carries_instructions(text)) {
                 return Err("a parameter description carries instructions".into());
             }
-            if let Some(Value::Object(properties)) =
-                improved.input_schema.as_mut().and_then(|schema| schema.get_mut("properties"))
+            let mut described = improved.input_schema.clone();
+            if let Some(Value::Object(properties)) = described.as_mut().and_then(|schema| schema.get_mut("properties"))
             {
                 for (name, description) in entry.parameters {
                     if let Some(Value::Object(property)) = properties.get_mut(&name)
@@ -352,6 +356,11 @@ impl LlmTransformer {
                         property.insert("description".into(), Value::String(description));
                     }
                 }
+            }
+            // On a schema the source published broken, the descriptions would only get the
+            // whole answer refused; the rules repair such schemas, so they are left out here.
+            if described.as_ref().is_some_and(crate::schema::is_valid) {
+                improved.input_schema = described;
             }
         }
         let mut answer = Answer::proposing(index, tool, &improved, confidence);
@@ -373,8 +382,9 @@ impl ToolTransformer for LlmTransformer {
 
     fn identity(&self) -> String {
         format!(
-            "llm/{}/{}/{}/{}",
+            "llm/{}/{}/{}/{}/{}",
             self.client.provider(),
+            self.client.base_url(),
             self.client.model(),
             self.prompts.hash(self.task),
             env!("CARGO_PKG_VERSION")

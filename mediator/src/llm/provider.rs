@@ -96,6 +96,15 @@ impl fmt::Debug for LlmClient {
     }
 }
 
+/// A client that never follows redirects: a redirect would carry the key to another host.
+fn http_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a TLS client builds")
+}
+
 /// The longest a `Retry-After` is honoured for; a server asking for more is given up on.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
@@ -113,7 +122,7 @@ impl LlmClient {
             model: model.into(),
             base_url,
             api_key,
-            http: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().expect("a TLS client builds"),
+            http: http_client(Duration::from_secs(120)),
             max_retries: 3,
             backoff: Duration::from_millis(500),
         }
@@ -121,7 +130,7 @@ impl LlmClient {
 
     /// The per-request timeout (120 s unless set).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.http = reqwest::Client::builder().timeout(timeout).build().expect("a TLS client builds");
+        self.http = http_client(timeout);
         self
     }
 
@@ -138,6 +147,10 @@ impl LlmClient {
 
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
     }
 
     /// The request body for a prompt, as it would be sent (for `--dry-run`).
@@ -211,7 +224,7 @@ impl LlmClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .map(Duration::from_secs); // The HTTP-date form falls back to our own backoff.
         let text = response.text().await.map_err(|error| Failure {
             retryable: true,
             retry_after: None,
@@ -225,7 +238,7 @@ impl LlmClient {
                 error: LlmError::Status {
                     provider: self.provider,
                     status: status.as_u16(),
-                    body: text.chars().take(300).collect(),
+                    body: self.redacted(&text),
                 },
             });
         }
@@ -235,6 +248,16 @@ impl LlmClient {
             error: LlmError::Malformed { provider: self.provider, message: format!("not JSON: {error}") },
         })?;
         Ok(Sent { completion: json })
+    }
+
+    /// The start of a response body for an error message, with the key masked should the
+    /// server echo it.
+    fn redacted(&self, text: &str) -> String {
+        let mut text: String = text.chars().take(300).collect();
+        if let Some(key) = self.api_key.as_deref().filter(|key| key.len() >= 4) {
+            text = text.replace(key, "***");
+        }
+        text
     }
 
     /// The structured answer inside a provider's response, and its token counts.

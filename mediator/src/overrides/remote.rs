@@ -42,9 +42,9 @@ struct Kept {
 /// Every file is validated against `overrides/schema.json`. Plain `http` is allowed only to
 /// loopback addresses (local mirrors and tests). Never fails: problems become a warning.
 pub async fn fetch(url: &str, cache: Option<&Cache>, http: &reqwest::Client) -> RemoteOverrides {
-    let key = format!("overrides-url:{url}");
+    let key = [crate::cache::KEPT_STALE_PREFIX, b"overrides-url:", url.as_bytes()].concat();
     let kept: Option<(Kept, bool)> = cache
-        .and_then(|cache| cache.get_stale(key.as_bytes()))
+        .and_then(|cache| cache.get_stale(&key))
         .and_then(|(bytes, fresh)| serde_json::from_slice(&bytes).ok().map(|kept| (kept, fresh)));
     if let Some((kept, true)) = &kept
         && let Ok(files) = parse(&kept.body, url)
@@ -81,7 +81,7 @@ pub async fn fetch(url: &str, cache: Option<&Cache>, http: &reqwest::Client) -> 
         return match parse(&kept.body, url) {
             Ok(files) => {
                 if let (Some(cache), Ok(bytes)) = (cache, serde_json::to_vec(&kept)) {
-                    cache.put(key.as_bytes(), &bytes);
+                    cache.put(&key, &bytes);
                 }
                 RemoteOverrides { files, state: RemoteState::Revalidated, warning: None }
             }
@@ -99,7 +99,7 @@ pub async fn fetch(url: &str, cache: Option<&Cache>, http: &reqwest::Client) -> 
     match parse(&body, url) {
         Ok(files) => {
             if let (Some(cache), Ok(bytes)) = (cache, serde_json::to_vec(&Kept { etag, body })) {
-                cache.put(key.as_bytes(), &bytes);
+                cache.put(&key, &bytes);
                 cache.flush();
             }
             RemoteOverrides { files, state: RemoteState::Downloaded, warning: None }
@@ -110,17 +110,44 @@ pub async fn fetch(url: &str, cache: Option<&Cache>, http: &reqwest::Client) -> 
 
 fn allowed(url: &str) -> Result<(), String> {
     let parsed = reqwest::Url::parse(url).map_err(|error| format!("not a URL ({error})"))?;
-    match parsed.scheme() {
+    allowed_url(&parsed)
+}
+
+/// HTTPS anywhere; plain HTTP only to this machine (a local mirror, a test).
+fn allowed_url(url: &reqwest::Url) -> Result<(), String> {
+    // A name that merely starts with "127." is a domain like any other.
+    let loopback = url.host_str().is_some_and(|host| {
+        host == "localhost"
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    match url.scheme() {
         "https" => Ok(()),
-        "http"
-            if parsed
-                .host_str()
-                .is_some_and(|host| host == "localhost" || host.starts_with("127.") || host == "[::1]") =>
-        {
-            Ok(())
-        }
-        other => Err(format!("`{other}` is not allowed; use https")),
+        "http" if loopback => Ok(()),
+        other => Err(format!("`{other}` to {} is not allowed; use https", url.host_str().unwrap_or("?"))),
     }
+}
+
+/// The client for fetching collections: bounded in time, and following redirects only to
+/// places [`fetch`] would go itself.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(20))
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.previous().len() >= 5 {
+                attempt.error("too many redirects")
+            } else if let Err(reason) = allowed_url(attempt.url()) {
+                attempt.error(reason)
+            } else {
+                attempt.follow()
+            }
+        }))
+        .build()
+        .expect("a TLS client builds")
 }
 
 /// The files of a collection, each validated; errors name the URL and the JSON pointer.
