@@ -38,6 +38,7 @@ mod overrides;
 mod rules;
 pub mod schema;
 mod selection;
+pub mod session;
 mod tool;
 mod transformer;
 

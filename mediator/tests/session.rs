@@ -1,0 +1,151 @@
+//! The session layer: disclosure, routing, pagination, list-changed events.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tool_mediator::session::{ListChanged, Route, Session, SessionPolicy, tool_middleware};
+use tool_mediator::{
+    Mediator, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, Tool, ToolContext,
+};
+
+fn github() -> Vec<Tool> {
+    let manifest: Value = serde_json::from_str(include_str!("../benches/data/github.json")).unwrap();
+    serde_json::from_value(manifest["tools"].clone()).unwrap()
+}
+
+fn context() -> ToolContext {
+    ToolContext::new("github", SourceType::Api)
+}
+
+fn rules() -> Arc<Mediator> {
+    Arc::new(Mediator::builder().transformer(RuleTransformer::new()).build())
+}
+
+fn no_args() -> Map<String, Value> {
+    Map::new()
+}
+
+async fn all_pages(session: &Session, tools: &[Tool]) -> Vec<Tool> {
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = session.list_tools(tools.to_vec(), cursor.as_deref()).await.unwrap();
+        listed.extend(page.tools);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return listed,
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_a_policy_the_session_passes_tools_through() {
+    let session = Session::passthrough(context());
+    let mut events = session.subscribe();
+    let tools = github();
+    let page = session.list_tools(tools.clone(), None).await.unwrap();
+    assert_eq!(page.tools, tools);
+    assert_eq!(page.next_cursor, None);
+    let args = json!({"owner": "o"}).as_object().unwrap().clone();
+    assert_eq!(session.route_call("get_me", args.clone()), Route::Upstream { name: "get_me".into(), arguments: args });
+    assert_eq!(session.route_call("no_such_tool", no_args()), Route::NotFound);
+    session.list_tools(tools, None).await.unwrap();
+    assert!(events.try_recv().is_err(), "nothing changed, nothing announced");
+}
+
+#[tokio::test]
+async fn categories_fold_into_category_tools_that_expand_on_call() {
+    let session = Session::new(rules(), context(), SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) });
+    let mut events = session.subscribe();
+    let tools = github();
+    let first = session.list_tools(tools.clone(), None).await.unwrap().tools;
+    let names: Vec<&str> = first.iter().map(|t| t.name.as_str()).collect();
+    assert!(first.len() < tools.len(), "{} of {} listed", first.len(), tools.len());
+    assert!(names.contains(&"pull_request_tools") && names.contains(&"issue_tools"), "{names:?}");
+    assert!(!names.contains(&"create_pull_request"));
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "listed by name");
+
+    // A tool of a folded category answers as an unknown tool does.
+    assert_eq!(session.route_call("create_pull_request", no_args()), Route::NotFound);
+
+    let Route::Local(result) = session.route_call("pull_request_tools", no_args()) else { panic!("a local tool") };
+    let members = result["structuredContent"]["tools"].as_array().unwrap();
+    assert!(members.iter().any(|t| t["name"] == "create_pull_request" && t["inputSchema"]["type"] == "object"));
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("create_pull_request"));
+    assert_eq!(events.try_recv(), Ok(ListChanged));
+
+    // Callable by name at once, even if the client never lists again.
+    assert!(matches!(session.route_call("create_pull_request", no_args()), Route::Upstream { .. }));
+    let second = session.list_tools(tools.clone(), None).await.unwrap().tools;
+    assert!(second.iter().any(|t| t.name == "create_pull_request"));
+    assert!(!second.iter().any(|t| t.name == "pull_request_tools"));
+    session.list_tools(tools, None).await.unwrap();
+    assert!(events.try_recv().is_err(), "a list that did not change fires nothing");
+}
+
+#[tokio::test]
+async fn renamed_and_hidden_tools_route_by_the_source_names() {
+    let file = OverrideFile::parse(
+        r#"{"source": "example.com", "tools": {
+            "gt_usr": {"name": "get_user", "arguments": {"uid": {"name": "user_id"}}},
+            "del": {"hidden": true}
+        }}"#,
+        std::path::Path::new("example.com.json"),
+    )
+    .unwrap();
+    let mut overrides = OverrideSet::new();
+    overrides.add(file, "example.com.json".into());
+    let mediator = Arc::new(Mediator::builder().transformer(OverrideTransformer::new(overrides)).build());
+    let session = Session::new(mediator, ToolContext::new("example.com", SourceType::Web), SessionPolicy::mediated(5));
+    let tools = vec![
+        Tool::new("gt_usr").with_input_schema(json!({"type": "object", "properties": {"uid": {"type": "string"}}})),
+        Tool::new("del").with_input_schema(json!({"type": "object"})),
+    ];
+    let listed = session.list_tools(tools, None).await.unwrap().tools;
+    assert_eq!(listed.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["get_user"]);
+    assert_eq!(listed[0].input_schema.as_ref().unwrap()["properties"]["user_id"]["type"], "string");
+    let call = session.route_call("get_user", json!({"user_id": "42"}).as_object().unwrap().clone());
+    assert_eq!(
+        call,
+        Route::Upstream { name: "gt_usr".into(), arguments: json!({"uid": "42"}).as_object().unwrap().clone() }
+    );
+    assert_eq!(session.route_call("del", no_args()), Route::NotFound, "hidden is as unknown");
+    assert_eq!(session.route_call("gt_usr", no_args()), Route::NotFound, "the old name is not exposed");
+}
+
+#[tokio::test]
+async fn pages_cover_the_list_once_and_bad_cursors_are_refused() {
+    let session = Session::new(rules(), context(), SessionPolicy { page_size: Some(10), ..SessionPolicy::mediated(5) });
+    let tools = github();
+    let paged = all_pages(&session, &tools).await;
+    let whole = Session::new(rules(), context(), SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) });
+    assert_eq!(paged, whole.list_tools(tools.clone(), None).await.unwrap().tools);
+    assert!(session.list_tools(tools.clone(), Some("not-a-cursor")).await.is_err());
+    assert!(session.list_tools(tools, Some("tm1.ffffff")).await.is_err());
+}
+
+#[tokio::test]
+async fn strict_clients_get_strict_category_tool_names() {
+    let mediator = Arc::new(
+        Mediator::builder().name_rules(tool_mediator::NameRules::STRICT).transformer(RuleTransformer::new()).build(),
+    );
+    let policy = SessionPolicy { names: tool_mediator::NameRules::STRICT, ..SessionPolicy::mediated(3) };
+    let session = Session::new(mediator, context(), policy);
+    let tools: Vec<Tool> = ["math.add", "math.sub", "math.mul", "get_user"]
+        .iter()
+        .map(|name| Tool::new(*name).with_description("Does arithmetic.").with_input_schema(json!({"type": "object"})))
+        .collect();
+    for tool in all_pages(&session, &tools).await {
+        assert!(tool_mediator::NameRules::STRICT.is_valid(&tool.name), "{}", tool.name);
+    }
+}
+
+#[tokio::test]
+async fn the_closure_form_enhances_and_drops_hidden_tools() {
+    let middleware = tool_middleware(rules(), ToolContext::new("example.com", SourceType::Web));
+    let tools = middleware(vec![Tool::new("gt_usr").with_description("gets user"), Tool::new("echo")]).await;
+    assert_eq!(tools[0].name, "get_user");
+    assert_eq!(tools[1].name, "echo");
+}
