@@ -477,3 +477,22 @@ fn usage_errors_exit_2() {
     assert_eq!(run(&["enhance", "/no/such/file.json"], None).status.code(), Some(2));
     assert!(Path::new(&root().join("README.md")).is_file());
 }
+
+#[test]
+fn tokens_counts_the_listing_with_and_without_disclosure() {
+    let github = shared_manifest("github.json");
+    let output = run(&["tokens", github.to_str().unwrap(), "--threshold", "2", "--json"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = json_out(&output);
+    let plain = report["without_disclosure"]["total"].as_u64().unwrap();
+    let folded = report["with_disclosure"]["total"].as_u64().unwrap();
+    assert_eq!(report["without_disclosure"]["tools"], 117);
+    assert!(folded * 4 < plain, "{folded} of {plain}");
+    let per_tool: u64 = report["without_disclosure"]["per_tool"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tokens"].as_u64().unwrap())
+        .sum();
+    assert!(per_tool.abs_diff(plain) * 20 < plain, "per tool {per_tool}, whole {plain}: within 5%");
+}

@@ -35,6 +35,9 @@ pub enum Command {
     /// Work with override files.
     #[command(subcommand)]
     Overrides(OverridesCommand),
+    /// What the first tools/list of a manifest costs a model, per tool and in total, with and
+    /// without progressive disclosure (o200k_base tokens).
+    Tokens(TokensArgs),
     /// Print the effective configuration (keys masked) as TOML.
     Config {
         #[command(flatten)]
@@ -250,6 +253,27 @@ pub struct CategorizeArgs {
 
     #[command(flatten)]
     pub chain: ChainArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TokensArgs {
+    /// The manifest (or `-` for standard input).
+    pub manifest: PathBuf,
+
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    /// List the tokens per tool of the disclosed listing rather than the full one.
+    #[arg(long)]
+    pub disclose: bool,
+
+    /// Fold categories of at least this many tools.
+    #[arg(long, default_value_t = 5)]
+    pub threshold: usize,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

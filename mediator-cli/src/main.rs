@@ -47,6 +47,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Filter(args) => commands::filter::run(args).await,
         Command::Categorize(args) => commands::categorize::run(args).await,
         Command::Names(args) => commands::names::run(args),
+        Command::Tokens(args) => commands::tokens::run(args).await,
         Command::Overrides(command) => commands::overrides::run(command),
         Command::Config { config } => commands::configuration::run(&config),
         Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),

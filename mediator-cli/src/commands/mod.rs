@@ -7,3 +7,4 @@ pub mod enhance;
 pub mod filter;
 pub mod names;
 pub mod overrides;
+pub mod tokens;
