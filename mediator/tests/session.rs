@@ -47,8 +47,11 @@ async fn without_a_policy_the_session_passes_tools_through() {
     assert_eq!(page.tools, tools);
     assert_eq!(page.next_cursor, None);
     let args = json!({"owner": "o"}).as_object().unwrap().clone();
-    assert_eq!(session.route_call("get_me", args.clone()), Route::Upstream { name: "get_me".into(), arguments: args });
-    assert_eq!(session.route_call("no_such_tool", no_args()), Route::NotFound);
+    assert_eq!(
+        session.route_call("get_me", args.clone()).await,
+        Route::Upstream { name: "get_me".into(), arguments: args }
+    );
+    assert_eq!(session.route_call("no_such_tool", no_args()).await, Route::NotFound);
     session.list_tools(tools, None).await.unwrap();
     assert!(events.try_recv().is_err(), "nothing changed, nothing announced");
 }
@@ -68,16 +71,18 @@ async fn categories_fold_into_category_tools_that_expand_on_call() {
     assert_eq!(names, sorted, "listed by name");
 
     // A tool of a folded category answers as an unknown tool does.
-    assert_eq!(session.route_call("create_pull_request", no_args()), Route::NotFound);
+    assert_eq!(session.route_call("create_pull_request", no_args()).await, Route::NotFound);
 
-    let Route::Local(result) = session.route_call("pull_request_tools", no_args()) else { panic!("a local tool") };
+    let Route::Local(result) = session.route_call("pull_request_tools", no_args()).await else {
+        panic!("a local tool")
+    };
     let members = result["structuredContent"]["tools"].as_array().unwrap();
     assert!(members.iter().any(|t| t["name"] == "create_pull_request" && t["inputSchema"]["type"] == "object"));
     assert!(result["content"][0]["text"].as_str().unwrap().contains("create_pull_request"));
     assert_eq!(events.try_recv(), Ok(ListChanged));
 
     // Callable by name at once, even if the client never lists again.
-    assert!(matches!(session.route_call("create_pull_request", no_args()), Route::Upstream { .. }));
+    assert!(matches!(session.route_call("create_pull_request", no_args()).await, Route::Upstream { .. }));
     let second = session.list_tools(tools.clone(), None).await.unwrap().tools;
     assert!(second.iter().any(|t| t.name == "create_pull_request"));
     assert!(!second.iter().any(|t| t.name == "pull_request_tools"));
@@ -106,13 +111,13 @@ async fn renamed_and_hidden_tools_route_by_the_source_names() {
     let listed = session.list_tools(tools, None).await.unwrap().tools;
     assert_eq!(listed.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["get_user"]);
     assert_eq!(listed[0].input_schema.as_ref().unwrap()["properties"]["user_id"]["type"], "string");
-    let call = session.route_call("get_user", json!({"user_id": "42"}).as_object().unwrap().clone());
+    let call = session.route_call("get_user", json!({"user_id": "42"}).as_object().unwrap().clone()).await;
     assert_eq!(
         call,
         Route::Upstream { name: "gt_usr".into(), arguments: json!({"uid": "42"}).as_object().unwrap().clone() }
     );
-    assert_eq!(session.route_call("del", no_args()), Route::NotFound, "hidden is as unknown");
-    assert_eq!(session.route_call("gt_usr", no_args()), Route::NotFound, "the old name is not exposed");
+    assert_eq!(session.route_call("del", no_args()).await, Route::NotFound, "hidden is as unknown");
+    assert_eq!(session.route_call("gt_usr", no_args()).await, Route::NotFound, "the old name is not exposed");
 }
 
 #[tokio::test]

@@ -3,17 +3,29 @@
 //! A transport (a browser bridge, an MCP server, a gateway, the proxy) hands a [`Session`] the
 //! upstream tools and asks [`Session::list_tools`] what to show; it hands it each call and asks
 //! [`Session::route_call`] where it goes. With the default [`SessionPolicy`] the session is a
-//! passthrough: the same tools in the same order. With progressive disclosure, categories of
-//! at least `threshold` tools fold into one category tool each (`<category>_tools`); calling it
-//! lists the category's tools with their schemas and makes them visible and callable, and the
-//! session emits a [`ListChanged`] event for the transport to turn into
-//! `notifications/tools/list_changed`. A tool of an expanded category stays callable by name
-//! even when the client never lists again; a tool of a collapsed category answers exactly as an
-//! unknown tool does.
+//! passthrough: the same tools in the same order. Beyond that, four mechanisms decide what the
+//! model sees, all in one tool set:
+//!
+//! - progressive disclosure: categories of at least `disclosure` tools fold into one category
+//!   tool each (`<category>_tools`); calling it lists the category's tools with their schemas
+//!   and makes them visible and callable by name (even if the client never lists again);
+//! - groups: a tool may belong to a group, shown only while the group is active; each group has
+//!   an activator (`<group>.activate`) and a deactivator; children need their parent active,
+//!   exclusion sets switch each other off, hooks run first and can refuse;
+//! - state: a tool may depend on the host's [`StateView`]; by default it stays listed with
+//!   `_meta` hints ([`StateStrategy::Annotate`]), or it is shown only while actionable
+//!   ([`StateStrategy::Hide`], changes debounced);
+//! - provenance under `_meta` for tools a transformer changed.
+//!
+//! A tool the client cannot see answers exactly as an unknown tool does. The session emits a
+//! [`ListChanged`] event only when the visible set actually changes.
 
 mod disclosure;
+mod groups;
+mod state;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
@@ -25,6 +37,10 @@ use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool, ToolContext, UNENHANCED};
 
 pub use disclosure::category_tool_name;
+pub use groups::{GroupConfig, GroupError, GroupHook, GroupInfo, Switch, switch_name};
+pub use state::{Predicate, STATE_KEY, StateStrategy, StateView, Visibility};
+
+use groups::Groups;
 
 /// What the session does beyond passing tools through. The default does nothing: same tools,
 /// same order.
@@ -38,8 +54,15 @@ pub struct SessionPolicy {
     pub provenance: bool,
     /// Tools per `tools/list` page; `None` answers in one page.
     pub page_size: Option<usize>,
-    /// The names this client accepts; category tool names follow it too.
+    /// The names this client accepts. Category tools and group switches follow it; build the
+    /// mediator with the same rules so enhanced names do too.
     pub names: NameRules,
+    pub groups: Vec<GroupConfig>,
+    /// Sets of groups of which at most one is active.
+    pub exclusions: Vec<Vec<String>>,
+    /// By exposed or original tool name; tools not named here are always visible.
+    pub visibility: HashMap<String, Visibility>,
+    pub state_strategy: StateStrategy,
 }
 
 impl Default for SessionPolicy {
@@ -50,6 +73,10 @@ impl Default for SessionPolicy {
             provenance: false,
             page_size: None,
             names: NameRules::MCP,
+            groups: Vec::new(),
+            exclusions: Vec::new(),
+            visibility: HashMap::new(),
+            state_strategy: StateStrategy::Annotate,
         }
     }
 }
@@ -62,7 +89,7 @@ impl SessionPolicy {
             sort_by_name: true,
             provenance: true,
             page_size: Some(100),
-            names: NameRules::MCP,
+            ..SessionPolicy::default()
         }
     }
 }
@@ -78,7 +105,7 @@ pub struct ListPage {
 /// Where a call goes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Route {
-    /// The session answered it (a category tool): an MCP `CallToolResult`.
+    /// The session answered it (a category tool, a group switch): an MCP `CallToolResult`.
     Local(Value),
     /// Send it upstream under the source's name, with arguments in the source's names.
     Upstream { name: String, arguments: Map<String, Value> },
@@ -101,8 +128,10 @@ struct State {
     /// The last upstream list, enhanced; `None` before the first listing.
     tools: Option<Vec<EnhancedTool>>,
     expanded: BTreeSet<String>,
-    /// The names the client sees now, for telling real changes from no-ops.
-    visible: Vec<String>,
+    groups: Groups,
+    view: StateView,
+    /// The names the client was last shown, to tell real changes from no-ops.
+    visible: Option<Vec<String>>,
 }
 
 /// One connected client's view of the tools.
@@ -111,13 +140,31 @@ pub struct Session {
     context: ToolContext,
     policy: SessionPolicy,
     state: Mutex<State>,
+    /// Serializes group switches, hooks included, so concurrent calls leave a consistent state.
+    switching: tokio::sync::Mutex<()>,
+    debounce_pending: AtomicBool,
     events: broadcast::Sender<ListChanged>,
+}
+
+/// What is listed beside the upstream tools.
+enum Local {
+    Category(String),
+    Switch(String, Switch),
 }
 
 impl Session {
     pub fn new(mediator: Arc<Mediator>, context: ToolContext, policy: SessionPolicy) -> Self {
         let (events, _) = broadcast::channel(16);
-        Session { mediator, context, policy, state: Mutex::new(State::default()), events }
+        let groups = Groups::new(policy.groups.clone(), policy.exclusions.clone());
+        Session {
+            mediator,
+            context,
+            state: Mutex::new(State { groups, ..State::default() }),
+            policy,
+            switching: tokio::sync::Mutex::new(()),
+            debounce_pending: AtomicBool::new(false),
+            events,
+        }
     }
 
     /// A passthrough session: no transformers, no policy.
@@ -136,7 +183,7 @@ impl Session {
     }
 
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,
-    /// sorted and paginated as the policy says.
+    /// group switches added, sorted and paginated as the policy says.
     pub async fn list_tools(&self, upstream: Vec<Tool>, cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
         let offset = match cursor {
             None => 0,
@@ -146,38 +193,69 @@ impl Session {
         let listed = {
             let mut state = self.state();
             state.tools = Some(enhanced);
-            self.visible_tools(&state)
+            self.listing(&state)
         };
         self.note_visible(&listed);
-        let page_size = self.policy.page_size.unwrap_or(usize::MAX).max(1);
         if offset > listed.len() {
             return Err(InvalidCursor(cursor.unwrap_or_default().to_owned()));
         }
+        let page_size = self.policy.page_size.unwrap_or(usize::MAX).max(1);
         let end = offset.saturating_add(page_size).min(listed.len());
         let next_cursor = (end < listed.len()).then(|| encode_cursor(end));
         Ok(ListPage { tools: listed[offset..end].to_vec(), next_cursor })
     }
 
-    /// Where the call `name(arguments)` goes.
-    pub fn route_call(&self, name: &str, arguments: Map<String, Value>) -> Route {
-        let mut state = self.state();
-        let Some(tools) = &state.tools else {
-            // Nothing listed yet: the session knows no better than the source.
-            return Route::Upstream { name: name.to_owned(), arguments };
+    /// Where the call `name(arguments)` goes. Category tools and group switches are answered
+    /// here; a tool the client cannot see now is [`Route::NotFound`].
+    pub async fn route_call(&self, name: &str, arguments: Map<String, Value>) -> Route {
+        let local = {
+            let state = self.state();
+            if state.tools.is_none() && self.policy.groups.is_empty() {
+                // Nothing listed yet: the session knows no better than the source.
+                return Route::Upstream { name: name.to_owned(), arguments };
+            }
+            match self.locals(&state).remove(name) {
+                Some(local) => local,
+                None => return self.upstream_route(&state, name, arguments),
+            }
         };
-        if let Some(category) = self.collapsed_categories(tools, &state.expanded).remove(name) {
-            let members: Vec<&EnhancedTool> =
-                tools.iter().filter(|tool| !tool.hidden && category_of(tool) == category).collect();
-            let result = disclosure::expansion_result(&category, &members);
-            state.expanded.insert(category);
-            let listed = self.visible_tools(&state);
-            drop(state);
-            self.note_visible(&listed);
-            return Route::Local(result);
+        match local {
+            Local::Category(category) => {
+                let (result, listed) = {
+                    let mut state = self.state();
+                    let members: Vec<&EnhancedTool> = state
+                        .tools
+                        .iter()
+                        .flatten()
+                        .filter(|tool| !tool.hidden && category_of(tool) == category)
+                        .collect();
+                    let result = disclosure::expansion_result(&category, &members);
+                    state.expanded.insert(category);
+                    (result, self.listing(&state))
+                };
+                self.note_visible(&listed);
+                Route::Local(result)
+            }
+            Local::Switch(group, switch) => {
+                let outcome = match switch {
+                    Switch::Activate => self.activate_group(&group).await,
+                    Switch::Deactivate => self.deactivate_group(&group).await,
+                };
+                Route::Local(match outcome {
+                    Ok(()) => self.switch_result(&group, switch),
+                    Err(error) => text_result(error.to_string(), true),
+                })
+            }
         }
-        let collapsed = self.collapsed_categories(tools, &state.expanded);
+    }
+
+    fn upstream_route(&self, state: &State, name: &str, arguments: Map<String, Value>) -> Route {
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let folded = self.folded_categories(state);
         let found = tools.iter().find(|tool| {
-            tool.name() == name && !tool.hidden && !collapsed.values().any(|category| *category == category_of(tool))
+            tool.name() == name
+                && self.is_visible(state, tool)
+                && !folded.values().any(|category| category == category_of(tool))
         });
         match found {
             Some(tool) => {
@@ -187,11 +265,148 @@ impl Session {
         }
     }
 
+    /// Turns a group on: its parent must be active; its hook runs first and may refuse;
+    /// groups it excludes go off (their hooks run too, first).
+    pub async fn activate_group(&self, name: &str) -> Result<(), GroupError> {
+        let _switching = self.switching.lock().await;
+        let (plan, hooks) = {
+            let state = self.state();
+            if state.groups.is_active(name) {
+                return Ok(());
+            }
+            let plan = state.groups.plan_activation(name)?;
+            let mut hooks = Vec::new();
+            for off in &plan {
+                if let Some(hook) = state.groups.config(off).and_then(|config| config.on_deactivate.clone()) {
+                    hooks.push((off.clone(), hook));
+                }
+            }
+            if let Some(hook) = state.groups.config(name).and_then(|config| config.on_activate.clone()) {
+                hooks.push((name.to_owned(), hook));
+            }
+            (plan, hooks)
+        };
+        for (group, hook) in hooks {
+            hook(&group).await.map_err(|message| GroupError::Hook { group, message })?;
+        }
+        let listed = {
+            let mut state = self.state();
+            for off in &plan {
+                state.groups.set_active(off, false);
+            }
+            state.groups.set_active(name, true);
+            self.listing(&state)
+        };
+        self.note_visible(&listed);
+        Ok(())
+    }
+
+    /// Turns a group off, and every group below it; hooks run first and may refuse.
+    pub async fn deactivate_group(&self, name: &str) -> Result<(), GroupError> {
+        let _switching = self.switching.lock().await;
+        let (off, hooks) = {
+            let state = self.state();
+            if state.groups.config(name).is_none() {
+                return Err(GroupError::Unknown(name.to_owned()));
+            }
+            let off = state.groups.with_descendants(name);
+            let hooks: Vec<(String, GroupHook)> = off
+                .iter()
+                .filter_map(|group| {
+                    state
+                        .groups
+                        .config(group)
+                        .and_then(|config| config.on_deactivate.clone())
+                        .map(|hook| (group.clone(), hook))
+                })
+                .collect();
+            (off, hooks)
+        };
+        for (group, hook) in hooks {
+            hook(&group).await.map_err(|message| GroupError::Hook { group, message })?;
+        }
+        let listed = {
+            let mut state = self.state();
+            for group in &off {
+                state.groups.set_active(group, false);
+            }
+            self.listing(&state)
+        };
+        self.note_visible(&listed);
+        Ok(())
+    }
+
+    pub fn list_groups(&self) -> Vec<GroupInfo> {
+        self.state().groups.infos()
+    }
+
+    pub fn is_group_active(&self, name: &str) -> bool {
+        self.state().groups.is_active(name)
+    }
+
+    /// The host's state changed. With [`StateStrategy::Hide`] the visible set follows it, and a
+    /// burst of changes within the debounce window is announced once; with
+    /// [`StateStrategy::Annotate`] the list stays and its hints follow the new counts.
+    pub fn set_state(self: &Arc<Self>, view: StateView) {
+        self.state().view = view;
+        let StateStrategy::Hide { debounce } = self.policy.state_strategy else { return };
+        if self.debounce_pending.swap(true, Ordering::AcqRel) {
+            return; // the pending check will see this change too
+        }
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(debounce).await;
+            session.debounce_pending.store(false, Ordering::Release);
+            let listed = {
+                let state = session.state();
+                state.tools.is_some().then(|| session.listing(&state))
+            };
+            if let Some(listed) = listed {
+                session.note_visible(&listed);
+            }
+        });
+    }
+
+    fn switch_result(&self, group: &str, switch: Switch) -> Value {
+        let state = self.state();
+        let members: Vec<String> = state
+            .tools
+            .iter()
+            .flatten()
+            .filter(|tool| matches!(self.visibility_of(tool), Some(Visibility::Group(g)) if g == group))
+            .map(|tool| tool.name().to_owned())
+            .collect();
+        let verb = if switch == Switch::Activate { "activated" } else { "deactivated" };
+        let mut result = text_result(format!("Group `{group}` {verb}; its tools: {}.", members.join(", ")), false);
+        result["structuredContent"] =
+            json!({"group": group, "active": state.groups.is_active(group), "tools": members});
+        result
+    }
+
+    fn visibility_of<'p>(&'p self, tool: &EnhancedTool) -> Option<&'p Visibility> {
+        self.policy.visibility.get(tool.name()).or_else(|| self.policy.visibility.get(&tool.original_name))
+    }
+
+    fn is_visible(&self, state: &State, tool: &EnhancedTool) -> bool {
+        if tool.hidden {
+            return false;
+        }
+        match self.visibility_of(tool) {
+            None | Some(Visibility::Always) => true,
+            Some(Visibility::Group(group)) => state.groups.is_active(group),
+            Some(Visibility::When { predicate, .. }) => match self.policy.state_strategy {
+                StateStrategy::Annotate => true,
+                StateStrategy::Hide { .. } => predicate(&state.view),
+            },
+        }
+    }
+
     /// Category tool name -> category, for the categories folded now.
-    fn collapsed_categories(&self, tools: &[EnhancedTool], expanded: &BTreeSet<String>) -> HashMap<String, String> {
+    fn folded_categories(&self, state: &State) -> HashMap<String, String> {
         let Some(threshold) = self.policy.disclosure else { return HashMap::new() };
+        let tools = state.tools.as_deref().unwrap_or_default();
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for tool in tools.iter().filter(|tool| !tool.hidden) {
+        for tool in tools.iter().filter(|tool| self.is_visible(state, tool)) {
             if let Some(category) = tool.category.as_deref() {
                 *counts.entry(category).or_default() += 1;
             }
@@ -200,7 +415,7 @@ impl Session {
         counts
             .into_iter()
             .filter(|(category, count)| {
-                *count >= threshold && *category != UNCATEGORIZED && !expanded.contains(*category)
+                *count >= threshold && *category != UNCATEGORIZED && !state.expanded.contains(*category)
             })
             .filter_map(|(category, _)| {
                 let name = category_tool_name(category, self.policy.names)?;
@@ -209,28 +424,67 @@ impl Session {
             .collect()
     }
 
-    fn visible_tools(&self, state: &State) -> Vec<Tool> {
-        let Some(tools) = &state.tools else { return Vec::new() };
-        let collapsed = self.collapsed_categories(tools, &state.expanded);
-        let folded: BTreeSet<&str> = collapsed.values().map(String::as_str).collect();
+    /// The tools the session answers itself, by name.
+    fn locals(&self, state: &State) -> HashMap<String, Local> {
+        let mut locals: HashMap<String, Local> = self
+            .folded_categories(state)
+            .into_iter()
+            .map(|(name, category)| (name, Local::Category(category)))
+            .collect();
+        for config in state.groups.configs() {
+            if state.groups.is_activatable(&config.name)
+                && let Some(name) = switch_name(&config.name, Switch::Activate, self.policy.names)
+            {
+                locals.insert(name, Local::Switch(config.name.clone(), Switch::Activate));
+            }
+            if config.show_deactivator
+                && state.groups.is_active(&config.name)
+                && let Some(name) = switch_name(&config.name, Switch::Deactivate, self.policy.names)
+            {
+                locals.insert(name, Local::Switch(config.name.clone(), Switch::Deactivate));
+            }
+        }
+        locals
+    }
+
+    fn listing(&self, state: &State) -> Vec<Tool> {
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let folded = self.folded_categories(state);
+        let folded_categories: BTreeSet<&str> = folded.values().map(String::as_str).collect();
         let mut listed: Vec<Tool> = tools
             .iter()
-            .filter(|tool| !tool.hidden && tool.category.as_deref().is_none_or(|category| !folded.contains(category)))
-            .map(|tool| {
-                if self.policy.provenance && tool.enhanced_by != UNENHANCED {
-                    tool.to_consumer_tool()
-                } else {
-                    tool.tool.clone()
-                }
-            })
+            .filter(|tool| self.is_visible(state, tool))
+            .filter(|tool| tool.category.as_deref().is_none_or(|category| !folded_categories.contains(category)))
+            .map(|tool| self.as_listed(state, tool))
             .collect();
-        for (name, category) in &collapsed {
-            let members: Vec<&EnhancedTool> =
-                tools.iter().filter(|tool| !tool.hidden && category_of(tool) == category.as_str()).collect();
-            listed.push(disclosure::category_tool(name, category, &members));
+        for (name, local) in self.locals(state) {
+            listed.push(match local {
+                Local::Category(category) => {
+                    let members: Vec<&EnhancedTool> = tools
+                        .iter()
+                        .filter(|tool| self.is_visible(state, tool) && category_of(tool) == category)
+                        .collect();
+                    disclosure::category_tool(&name, &category, &members)
+                }
+                Local::Switch(group, switch) => switch_tool(&name, &group, switch, state),
+            });
         }
         if self.policy.sort_by_name {
             listed.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        listed
+    }
+
+    fn as_listed(&self, state: &State, tool: &EnhancedTool) -> Tool {
+        let mut listed = if self.policy.provenance && tool.enhanced_by != UNENHANCED {
+            tool.to_consumer_tool()
+        } else {
+            tool.tool.clone()
+        };
+        if let (Some(Visibility::When { counts, .. }), StateStrategy::Annotate) =
+            (self.visibility_of(tool), self.policy.state_strategy)
+        {
+            listed.meta.get_or_insert_with(Map::new).insert(STATE_KEY.to_owned(), state::hint(&state.view, counts));
         }
         listed
     }
@@ -241,8 +495,8 @@ impl Session {
         names.sort();
         let changed = {
             let mut state = self.state();
-            let changed = !state.visible.is_empty() && state.visible != names;
-            state.visible = names;
+            let changed = state.visible.as_ref().is_some_and(|before| *before != names);
+            state.visible = Some(names);
             changed
         };
         if changed {
@@ -250,6 +504,18 @@ impl Session {
             let _ = self.events.send(ListChanged);
         }
     }
+}
+
+fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
+    let description = state.groups.config(group).map(|config| config.description.as_str()).unwrap_or_default();
+    let text = match switch {
+        Switch::Activate => format!("Show the tools of `{group}`: {description}"),
+        Switch::Deactivate => format!("Hide the tools of `{group}` again."),
+    };
+    let mut tool =
+        Tool::new(name).with_description(text).with_input_schema(json!({"type": "object", "properties": {}}));
+    tool.annotations = Some(json!({"readOnlyHint": false, "idempotentHint": true, "openWorldHint": false}));
+    tool
 }
 
 fn category_of(tool: &EnhancedTool) -> &str {
@@ -288,7 +554,7 @@ pub fn tool_middleware(
     }
 }
 
-/// A `CallToolResult` with one text block, for errors a local tool reports.
+/// A `CallToolResult` with one text block.
 pub fn text_result(text: impl Into<String>, is_error: bool) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error})
 }

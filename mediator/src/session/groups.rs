@@ -1,0 +1,179 @@
+//! Tool groups in a single tool set: activation, hierarchy, mutual exclusion, hooks.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use crate::naming::NameRules;
+
+/// Runs before a group's state changes; an error leaves the state as it was.
+pub type GroupHook = Arc<dyn Fn(&str) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+/// A group of tools the model turns on and off through activator tools.
+#[derive(Clone)]
+pub struct GroupConfig {
+    pub name: String,
+    pub description: String,
+    /// Activatable only while the parent is active; deactivated with it.
+    pub parent: Option<String>,
+    /// List a deactivator while the group is active.
+    pub show_deactivator: bool,
+    pub on_activate: Option<GroupHook>,
+    pub on_deactivate: Option<GroupHook>,
+}
+
+impl GroupConfig {
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        GroupConfig {
+            name: name.into(),
+            description: description.into(),
+            parent: None,
+            show_deactivator: true,
+            on_activate: None,
+            on_deactivate: None,
+        }
+    }
+
+    pub fn child_of(mut self, parent: impl Into<String>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+}
+
+impl fmt::Debug for GroupConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupConfig")
+            .field("name", &self.name)
+            .field("parent", &self.parent)
+            .field("show_deactivator", &self.show_deactivator)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A group as `list_groups` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    pub name: String,
+    pub description: String,
+    pub parent: Option<String>,
+    pub active: bool,
+}
+
+/// Why a group's state did not change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupError {
+    #[error("no group `{0}`")]
+    Unknown(String),
+    #[error("group `{group}` needs `{parent}` to be active first")]
+    ParentInactive { group: String, parent: String },
+    #[error("the hook of group `{group}` refused: {message}")]
+    Hook { group: String, message: String },
+}
+
+/// Which way a tool changes a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    Activate,
+    Deactivate,
+}
+
+/// The activator or deactivator name of a group, in the client's naming: `<group>.activate`,
+/// or `<group>_activate` where dots are not allowed.
+pub fn switch_name(group: &str, switch: Switch, names: NameRules) -> Option<String> {
+    let verb = match switch {
+        Switch::Activate => "activate",
+        Switch::Deactivate => "deactivate",
+    };
+    let name =
+        if names.allow_dots() { format!("{group}.{verb}") } else { format!("{}_{verb}", group.replace('.', "_")) };
+    names.is_valid(&name).then_some(name)
+}
+
+/// The groups' configuration and which are active.
+#[derive(Debug, Clone, Default)]
+pub struct Groups {
+    configs: Vec<GroupConfig>,
+    exclusions: Vec<Vec<String>>,
+    active: BTreeSet<String>,
+}
+
+impl Groups {
+    pub fn new(configs: Vec<GroupConfig>, exclusions: Vec<Vec<String>>) -> Self {
+        Groups { configs, exclusions, active: BTreeSet::new() }
+    }
+
+    pub fn config(&self, name: &str) -> Option<&GroupConfig> {
+        self.configs.iter().find(|config| config.name == name)
+    }
+
+    pub fn configs(&self) -> &[GroupConfig] {
+        &self.configs
+    }
+
+    /// Active, and every ancestor active.
+    pub fn is_active(&self, name: &str) -> bool {
+        self.active.contains(name)
+            && self.config(name).and_then(|config| config.parent.as_deref()).is_none_or(|parent| self.is_active(parent))
+    }
+
+    /// Can be activated now: not active, and its parent (if any) is.
+    pub fn is_activatable(&self, name: &str) -> bool {
+        !self.active.contains(name)
+            && self
+                .config(name)
+                .is_some_and(|config| config.parent.as_deref().is_none_or(|parent| self.is_active(parent)))
+    }
+
+    pub fn infos(&self) -> Vec<GroupInfo> {
+        self.configs
+            .iter()
+            .map(|config| GroupInfo {
+                name: config.name.clone(),
+                description: config.description.clone(),
+                parent: config.parent.clone(),
+                active: self.is_active(&config.name),
+            })
+            .collect()
+    }
+
+    /// What activating `name` would deactivate (exclusion partners and their descendants).
+    pub fn plan_activation(&self, name: &str) -> Result<Vec<String>, GroupError> {
+        let config = self.config(name).ok_or_else(|| GroupError::Unknown(name.to_owned()))?;
+        if let Some(parent) = &config.parent
+            && !self.is_active(parent)
+        {
+            return Err(GroupError::ParentInactive { group: name.to_owned(), parent: parent.clone() });
+        }
+        let partners: BTreeSet<&str> = self
+            .exclusions
+            .iter()
+            .filter(|set| set.iter().any(|member| member == name))
+            .flatten()
+            .map(String::as_str)
+            .filter(|member| *member != name && self.active.contains(*member))
+            .collect();
+        Ok(partners.into_iter().flat_map(|partner| self.with_descendants(partner)).collect())
+    }
+
+    /// `name` and every active group below it, deepest first.
+    pub fn with_descendants(&self, name: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for child in self.configs.iter().filter(|config| config.parent.as_deref() == Some(name)) {
+            out.extend(self.with_descendants(&child.name));
+        }
+        if self.active.contains(name) {
+            out.push(name.to_owned());
+        }
+        out
+    }
+
+    pub fn set_active(&mut self, name: &str, active: bool) {
+        if active {
+            self.active.insert(name.to_owned());
+        } else {
+            self.active.remove(name);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Visibility that follows the host's state: what the host has captured, and what it means for
+//! which tools the model sees.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The host's state as the session sees it: counts of captured data and flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateView {
+    pub counts: BTreeMap<String, u64>,
+    pub flags: BTreeMap<String, bool>,
+}
+
+impl StateView {
+    pub fn count(&self, name: &str) -> u64 {
+        self.counts.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.flags.get(name).copied().unwrap_or(false)
+    }
+}
+
+/// Decides from the host's state whether a tool is actionable.
+pub type Predicate = Arc<dyn Fn(&StateView) -> bool + Send + Sync>;
+
+/// When a tool is visible.
+#[derive(Clone)]
+pub enum Visibility {
+    /// Always: the implicit root group, which is always active and never listed.
+    Always,
+    /// While the group is active.
+    Group(String),
+    /// While the predicate holds; `counts` names the data it depends on, shown as hints.
+    When { predicate: Predicate, counts: Vec<String> },
+}
+
+impl fmt::Debug for Visibility {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Visibility::Always => f.write_str("Always"),
+            Visibility::Group(group) => f.debug_tuple("Group").field(group).finish(),
+            Visibility::When { counts, .. } => f.debug_struct("When").field("counts", counts).finish_non_exhaustive(),
+        }
+    }
+}
+
+/// What the session does with state-dependent tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateStrategy {
+    /// The list stays the same; each state-dependent tool carries `_meta` hints (its data
+    /// counts, and "no data captured yet" while they are zero). Schemas stay stable for
+    /// clients that cache them. The default.
+    Annotate,
+    /// The visible set follows the state; changes are announced, a burst of them within
+    /// `debounce` as one event.
+    Hide { debounce: Duration },
+}
+
+/// The `_meta` key of state hints.
+pub const STATE_KEY: &str = "tool-mediator/state";
+
+/// The hint an annotated tool carries.
+pub fn hint(view: &StateView, counts: &[String]) -> Value {
+    let values: serde_json::Map<String, Value> =
+        counts.iter().map(|name| (name.clone(), json!(view.count(name)))).collect();
+    let empty = !counts.is_empty() && counts.iter().all(|name| view.count(name) == 0);
+    let mut hint = json!({"counts": values});
+    if empty {
+        hint["hint"] = json!("no data captured yet; this tool has nothing to work on until some is");
+    }
+    hint
+}

@@ -1,0 +1,256 @@
+//! Groups, visibility and state-aware exposure in the session: the seed's scenarios.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tool_mediator::session::{
+    GroupConfig, GroupError, ListChanged, Route, STATE_KEY, Session, SessionPolicy, StateStrategy, StateView,
+    Visibility,
+};
+use tool_mediator::{Mediator, NameRules, SourceType, Tool, ToolContext};
+
+fn tool(name: &str) -> Tool {
+    Tool::new(name)
+        .with_description(format!("The {name} tool."))
+        .with_input_schema(json!({"type": "object", "properties": {}}))
+}
+
+fn upstream() -> Vec<Tool> {
+    ["read_file", "write_file", "query", "insert", "observe", "analyze", "generate", "mode_a_tool", "mode_b_tool"]
+        .into_iter()
+        .map(tool)
+        .collect()
+}
+
+fn policy() -> SessionPolicy {
+    let mut visibility = HashMap::new();
+    for (name, group) in [
+        ("read_file", "file_ops"),
+        ("write_file", "file_ops"),
+        ("query", "database"),
+        ("insert", "database.write"),
+        ("mode_a_tool", "mode_a"),
+        ("mode_b_tool", "mode_b"),
+    ] {
+        visibility.insert(name.to_owned(), Visibility::Group(group.to_owned()));
+    }
+    visibility.insert(
+        "analyze".to_owned(),
+        Visibility::When {
+            predicate: Arc::new(|view: &StateView| view.count("actions") > 0),
+            counts: vec!["actions".into()],
+        },
+    );
+    SessionPolicy {
+        groups: vec![
+            GroupConfig::new("file_ops", "File operations"),
+            GroupConfig::new("database", "Database operations"),
+            GroupConfig::new("database.write", "Write operations").child_of("database"),
+            GroupConfig::new("mode_a", "Mode A"),
+            GroupConfig::new("mode_b", "Mode B"),
+        ],
+        exclusions: vec![vec!["mode_a".into(), "mode_b".into()]],
+        visibility,
+        sort_by_name: true,
+        ..SessionPolicy::default()
+    }
+}
+
+fn session(policy: SessionPolicy) -> Arc<Session> {
+    let mediator = Arc::new(Mediator::builder().name_rules(policy.names).build());
+    Arc::new(Session::new(mediator, ToolContext::new("hub", SourceType::Api), policy))
+}
+
+async fn names(session: &Session) -> Vec<String> {
+    session.list_tools(upstream(), None).await.unwrap().tools.into_iter().map(|tool| tool.name).collect()
+}
+
+fn no_args() -> Map<String, Value> {
+    Map::new()
+}
+
+#[tokio::test]
+async fn a_fresh_session_shows_the_always_visible_tools_and_activators() {
+    let session = session(policy());
+    let listed = names(&session).await;
+    assert_eq!(
+        listed,
+        [
+            "analyze",
+            "database.activate",
+            "file_ops.activate",
+            "generate",
+            "mode_a.activate",
+            "mode_b.activate",
+            "observe"
+        ]
+    );
+    assert!(session.list_groups().iter().all(|group| group.name != "root"), "the root group is never listed");
+}
+
+#[tokio::test]
+async fn activation_reveals_a_group_and_hidden_tools_are_not_callable() {
+    let session = session(policy());
+    let mut events = session.subscribe();
+    names(&session).await;
+    assert_eq!(session.route_call("read_file", no_args()).await, Route::NotFound);
+    let Route::Local(result) = session.route_call("file_ops.activate", no_args()).await else { panic!() };
+    assert_eq!(result["structuredContent"]["tools"], json!(["read_file", "write_file"]));
+    assert_eq!(events.try_recv(), Ok(ListChanged));
+    assert!(matches!(session.route_call("read_file", no_args()).await, Route::Upstream { .. }));
+    let listed = names(&session).await;
+    assert!(listed.contains(&"read_file".to_owned()) && listed.contains(&"file_ops.deactivate".to_owned()));
+    assert!(!listed.contains(&"file_ops.activate".to_owned()));
+    assert!(events.try_recv().is_err(), "listing what the event announced fires nothing more");
+
+    session.route_call("file_ops.deactivate", no_args()).await;
+    assert!(!session.is_group_active("file_ops"));
+    assert!(!names(&session).await.contains(&"read_file".to_owned()));
+    session.route_call("file_ops.activate", no_args()).await;
+    assert_eq!(
+        session.route_call("file_ops.activate", no_args()).await,
+        Route::NotFound,
+        "an active group's activator is not listed"
+    );
+    assert_eq!(session.activate_group("file_ops").await, Ok(()), "activating twice is a no-op");
+}
+
+#[tokio::test]
+async fn children_need_their_parent_and_exclusive_groups_switch_each_other_off() {
+    let session = session(policy());
+    names(&session).await;
+    assert_eq!(
+        session.activate_group("database.write").await,
+        Err(GroupError::ParentInactive { group: "database.write".into(), parent: "database".into() })
+    );
+    assert!(
+        !names(&session).await.contains(&"database.write.activate".to_owned()),
+        "no activator while the parent is off"
+    );
+    session.activate_group("database").await.unwrap();
+    session.activate_group("database.write").await.unwrap();
+    assert!(names(&session).await.contains(&"insert".to_owned()));
+    session.deactivate_group("database").await.unwrap();
+    assert!(!session.is_group_active("database.write"), "deactivating a parent deactivates its children");
+
+    session.activate_group("mode_a").await.unwrap();
+    session.activate_group("mode_b").await.unwrap();
+    assert!(!session.is_group_active("mode_a") && session.is_group_active("mode_b"));
+    let groups = session.list_groups();
+    let mode_b = groups.iter().find(|group| group.name == "mode_b").unwrap();
+    assert_eq!((mode_b.active, mode_b.description.as_str()), (true, "Mode B"));
+}
+
+#[tokio::test]
+async fn hooks_run_first_and_a_refusal_leaves_the_state_unchanged() {
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let mut policy = policy();
+    policy.groups[0].on_activate = Some(Arc::new(move |_group: &str| {
+        let flag = flag.clone();
+        Box::pin(async move {
+            flag.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+    }));
+    policy.groups[1].on_activate =
+        Some(Arc::new(|_group: &str| Box::pin(async { Err("no database configured".to_owned()) })));
+    policy.groups[3].show_deactivator = false;
+    let session = session(policy);
+    names(&session).await;
+    session.activate_group("file_ops").await.unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+    let Route::Local(refused) = session.route_call("database.activate", no_args()).await else { panic!() };
+    assert_eq!(refused["isError"], true);
+    assert!(!session.is_group_active("database"));
+    session.activate_group("mode_a").await.unwrap();
+    assert!(!names(&session).await.contains(&"mode_a.deactivate".to_owned()), "its deactivator is configured off");
+}
+
+#[tokio::test]
+async fn strict_clients_get_switches_without_dots() {
+    let session = session(SessionPolicy { names: NameRules::STRICT, ..policy() });
+    let listed = names(&session).await;
+    assert!(listed.contains(&"file_ops_activate".to_owned()), "{listed:?}");
+    assert!(listed.iter().all(|name| NameRules::STRICT.is_valid(name)));
+    session.activate_group("database").await.unwrap();
+    assert!(names(&session).await.contains(&"database_write_activate".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_switches_leave_a_consistent_state() {
+    let session = session(policy());
+    names(&session).await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let session = session.clone();
+        tasks.push(tokio::spawn(async move {
+            let group = ["mode_a", "mode_b", "database", "database.write", "file_ops"][i % 5];
+            if i % 3 == 0 {
+                let _ = session.deactivate_group(group).await;
+            } else {
+                let _ = session.activate_group(group).await;
+            }
+            let _ = session.list_tools(upstream(), None).await;
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(!(session.is_group_active("mode_a") && session.is_group_active("mode_b")));
+    if session.is_group_active("database.write") {
+        assert!(session.is_group_active("database"));
+    }
+    let listed = names(&session).await;
+    for group in session.list_groups() {
+        let activator = format!("{}.activate", group.name);
+        assert_eq!(
+            listed.contains(&activator),
+            !group.active && group.parent.as_deref().is_none_or(|p| session.is_group_active(p))
+        );
+    }
+}
+
+#[tokio::test]
+async fn hidden_by_state_with_one_event_for_a_burst() {
+    let session = session(SessionPolicy {
+        state_strategy: StateStrategy::Hide { debounce: Duration::from_millis(50) },
+        ..policy()
+    });
+    let mut events = session.subscribe();
+    assert!(!names(&session).await.contains(&"analyze".to_owned()), "no actions captured: hidden");
+    assert_eq!(session.route_call("analyze", no_args()).await, Route::NotFound);
+    for n in 1..=10 {
+        session.set_state(StateView { counts: [("actions".to_owned(), n)].into(), ..StateView::default() });
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(events.try_recv(), Ok(ListChanged));
+    assert!(events.try_recv().is_err(), "ten changes inside the window, one event");
+    assert!(names(&session).await.contains(&"analyze".to_owned()));
+}
+
+#[tokio::test]
+async fn annotated_by_default_with_counts_that_follow_the_state() {
+    let session = session(policy());
+    let hint =
+        |tools: Vec<Tool>| tools.into_iter().find(|t| t.name == "analyze").unwrap().meta.unwrap()[STATE_KEY].clone();
+    let before = hint(session.list_tools(upstream(), None).await.unwrap().tools);
+    assert_eq!(before["counts"]["actions"], 0);
+    assert!(before["hint"].as_str().unwrap().contains("no data captured yet"));
+    assert!(matches!(session.route_call("analyze", no_args()).await, Route::Upstream { .. }), "listed, so callable");
+    session.set_state(StateView { counts: [("actions".to_owned(), 3)].into(), ..StateView::default() });
+    let after = hint(session.list_tools(upstream(), None).await.unwrap().tools);
+    assert_eq!(after["counts"]["actions"], 3);
+    assert!(after.get("hint").is_none());
+}
+
+#[tokio::test]
+async fn each_client_has_its_own_groups() {
+    let first = session(policy());
+    let second = session(policy());
+    first.activate_group("file_ops").await.unwrap();
+    assert!(!second.is_group_active("file_ops"));
+}
