@@ -60,12 +60,16 @@ fn policy() -> SessionPolicy {
 }
 
 fn session(policy: SessionPolicy) -> Arc<Session> {
-    let mediator = Arc::new(Mediator::builder().name_rules(policy.names).build());
+    session_for(NameRules::MCP, policy)
+}
+
+fn session_for(names: NameRules, policy: SessionPolicy) -> Arc<Session> {
+    let mediator = Arc::new(Mediator::builder().name_rules(names).build());
     Arc::new(Session::new(mediator, ToolContext::new("hub", SourceType::Api), policy))
 }
 
 async fn names(session: &Session) -> Vec<String> {
-    session.list_tools(upstream(), None).await.unwrap().tools.into_iter().map(|tool| tool.name).collect()
+    session.list_tools(&upstream(), None).await.unwrap().into_tools().into_iter().map(|tool| tool.name).collect()
 }
 
 fn no_args() -> Map<String, Value> {
@@ -172,7 +176,7 @@ async fn hooks_run_first_and_a_refusal_leaves_the_state_unchanged() {
 
 #[tokio::test]
 async fn strict_clients_get_switches_without_dots() {
-    let session = session(SessionPolicy { names: NameRules::STRICT, ..policy() });
+    let session = session_for(NameRules::STRICT, policy());
     let listed = names(&session).await;
     assert!(listed.contains(&"file_ops_activate".to_owned()), "{listed:?}");
     assert!(listed.iter().all(|name| NameRules::STRICT.is_valid(name)));
@@ -194,7 +198,7 @@ async fn concurrent_switches_leave_a_consistent_state() {
             } else {
                 let _ = session.activate_group(group).await;
             }
-            let _ = session.list_tools(upstream(), None).await;
+            let _ = session.list_tools(&upstream(), None).await;
         }));
     }
     for task in tasks {
@@ -237,12 +241,12 @@ async fn annotated_by_default_with_counts_that_follow_the_state() {
     let session = session(policy());
     let hint =
         |tools: Vec<Tool>| tools.into_iter().find(|t| t.name == "analyze").unwrap().meta.unwrap()[STATE_KEY].clone();
-    let before = hint(session.list_tools(upstream(), None).await.unwrap().tools);
+    let before = hint(session.list_tools(&upstream(), None).await.unwrap().into_tools());
     assert_eq!(before["counts"]["actions"], 0);
     assert!(before["hint"].as_str().unwrap().contains("no data captured yet"));
     assert!(matches!(session.route_call("analyze", no_args()).await, Route::Upstream { .. }), "listed, so callable");
     session.set_state(StateView { counts: [("actions".to_owned(), 3)].into(), ..StateView::default() });
-    let after = hint(session.list_tools(upstream(), None).await.unwrap().tools);
+    let after = hint(session.list_tools(&upstream(), None).await.unwrap().into_tools());
     assert_eq!(after["counts"]["actions"], 3);
     assert!(after.get("hint").is_none());
 }

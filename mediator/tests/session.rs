@@ -29,8 +29,8 @@ async fn all_pages(session: &Session, tools: &[Tool]) -> Vec<Tool> {
     let mut listed = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let page = session.list_tools(tools.to_vec(), cursor.as_deref()).await.unwrap();
-        listed.extend(page.tools);
+        let page = session.list_tools(tools, cursor.as_deref()).await.unwrap();
+        listed.extend(page.tools().iter().cloned());
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => return listed,
@@ -43,8 +43,8 @@ async fn without_a_policy_the_session_passes_tools_through() {
     let session = Session::passthrough(context());
     let mut events = session.subscribe();
     let tools = github();
-    let page = session.list_tools(tools.clone(), None).await.unwrap();
-    assert_eq!(page.tools, tools);
+    let page = session.list_tools(&tools, None).await.unwrap();
+    assert_eq!(page.tools(), tools.as_slice());
     assert_eq!(page.next_cursor, None);
     let args = json!({"owner": "o"}).as_object().unwrap().clone();
     assert_eq!(
@@ -52,7 +52,7 @@ async fn without_a_policy_the_session_passes_tools_through() {
         Route::Upstream { name: "get_me".into(), arguments: args }
     );
     assert_eq!(session.route_call("no_such_tool", no_args()).await, Route::NotFound);
-    session.list_tools(tools, None).await.unwrap();
+    session.list_tools(&tools, None).await.unwrap();
     assert!(events.try_recv().is_err(), "nothing changed, nothing announced");
 }
 
@@ -61,7 +61,7 @@ async fn categories_fold_into_category_tools_that_expand_on_call() {
     let session = Session::new(rules(), context(), SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) });
     let mut events = session.subscribe();
     let tools = github();
-    let first = session.list_tools(tools.clone(), None).await.unwrap().tools;
+    let first = session.list_tools(&tools, None).await.unwrap().into_tools();
     let names: Vec<&str> = first.iter().map(|t| t.name.as_str()).collect();
     assert!(first.len() < tools.len(), "{} of {} listed", first.len(), tools.len());
     assert!(names.contains(&"pull_request_tools") && names.contains(&"issue_tools"), "{names:?}");
@@ -83,10 +83,10 @@ async fn categories_fold_into_category_tools_that_expand_on_call() {
 
     // Callable by name at once, even if the client never lists again.
     assert!(matches!(session.route_call("create_pull_request", no_args()).await, Route::Upstream { .. }));
-    let second = session.list_tools(tools.clone(), None).await.unwrap().tools;
+    let second = session.list_tools(&tools, None).await.unwrap().into_tools();
     assert!(second.iter().any(|t| t.name == "create_pull_request"));
     assert!(!second.iter().any(|t| t.name == "pull_request_tools"));
-    session.list_tools(tools, None).await.unwrap();
+    session.list_tools(&tools, None).await.unwrap();
     assert!(events.try_recv().is_err(), "a list that did not change fires nothing");
 }
 
@@ -108,7 +108,7 @@ async fn renamed_and_hidden_tools_route_by_the_source_names() {
         Tool::new("gt_usr").with_input_schema(json!({"type": "object", "properties": {"uid": {"type": "string"}}})),
         Tool::new("del").with_input_schema(json!({"type": "object"})),
     ];
-    let listed = session.list_tools(tools, None).await.unwrap().tools;
+    let listed = session.list_tools(&tools, None).await.unwrap().into_tools();
     assert_eq!(listed.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["get_user"]);
     assert_eq!(listed[0].input_schema.as_ref().unwrap()["properties"]["user_id"]["type"], "string");
     let call = session.route_call("get_user", json!({"user_id": "42"}).as_object().unwrap().clone()).await;
@@ -126,9 +126,9 @@ async fn pages_cover_the_list_once_and_bad_cursors_are_refused() {
     let tools = github();
     let paged = all_pages(&session, &tools).await;
     let whole = Session::new(rules(), context(), SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) });
-    assert_eq!(paged, whole.list_tools(tools.clone(), None).await.unwrap().tools);
-    assert!(session.list_tools(tools.clone(), Some("not-a-cursor")).await.is_err());
-    assert!(session.list_tools(tools, Some("tm1.ffffff")).await.is_err());
+    assert_eq!(paged, whole.list_tools(&tools, None).await.unwrap().into_tools());
+    assert!(session.list_tools(&tools, Some("not-a-cursor")).await.is_err());
+    assert!(session.list_tools(&tools, Some("tm1.ffffff")).await.is_err());
 }
 
 #[tokio::test]
@@ -136,7 +136,7 @@ async fn strict_clients_get_strict_category_tool_names() {
     let mediator = Arc::new(
         Mediator::builder().name_rules(tool_mediator::NameRules::STRICT).transformer(RuleTransformer::new()).build(),
     );
-    let policy = SessionPolicy { names: tool_mediator::NameRules::STRICT, ..SessionPolicy::mediated(3) };
+    let policy = SessionPolicy::mediated(3);
     let session = Session::new(mediator, context(), policy);
     let tools: Vec<Tool> = ["math.add", "math.sub", "math.mul", "get_user"]
         .iter()

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 use tool_mediator::Tool;
 use tool_mediator::llm::Task;
-use tool_mediator::session::{Session, SessionPolicy};
+use tool_mediator::session::{ListPage, Session, SessionPolicy};
 
 use crate::cli::TokensArgs;
 use crate::config::Chain;
@@ -24,7 +24,7 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let listing = |policy: SessionPolicy| {
         let session = Session::new(mediator.clone(), context.clone(), policy);
         let tools = manifest.tools.clone();
-        async move { session.list_tools(tools, None).await.map(|page| page.tools) }
+        async move { session.list_tools(&tools, None).await.map(ListPage::into_tools) }
     };
     let plain =
         listing(SessionPolicy { page_size: None, disclosure: None, ..SessionPolicy::mediated(args.threshold) }).await?;

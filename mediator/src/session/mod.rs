@@ -32,7 +32,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::chain::Mediator;
-use crate::naming::NameRules;
 use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool, ToolContext, UNENHANCED};
 
@@ -54,9 +53,6 @@ pub struct SessionPolicy {
     pub provenance: bool,
     /// Tools per `tools/list` page; `None` answers in one page.
     pub page_size: Option<usize>,
-    /// The names this client accepts. Category tools and group switches follow it; build the
-    /// mediator with the same rules so enhanced names do too.
-    pub names: NameRules,
     pub groups: Vec<GroupConfig>,
     /// Sets of groups of which at most one is active.
     pub exclusions: Vec<Vec<String>>,
@@ -72,7 +68,6 @@ impl Default for SessionPolicy {
             sort_by_name: false,
             provenance: false,
             page_size: None,
-            names: NameRules::MCP,
             groups: Vec::new(),
             exclusions: Vec::new(),
             visibility: HashMap::new(),
@@ -94,12 +89,23 @@ impl SessionPolicy {
     }
 }
 
-/// One page of `tools/list`.
+/// One page of `tools/list`. It shares the session's listing rather than copying it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPage {
-    pub tools: Vec<Tool>,
+    listing: Arc<Vec<Tool>>,
+    range: std::ops::Range<usize>,
     /// Opaque; pass it back to get the next page.
     pub next_cursor: Option<String>,
+}
+
+impl ListPage {
+    pub fn tools(&self) -> &[Tool] {
+        &self.listing[self.range.clone()]
+    }
+
+    pub fn into_tools(self) -> Vec<Tool> {
+        self.tools().to_vec()
+    }
 }
 
 /// Where a call goes.
@@ -125,8 +131,12 @@ pub struct InvalidCursor(pub String);
 
 #[derive(Default)]
 struct State {
+    /// The last upstream list as it came, to skip enhancing it again when it has not changed.
+    upstream: Option<Vec<Tool>>,
     /// The last upstream list, enhanced; `None` before the first listing.
     tools: Option<Vec<EnhancedTool>>,
+    /// What the client sees, worked out once per change of anything above or below.
+    derived: Option<Arc<Derived>>,
     expanded: BTreeSet<String>,
     groups: Groups,
     view: StateView,
@@ -134,7 +144,9 @@ struct State {
     visible: Option<Vec<String>>,
 }
 
-/// One connected client's view of the tools.
+/// One connected client's view of the tools. Every name it emits (enhanced tools, category
+/// tools, group switches) follows the mediator's [`NameRules`](crate::NameRules): build the
+/// mediator with the client's profile.
 pub struct Session {
     mediator: Arc<Mediator>,
     context: ToolContext,
@@ -146,7 +158,16 @@ pub struct Session {
     events: broadcast::Sender<ListChanged>,
 }
 
+/// The listing and the routing table, derived from the state.
+struct Derived {
+    listed: Arc<Vec<Tool>>,
+    locals: HashMap<String, Local>,
+    /// Exposed name -> index into the enhanced tools, for the tools callable now.
+    callable: HashMap<String, usize>,
+}
+
 /// What is listed beside the upstream tools.
+#[derive(Clone)]
 enum Local {
     Category(String),
     Switch(String, Switch),
@@ -184,39 +205,79 @@ impl Session {
 
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,
     /// group switches added, sorted and paginated as the policy says.
-    pub async fn list_tools(&self, upstream: Vec<Tool>, cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
+    pub async fn list_tools(&self, upstream: &[Tool], cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
         let offset = match cursor {
             None => 0,
             Some(cursor) => decode_cursor(cursor).ok_or_else(|| InvalidCursor(cursor.to_owned()))?,
         };
-        let enhanced = self.mediator.enhance(upstream, &self.context).await;
-        let listed = {
+        let unchanged = self.state().upstream.as_deref() == Some(upstream);
+        if !unchanged {
+            let enhanced = self.mediator.enhance(upstream.to_vec(), &self.context).await;
             let mut state = self.state();
+            state.upstream = Some(upstream.to_vec());
             state.tools = Some(enhanced);
-            self.listing(&state)
-        };
-        self.note_visible(&listed);
+            state.derived = None;
+        }
+        let derived = self.derived(&mut self.state());
+        self.note_visible(&derived.listed);
+        let listed = &derived.listed;
         if offset > listed.len() {
             return Err(InvalidCursor(cursor.unwrap_or_default().to_owned()));
         }
         let page_size = self.policy.page_size.unwrap_or(usize::MAX).max(1);
         let end = offset.saturating_add(page_size).min(listed.len());
         let next_cursor = (end < listed.len()).then(|| encode_cursor(end));
-        Ok(ListPage { tools: listed[offset..end].to_vec(), next_cursor })
+        Ok(ListPage { listing: listed.clone(), range: offset..end, next_cursor })
+    }
+
+    /// The listing and routing table, worked out again only after a change.
+    fn derived(&self, state: &mut State) -> Arc<Derived> {
+        if let Some(derived) = &state.derived {
+            return derived.clone();
+        }
+        let locals = self.locals(state);
+        let folded: BTreeSet<String> = locals
+            .values()
+            .filter_map(|local| match local {
+                Local::Category(category) => Some(category.clone()),
+                Local::Switch(..) => None,
+            })
+            .collect();
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let mut callable = HashMap::with_capacity(tools.len());
+        for (index, tool) in tools.iter().enumerate() {
+            if self.is_visible(state, tool) && !folded.contains(category_of(tool)) {
+                callable.entry(tool.name().to_owned()).or_insert(index);
+            }
+        }
+        let listed = Arc::new(self.listing(state, &locals, &callable));
+        let derived = Arc::new(Derived { listed, locals, callable });
+        state.derived = Some(derived.clone());
+        derived
     }
 
     /// Where the call `name(arguments)` goes. Category tools and group switches are answered
     /// here; a tool the client cannot see now is [`Route::NotFound`].
     pub async fn route_call(&self, name: &str, arguments: Map<String, Value>) -> Route {
         let local = {
-            let state = self.state();
+            let mut state = self.state();
             if state.tools.is_none() && self.policy.groups.is_empty() {
                 // Nothing listed yet: the session knows no better than the source.
                 return Route::Upstream { name: name.to_owned(), arguments };
             }
-            match self.locals(&state).remove(name) {
-                Some(local) => local,
-                None => return self.upstream_route(&state, name, arguments),
+            let derived = self.derived(&mut state);
+            match derived.locals.get(name) {
+                Some(local) => local.clone(),
+                None => {
+                    let tools = state.tools.as_deref().unwrap_or_default();
+                    return match derived.callable.get(name).map(|&index| &tools[index]) {
+                        Some(tool) => Route::Upstream {
+                            name: tool.original_name.clone(),
+                            arguments: tool.original_arguments(arguments),
+                        },
+                        None => Route::NotFound,
+                    };
+                }
             }
         };
         match local {
@@ -231,9 +292,10 @@ impl Session {
                         .collect();
                     let result = disclosure::expansion_result(&category, &members);
                     state.expanded.insert(category);
-                    (result, self.listing(&state))
+                    state.derived = None;
+                    (result, self.derived(&mut state))
                 };
-                self.note_visible(&listed);
+                self.note_visible(&listed.listed);
                 Route::Local(result)
             }
             Local::Switch(group, switch) => {
@@ -246,22 +308,6 @@ impl Session {
                     Err(error) => text_result(error.to_string(), true),
                 })
             }
-        }
-    }
-
-    fn upstream_route(&self, state: &State, name: &str, arguments: Map<String, Value>) -> Route {
-        let tools = state.tools.as_deref().unwrap_or_default();
-        let folded = self.folded_categories(state);
-        let found = tools.iter().find(|tool| {
-            tool.name() == name
-                && self.is_visible(state, tool)
-                && !folded.values().any(|category| category == category_of(tool))
-        });
-        match found {
-            Some(tool) => {
-                Route::Upstream { name: tool.original_name.clone(), arguments: tool.original_arguments(arguments) }
-            }
-            None => Route::NotFound,
         }
     }
 
@@ -295,9 +341,10 @@ impl Session {
                 state.groups.set_active(off, false);
             }
             state.groups.set_active(name, true);
-            self.listing(&state)
+            state.derived = None;
+            self.derived(&mut state)
         };
-        self.note_visible(&listed);
+        self.note_visible(&listed.listed);
         Ok(())
     }
 
@@ -330,9 +377,10 @@ impl Session {
             for group in &off {
                 state.groups.set_active(group, false);
             }
-            self.listing(&state)
+            state.derived = None;
+            self.derived(&mut state)
         };
-        self.note_visible(&listed);
+        self.note_visible(&listed.listed);
         Ok(())
     }
 
@@ -348,7 +396,11 @@ impl Session {
     /// burst of changes within the debounce window is announced once; with
     /// [`StateStrategy::Annotate`] the list stays and its hints follow the new counts.
     pub fn set_state(self: &Arc<Self>, view: StateView) {
-        self.state().view = view;
+        {
+            let mut state = self.state();
+            state.view = view;
+            state.derived = None;
+        }
         let StateStrategy::Hide { debounce } = self.policy.state_strategy else { return };
         if self.debounce_pending.swap(true, Ordering::AcqRel) {
             return; // the pending check will see this change too
@@ -358,11 +410,11 @@ impl Session {
             tokio::time::sleep(debounce).await;
             session.debounce_pending.store(false, Ordering::Release);
             let listed = {
-                let state = session.state();
-                state.tools.is_some().then(|| session.listing(&state))
+                let mut state = session.state();
+                state.tools.is_some().then(|| session.derived(&mut state))
             };
             if let Some(listed) = listed {
-                session.note_visible(&listed);
+                session.note_visible(&listed.listed);
             }
         });
     }
@@ -418,7 +470,7 @@ impl Session {
                 *count >= threshold && *category != UNCATEGORIZED && !state.expanded.contains(*category)
             })
             .filter_map(|(category, _)| {
-                let name = category_tool_name(category, self.policy.names)?;
+                let name = category_tool_name(category, self.mediator.name_rules())?;
                 (!taken.contains(name.as_str())).then(|| (name, category.to_owned()))
             })
             .collect()
@@ -433,13 +485,13 @@ impl Session {
             .collect();
         for config in state.groups.configs() {
             if state.groups.is_activatable(&config.name)
-                && let Some(name) = switch_name(&config.name, Switch::Activate, self.policy.names)
+                && let Some(name) = switch_name(&config.name, Switch::Activate, self.mediator.name_rules())
             {
                 locals.insert(name, Local::Switch(config.name.clone(), Switch::Activate));
             }
             if config.show_deactivator
                 && state.groups.is_active(&config.name)
-                && let Some(name) = switch_name(&config.name, Switch::Deactivate, self.policy.names)
+                && let Some(name) = switch_name(&config.name, Switch::Deactivate, self.mediator.name_rules())
             {
                 locals.insert(name, Local::Switch(config.name.clone(), Switch::Deactivate));
             }
@@ -447,26 +499,24 @@ impl Session {
         locals
     }
 
-    fn listing(&self, state: &State) -> Vec<Tool> {
+    fn listing(&self, state: &State, locals: &HashMap<String, Local>, callable: &HashMap<String, usize>) -> Vec<Tool> {
         let tools = state.tools.as_deref().unwrap_or_default();
-        let folded = self.folded_categories(state);
-        let folded_categories: BTreeSet<&str> = folded.values().map(String::as_str).collect();
         let mut listed: Vec<Tool> = tools
             .iter()
-            .filter(|tool| self.is_visible(state, tool))
-            .filter(|tool| tool.category.as_deref().is_none_or(|category| !folded_categories.contains(category)))
-            .map(|tool| self.as_listed(state, tool))
+            .enumerate()
+            .filter(|(index, tool)| callable.get(tool.name()) == Some(index))
+            .map(|(_, tool)| self.as_listed(state, tool))
             .collect();
-        for (name, local) in self.locals(state) {
+        for (name, local) in locals {
             listed.push(match local {
                 Local::Category(category) => {
                     let members: Vec<&EnhancedTool> = tools
                         .iter()
-                        .filter(|tool| self.is_visible(state, tool) && category_of(tool) == category)
+                        .filter(|tool| self.is_visible(state, tool) && category_of(tool) == category.as_str())
                         .collect();
-                    disclosure::category_tool(&name, &category, &members)
+                    disclosure::category_tool(name, category, &members)
                 }
-                Local::Switch(group, switch) => switch_tool(&name, &group, switch, state),
+                Local::Switch(group, switch) => switch_tool(name, group, *switch, state),
             });
         }
         if self.policy.sort_by_name {
