@@ -258,3 +258,57 @@ async fn each_client_has_its_own_groups() {
     first.activate_group("file_ops").await.unwrap();
     assert!(!second.is_group_active("file_ops"));
 }
+
+#[tokio::test]
+async fn enum_values_follow_the_state_only_when_the_policy_asks() {
+    let observe = Tool::new("observe").with_input_schema(json!({
+        "type": "object",
+        "properties": {"what": {"type": "string", "enum": ["errors", "logs", "network", "actions"]}},
+        "required": ["what"]
+    }));
+    let generate = Tool::new("generate").with_input_schema(json!({
+        "type": "object",
+        "properties": {"format": {"type": "string", "enum": ["reproduction"]}}
+    }));
+    let count = |name: &'static str| -> tool_mediator::session::Predicate {
+        Arc::new(move |view: &StateView| view.count(name) > 0)
+    };
+    let filters = vec![
+        tool_mediator::session::EnumFilter {
+            tool: "observe".into(),
+            parameter: "what".into(),
+            values: vec![("network".into(), count("network")), ("actions".into(), count("actions"))],
+        },
+        tool_mediator::session::EnumFilter {
+            tool: "generate".into(),
+            parameter: "format".into(),
+            values: vec![("reproduction".into(), count("actions"))],
+        },
+    ];
+    let upstream = vec![observe, generate];
+    let enum_of = |tools: &[Tool]| {
+        tools.iter().find(|t| t.name == "observe").unwrap().input_schema.as_ref().unwrap()["properties"]["what"]["enum"]
+            .clone()
+    };
+
+    let annotated = session(SessionPolicy { enum_filters: filters.clone(), ..SessionPolicy::default() });
+    let tools = annotated.list_tools(&upstream, None).await.unwrap().into_tools();
+    assert_eq!(enum_of(&tools), json!(["errors", "logs", "network", "actions"]), "never filtered unless Hide asks");
+
+    let hiding = session(SessionPolicy {
+        enum_filters: filters,
+        state_strategy: StateStrategy::Hide { debounce: Duration::from_millis(10) },
+        ..SessionPolicy::default()
+    });
+    let mut events = hiding.subscribe();
+    let tools = hiding.list_tools(&upstream, None).await.unwrap().into_tools();
+    assert_eq!(enum_of(&tools), json!(["errors", "logs"]));
+    assert!(!tools.iter().any(|t| t.name == "generate"), "no mode of it is actionable: not listed");
+    assert_eq!(hiding.route_call("generate", no_args()).await, Route::NotFound);
+
+    hiding.set_state(StateView { counts: [("network".to_owned(), 5)].into(), ..StateView::default() });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(events.try_recv(), Ok(ListChanged), "a schema that changed is announced");
+    let tools = hiding.list_tools(&upstream, None).await.unwrap().into_tools();
+    assert_eq!(enum_of(&tools), json!(["errors", "logs", "network"]));
+}

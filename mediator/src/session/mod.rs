@@ -37,7 +37,7 @@ use crate::tool::{EnhancedTool, Tool, ToolContext, UNENHANCED};
 
 pub use disclosure::category_tool_name;
 pub use groups::{GroupConfig, GroupError, GroupHook, GroupInfo, Switch, switch_name};
-pub use state::{Predicate, STATE_KEY, StateStrategy, StateView, Visibility};
+pub use state::{EnumFilter, Predicate, STATE_KEY, StateStrategy, StateView, Visibility};
 
 use groups::Groups;
 
@@ -59,6 +59,8 @@ pub struct SessionPolicy {
     /// By exposed or original tool name; tools not named here are always visible.
     pub visibility: HashMap<String, Visibility>,
     pub state_strategy: StateStrategy,
+    /// Enum values that follow the state; used only with [`StateStrategy::Hide`].
+    pub enum_filters: Vec<EnumFilter>,
 }
 
 impl Default for SessionPolicy {
@@ -72,6 +74,7 @@ impl Default for SessionPolicy {
             exclusions: Vec::new(),
             visibility: HashMap::new(),
             state_strategy: StateStrategy::Annotate,
+            enum_filters: Vec::new(),
         }
     }
 }
@@ -443,6 +446,9 @@ impl Session {
         if tool.hidden {
             return false;
         }
+        if self.filtered_enums(state, tool).iter().any(|(_, allowed)| allowed.is_empty()) {
+            return false; // no value of its mode is actionable now
+        }
         match self.visibility_of(tool) {
             None | Some(Visibility::Always) => true,
             Some(Visibility::Group(group)) => state.groups.is_active(group),
@@ -525,12 +531,36 @@ impl Session {
         listed
     }
 
+    /// Parameter -> the enum values that show now, for the filters on `tool` (Hide only).
+    fn filtered_enums(&self, state: &State, tool: &EnhancedTool) -> Vec<(String, Vec<Value>)> {
+        if !matches!(self.policy.state_strategy, StateStrategy::Hide { .. }) {
+            return Vec::new();
+        }
+        let Some(schema) = &tool.tool.input_schema else { return Vec::new() };
+        self.policy
+            .enum_filters
+            .iter()
+            .filter(|filter| filter.tool == tool.name() || filter.tool == tool.original_name)
+            .filter_map(|filter| filter.allowed(schema, &state.view).map(|allowed| (filter.parameter.clone(), allowed)))
+            .collect()
+    }
+
     fn as_listed(&self, state: &State, tool: &EnhancedTool) -> Tool {
         let mut listed = if self.policy.provenance && tool.enhanced_by != UNENHANCED {
             tool.to_consumer_tool()
         } else {
             tool.tool.clone()
         };
+        for (parameter, allowed) in self.filtered_enums(state, tool) {
+            if let Some(Value::Object(property)) = listed
+                .input_schema
+                .as_mut()
+                .and_then(|schema| schema.get_mut("properties"))
+                .and_then(|properties| properties.get_mut(&parameter))
+            {
+                property.insert("enum".into(), Value::Array(allowed));
+            }
+        }
         if let (Some(Visibility::When { counts, .. }), StateStrategy::Annotate) =
             (self.visibility_of(tool), self.policy.state_strategy)
         {
@@ -541,7 +571,15 @@ impl Session {
 
     /// Remembers what the client sees; a different set fires one event.
     fn note_visible(&self, listed: &[Tool]) {
-        let mut names: Vec<String> = listed.iter().map(|tool| tool.name.clone()).collect();
+        // Names, and the schemas whose enums follow the state: both are what the client sees.
+        let filtered: BTreeSet<&str> = self.policy.enum_filters.iter().map(|filter| filter.tool.as_str()).collect();
+        let mut names: Vec<String> = listed
+            .iter()
+            .map(|tool| match (&tool.input_schema, filtered.contains(tool.name.as_str())) {
+                (Some(schema), true) => format!("{}#{schema}", tool.name),
+                _ => tool.name.clone(),
+            })
+            .collect();
         names.sort();
         let changed = {
             let mut state = self.state();

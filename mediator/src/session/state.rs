@@ -75,3 +75,45 @@ pub fn hint(view: &StateView, counts: &[String]) -> Value {
     }
     hint
 }
+
+/// Enum values of one parameter that follow the host's state. Applied only with
+/// [`StateStrategy::Hide`]: a value shows while its predicate holds; values not named here
+/// always show; a tool left with no value is not listed. A change is announced like any other.
+#[derive(Clone)]
+pub struct EnumFilter {
+    /// The tool's exposed or original name.
+    pub tool: String,
+    pub parameter: String,
+    pub values: Vec<(String, Predicate)>,
+}
+
+impl fmt::Debug for EnumFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let values: Vec<&str> = self.values.iter().map(|(value, _)| value.as_str()).collect();
+        f.debug_struct("EnumFilter")
+            .field("tool", &self.tool)
+            .field("parameter", &self.parameter)
+            .field("values", &values)
+            .finish()
+    }
+}
+
+impl EnumFilter {
+    /// The enum values that show now, or `None` when the schema has no such enum.
+    pub fn allowed(&self, schema: &Value, view: &StateView) -> Option<Vec<Value>> {
+        let values =
+            schema.pointer(&format!("/properties/{}/enum", crate::schema::escape(&self.parameter)))?.as_array()?;
+        Some(
+            values
+                .iter()
+                .filter(|value| {
+                    self.values
+                        .iter()
+                        .find(|(name, _)| Some(name.as_str()) == value.as_str())
+                        .is_none_or(|(_, predicate)| predicate(view))
+                })
+                .cloned()
+                .collect(),
+        )
+    }
+}
