@@ -355,88 +355,82 @@ pub fn repeats_name(description: &str, name_words: &[String]) -> bool {
     described.len() <= named.len() && described.iter().all(|w| named.contains(&normalize(w)))
 }
 
-/// The object of a "verb object" name, up to its first preposition: `add_issue_comment` ->
-/// `issue comment`. Names that do not start with a verb have none.
-pub fn object_phrase(words: &[String]) -> Option<Vec<String>> {
+/// What a name is about: the object of a "verb object" name (`add_issue_comment` ->
+/// `issue comment`), or the words before a trailing verb of a name that does not start with one
+/// (`issue_read` -> `issue`, `git_status` -> `git status`). Singular, without leading
+/// determiners.
+pub fn subject(words: &[String]) -> Option<Vec<String>> {
     let mut rest = words;
-    if !rest.first().is_some_and(|w| is_verb(w)) {
-        return None;
-    }
-    // create_or_update_file: skip "verb or verb".
-    while rest.len() >= 3 && is_verb(&rest[0]) && ["or", "and"].contains(&rest[1].as_str()) && is_verb(&rest[2]) {
-        rest = &rest[2..];
-    }
+    let phrase: Vec<&String> = if rest.first().is_some_and(|w| is_verb(w)) {
+        // create_or_update_file: skip "verb or verb".
+        while rest.len() >= 3 && is_verb(&rest[0]) && ["or", "and"].contains(&rest[1].as_str()) && is_verb(&rest[2]) {
+            rest = &rest[2..];
+        }
+        rest[1..].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).collect()
+    } else {
+        let end = if rest.len() > 1 && rest.last().is_some_and(|w| is_verb(w)) { rest.len() - 1 } else { rest.len() };
+        rest[..end].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).collect()
+    };
     let phrase: Vec<String> =
-        rest[1..].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).map(|w| singular(w)).collect();
+        phrase.into_iter().skip_while(|w| DETERMINERS.contains(&w.as_str())).map(|w| singular(w)).collect();
     (!phrase.is_empty()).then_some(phrase)
 }
 
-/// Counts of object-phrase prefixes and suffixes, and of the leading words of names that do
-/// not start with a verb, over a batch of names.
+/// Words that open a phrase without naming anything (`mark_all_notifications_read`).
+const DETERMINERS: &[&str] = &["a", "an", "the", "all", "every", "each", "my", "some", "any"];
+
+/// Counts of the prefixes and suffixes of the subjects of a batch of names.
 #[derive(Debug, Default)]
 pub struct CategoryIndex {
     prefixes: HashMap<String, usize>,
     suffixes: HashMap<String, usize>,
-    leading: HashMap<String, usize>,
 }
-
-/// How many leading words of a verbless name can make its category (`pull_request_read`).
-const MAX_LEADING_WORDS: usize = 3;
 
 impl CategoryIndex {
     pub fn add(&mut self, words: &[String]) {
-        match object_phrase(words) {
-            Some(phrase) => {
-                for end in 1..=phrase.len() {
-                    *self.prefixes.entry(phrase[..end].join(" ")).or_default() += 1;
-                    *self.suffixes.entry(phrase[phrase.len() - end..].join(" ")).or_default() += 1;
-                }
+        if let Some(subject) = subject(words) {
+            for end in 1..=subject.len() {
+                *self.prefixes.entry(subject[..end].join(" ")).or_default() += 1;
+                *self.suffixes.entry(subject[subject.len() - end..].join(" ")).or_default() += 1;
             }
-            None if words.len() > 1 && !is_verb(&words[0]) => {
-                for end in 1..words.len().min(MAX_LEADING_WORDS + 1) {
-                    *self.leading.entry(words[..end].join(" ")).or_default() += 1;
-                }
-            }
-            None => {}
         }
     }
 
-    /// A category where the name makes it clear: the object of a one-word "verb object" name;
-    /// for a longer object, the shortest start of it that sibling tools share, extended while
-    /// every sharer goes on the same way (`pull` -> `pull request`); else the end of it that
-    /// siblings share; for a name that does not start with a verb, the leading words sibling
-    /// tools share (`git_status`, `git_log` -> `git`).
+    /// A category where the name makes it clear. From the name's [`subject`]: a one-word
+    /// subject of a "verb object" name is its own category; otherwise the shortest start of
+    /// the subject that sibling tools share, extended while every sharer goes on the same way
+    /// (`pull` -> `pull request`), else the end of it that siblings share, else the same
+    /// after its first word (`reprioritize_sub_issue` -> `sub issue`).
     pub fn category(&self, words: &[String]) -> Option<String> {
-        let noun =
-            |candidate: &[String]| candidate.last().is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1);
+        let subject = subject(words)?;
+        if subject.len() == 1 && is_verb(&words[0]) {
+            return noun(&subject).then(|| subject[0].clone());
+        }
+        self.shared_part(&subject).or_else(|| (subject.len() > 1).then(|| self.shared_part(&subject[1..])).flatten())
+    }
+
+    fn shared_part(&self, subject: &[String]) -> Option<String> {
         let shared =
             |counts: &HashMap<String, usize>, part: &[String]| counts.get(&part.join(" ")).copied().unwrap_or(0);
-        let shortest_shared = |counts: &HashMap<String, usize>, sequence: &[String]| -> Option<String> {
-            let mut len = (1..=sequence.len()).find(|&len| shared(counts, &sequence[..len]) > 1)?;
-            let count = shared(counts, &sequence[..len]);
-            while len < sequence.len() && shared(counts, &sequence[..len + 1]) == count {
+        if let Some(mut len) = (1..=subject.len()).find(|&len| shared(&self.prefixes, &subject[..len]) > 1) {
+            let count = shared(&self.prefixes, &subject[..len]);
+            while len < subject.len() && shared(&self.prefixes, &subject[..len + 1]) == count {
                 len += 1;
             }
-            let part = &sequence[..len];
-            noun(part).then(|| part.iter().map(|w| singular(w)).collect::<Vec<_>>().join("_"))
-        };
-        if let Some(phrase) = object_phrase(words) {
-            if phrase.len() == 1 {
-                return noun(&phrase).then(|| phrase[0].clone());
+            let part = &subject[..len];
+            if noun(part) {
+                return Some(part.join("_"));
             }
-            if let Some(category) = shortest_shared(&self.prefixes, &phrase) {
-                return Some(category);
-            }
-            return (1..phrase.len())
-                .rev()
-                .map(|len| &phrase[phrase.len() - len..])
-                .find_map(|suffix| (shared(&self.suffixes, suffix) > 1 && noun(suffix)).then(|| suffix.join("_")));
         }
-        if words.len() < 2 || is_verb(&words[0]) {
-            return None;
-        }
-        shortest_shared(&self.leading, &words[..words.len().min(MAX_LEADING_WORDS)])
+        (1..subject.len())
+            .rev()
+            .map(|len| &subject[subject.len() - len..])
+            .find_map(|suffix| (shared(&self.suffixes, suffix) > 1 && noun(suffix)).then(|| suffix.join("_")))
     }
+}
+
+fn noun(candidate: &[String]) -> bool {
+    candidate.last().is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1)
 }
 
 /// A schema where the name makes the parameters near-certain: `get_user_by_email` takes an
