@@ -306,9 +306,110 @@ async fn enum_values_follow_the_state_only_when_the_policy_asks() {
     assert!(!tools.iter().any(|t| t.name == "generate"), "no mode of it is actionable: not listed");
     assert_eq!(hiding.route_call("generate", no_args()).await, Route::NotFound);
 
+    let call = json!({"what": "network"}).as_object().unwrap().clone();
+    let Route::Local(refused) = hiding.route_call("observe", call.clone()).await else {
+        panic!("a hidden value is refused")
+    };
+    assert_eq!(refused["isError"], true);
+
     hiding.set_state(StateView { counts: [("network".to_owned(), 5)].into(), ..StateView::default() });
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(events.try_recv(), Ok(ListChanged), "a schema that changed is announced");
+    assert!(matches!(hiding.route_call("observe", call).await, Route::Upstream { .. }));
     let tools = hiding.list_tools(&upstream, None).await.unwrap().into_tools();
     assert_eq!(enum_of(&tools), json!(["errors", "logs", "network"]));
+}
+
+#[tokio::test]
+async fn before_the_first_listing_only_a_passthrough_forwards_calls() {
+    let mediated = session(policy());
+    assert_eq!(mediated.route_call("read_file", no_args()).await, Route::NotFound);
+    let plain = Session::passthrough(ToolContext::new("hub", SourceType::Api));
+    assert!(matches!(plain.route_call("read_file", no_args()).await, Route::Upstream { .. }));
+}
+
+#[tokio::test]
+async fn a_category_tool_lists_only_the_members_the_client_can_call() {
+    let mut visibility = HashMap::new();
+    visibility.insert("delete_file".to_owned(), Visibility::Group("danger".to_owned()));
+    let policy = SessionPolicy {
+        disclosure: Some(2),
+        groups: vec![GroupConfig::new("danger", "Destructive file operations")],
+        visibility,
+        ..SessionPolicy::default()
+    };
+    let mediator = Arc::new(Mediator::builder().transformer(tool_mediator::RuleTransformer::new()).build());
+    let session = Session::new(mediator, ToolContext::new("fs", SourceType::Api), policy);
+    let files: Vec<Tool> = ["read_file", "write_file", "move_file", "delete_file"].into_iter().map(tool).collect();
+    let listed: Vec<String> =
+        session.list_tools(&files, None).await.unwrap().into_tools().into_iter().map(|t| t.name).collect();
+    assert!(listed.contains(&"file_tools".to_owned()), "{listed:?}");
+    let Route::Local(result) = session.route_call("file_tools", no_args()).await else { panic!() };
+    let members: Vec<&str> =
+        result["structuredContent"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(members, ["read_file", "write_file", "move_file"]);
+    assert_eq!(session.route_call("delete_file", no_args()).await, Route::NotFound);
+}
+
+#[tokio::test]
+async fn a_cursor_from_before_a_change_is_refused() {
+    let session = session(SessionPolicy { page_size: Some(2), ..policy() });
+    let first = session.list_tools(&upstream(), None).await.unwrap();
+    let cursor = first.next_cursor.clone().unwrap();
+    session.activate_group("file_ops").await.unwrap();
+    assert!(session.list_tools(&upstream(), Some(&cursor)).await.is_err());
+    let fresh = session.list_tools(&upstream(), None).await.unwrap();
+    assert!(session.list_tools(&upstream(), fresh.next_cursor.as_deref()).await.is_ok());
+}
+
+#[tokio::test]
+async fn parent_cycles_and_ancestor_exclusions_do_not_break_the_session() {
+    let policy = SessionPolicy {
+        groups: vec![
+            GroupConfig::new("a", "A").child_of("b"),
+            GroupConfig::new("b", "B").child_of("a"),
+            GroupConfig::new("parent", "P"),
+            GroupConfig::new("child", "C").child_of("parent"),
+        ],
+        exclusions: vec![vec!["parent".into(), "child".into()]],
+        ..SessionPolicy::default()
+    };
+    let session = session(policy);
+    session.list_tools(&upstream(), None).await.unwrap();
+    assert!(session.activate_group("a").await.is_err());
+    assert!(!session.is_group_active("a"));
+    session.activate_group("parent").await.unwrap();
+    assert!(matches!(session.activate_group("child").await, Err(GroupError::ExcludesAncestor { .. })));
+    assert!(session.is_group_active("parent"));
+}
+
+#[tokio::test]
+async fn a_refusing_hook_runs_before_any_other() {
+    let deactivated = Arc::new(AtomicBool::new(false));
+    let flag = deactivated.clone();
+    let mut policy = policy();
+    policy.groups[3].on_deactivate = Some(Arc::new(move |_group: &str| {
+        let flag = flag.clone();
+        Box::pin(async move {
+            flag.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+    }));
+    policy.groups[4].on_activate = Some(Arc::new(|_group: &str| Box::pin(async { Err("not now".to_owned()) })));
+    let session = session(policy);
+    session.activate_group("mode_a").await.unwrap();
+    assert!(session.activate_group("mode_b").await.is_err());
+    assert!(!deactivated.load(Ordering::SeqCst), "mode_a's hook did not run for an activation that was refused");
+    assert!(session.is_group_active("mode_a"));
+}
+
+#[tokio::test]
+async fn a_switch_never_shadows_an_upstream_tool() {
+    let session = session(policy());
+    let mut tools = upstream();
+    tools.push(tool("file_ops.activate"));
+    let listed: Vec<String> =
+        session.list_tools(&tools, None).await.unwrap().into_tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(listed.iter().filter(|name| *name == "file_ops.activate").count(), 1);
+    assert!(matches!(session.route_call("file_ops.activate", no_args()).await, Route::Upstream { .. }));
 }

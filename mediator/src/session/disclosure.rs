@@ -28,30 +28,25 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
     );
     let mut tool =
         Tool::new(name).with_description(description).with_input_schema(json!({"type": "object", "properties": {}}));
-    tool.annotations = Some(json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}));
+    // Not idempotent: once expanded, the category tool is gone from the list.
+    tool.annotations = Some(json!({"readOnlyHint": true, "idempotentHint": false, "openWorldHint": false}));
     tool
 }
 
 /// The answer to calling a category tool: its tools with their descriptions and input schemas,
 /// as text for every client and as `structuredContent` for those that read it.
-pub fn expansion_result(category: &str, members: &[&EnhancedTool]) -> Value {
+pub fn expansion_result(category: &str, members: &[Tool]) -> Value {
     let tools: Vec<Value> = members
         .iter()
-        .map(|tool| {
-            json!({
-                "name": tool.name(),
-                "description": tool.tool.description,
-                "inputSchema": tool.tool.input_schema,
-            })
-        })
+        .map(|tool| json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}))
         .collect();
     let mut text = format!("{} tools for {}; call them by name:\n", members.len(), category.replace(['_', '-'], " "));
     for tool in members {
         text.push_str(&format!(
             "\n- {}: {}\n  input schema: {}\n",
-            tool.name(),
-            tool.tool.description.as_deref().unwrap_or("(no description)"),
-            tool.tool.input_schema.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into())
+            tool.name,
+            tool.description.as_deref().unwrap_or("(no description)"),
+            tool.input_schema.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into())
         ));
     }
     json!({

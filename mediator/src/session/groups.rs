@@ -68,6 +68,8 @@ pub enum GroupError {
     Unknown(String),
     #[error("group `{group}` needs `{parent}` to be active first")]
     ParentInactive { group: String, parent: String },
+    #[error("group `{group}` excludes its own ancestor `{ancestor}`")]
+    ExcludesAncestor { group: String, ancestor: String },
     #[error("the hook of group `{group}` refused: {message}")]
     Hook { group: String, message: String },
 }
@@ -112,10 +114,25 @@ impl Groups {
         &self.configs
     }
 
-    /// Active, and every ancestor active.
+    /// Active, and every ancestor active. A parent cycle counts as inactive.
     pub fn is_active(&self, name: &str) -> bool {
-        self.active.contains(name)
-            && self.config(name).and_then(|config| config.parent.as_deref()).is_none_or(|parent| self.is_active(parent))
+        self.ancestors(name).is_some_and(|ancestors| {
+            self.active.contains(name) && ancestors.iter().all(|ancestor| self.active.contains(ancestor))
+        })
+    }
+
+    /// The group's ancestors, nearest first; `None` for a parent cycle.
+    fn ancestors(&self, name: &str) -> Option<Vec<String>> {
+        let mut ancestors: Vec<String> = Vec::new();
+        let mut current = self.config(name).and_then(|config| config.parent.clone());
+        while let Some(parent) = current {
+            if parent == name || ancestors.contains(&parent) {
+                return None;
+            }
+            current = self.config(&parent).and_then(|config| config.parent.clone());
+            ancestors.push(parent);
+        }
+        Some(ancestors)
     }
 
     /// Can be activated now: not active, and its parent (if any) is.
@@ -154,19 +171,30 @@ impl Groups {
             .map(String::as_str)
             .filter(|member| *member != name && self.active.contains(*member))
             .collect();
+        let ancestors = self.ancestors(name).unwrap_or_default();
+        if let Some(ancestor) = partners.iter().find(|partner| ancestors.iter().any(|a| a == *partner)) {
+            return Err(GroupError::ExcludesAncestor { group: name.to_owned(), ancestor: (*ancestor).to_owned() });
+        }
         Ok(partners.into_iter().flat_map(|partner| self.with_descendants(partner)).collect())
     }
 
-    /// `name` and every active group below it, deepest first.
+    /// `name` and every active group below it, deepest first. A parent cycle ends the walk.
     pub fn with_descendants(&self, name: &str) -> Vec<String> {
         let mut out = Vec::new();
+        self.collect_descendants(name, &mut BTreeSet::new(), &mut out);
+        out
+    }
+
+    fn collect_descendants(&self, name: &str, seen: &mut BTreeSet<String>, out: &mut Vec<String>) {
+        if !seen.insert(name.to_owned()) {
+            return;
+        }
         for child in self.configs.iter().filter(|config| config.parent.as_deref() == Some(name)) {
-            out.extend(self.with_descendants(&child.name));
+            self.collect_descendants(&child.name, seen, out);
         }
         if self.active.contains(name) {
             out.push(name.to_owned());
         }
-        out
     }
 
     pub fn set_active(&mut self, name: &str, active: bool) {

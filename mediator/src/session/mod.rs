@@ -18,13 +18,14 @@
 //! - provenance under `_meta` for tools a transformer changed.
 //!
 //! A tool the client cannot see answers exactly as an unknown tool does. The session emits a
-//! [`ListChanged`] event only when the visible set actually changes.
+//! [`ListChanged`] event only when the visible set actually changes. Hooks and predicates run
+//! while the session holds its locks: they must not call back into the session.
 
 mod disclosure;
 mod groups;
 mod state;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -143,8 +144,10 @@ struct State {
     expanded: BTreeSet<String>,
     groups: Groups,
     view: StateView,
-    /// The names the client was last shown, to tell real changes from no-ops.
+    /// What the client was last shown, to tell real changes from no-ops.
     visible: Option<Vec<String>>,
+    /// Bumped at every real change of the listing; cursors carry it.
+    generation: u64,
 }
 
 /// One connected client's view of the tools. Every name it emits (enhanced tools, category
@@ -164,7 +167,9 @@ pub struct Session {
 /// The listing and the routing table, derived from the state.
 struct Derived {
     listed: Arc<Vec<Tool>>,
-    locals: HashMap<String, Local>,
+    /// Names, and the schemas whose enums follow the state: what the client sees.
+    signature: Vec<String>,
+    locals: BTreeMap<String, Local>,
     /// Exposed name -> index into the enhanced tools, for the tools callable now.
     callable: HashMap<String, usize>,
 }
@@ -209,9 +214,9 @@ impl Session {
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,
     /// group switches added, sorted and paginated as the policy says.
     pub async fn list_tools(&self, upstream: &[Tool], cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
-        let offset = match cursor {
-            None => 0,
-            Some(cursor) => decode_cursor(cursor).ok_or_else(|| InvalidCursor(cursor.to_owned()))?,
+        let position = match cursor {
+            None => None,
+            Some(cursor) => Some(decode_cursor(cursor).ok_or_else(|| InvalidCursor(cursor.to_owned()))?),
         };
         let unchanged = self.state().upstream.as_deref() == Some(upstream);
         if !unchanged {
@@ -221,16 +226,63 @@ impl Session {
             state.tools = Some(enhanced);
             state.derived = None;
         }
-        let derived = self.derived(&mut self.state());
-        self.note_visible(&derived.listed);
+        let (derived, changed, generation) = {
+            let mut state = self.state();
+            let (derived, changed) = self.refresh(&mut state);
+            (derived, changed, state.generation)
+        };
+        self.announce(changed);
+        let offset = match position {
+            None => 0,
+            // A cursor from before the listing changed would skip or repeat tools.
+            Some((from, offset)) if from == generation => offset,
+            Some(_) => return Err(InvalidCursor(cursor.unwrap_or_default().to_owned())),
+        };
         let listed = &derived.listed;
         if offset > listed.len() {
             return Err(InvalidCursor(cursor.unwrap_or_default().to_owned()));
         }
         let page_size = self.policy.page_size.unwrap_or(usize::MAX).max(1);
         let end = offset.saturating_add(page_size).min(listed.len());
-        let next_cursor = (end < listed.len()).then(|| encode_cursor(end));
+        let next_cursor = (end < listed.len()).then(|| encode_cursor(generation, end));
         Ok(ListPage { listing: listed.clone(), range: offset..end, next_cursor })
+    }
+
+    /// The derived view, and whether what the client sees changed since it was last noted.
+    /// Compared and recorded under the same lock, so events cannot cross.
+    fn refresh(&self, state: &mut State) -> (Arc<Derived>, bool) {
+        let derived = self.derived(state);
+        if state.tools.is_none() {
+            return (derived, false);
+        }
+        let changed = match &state.visible {
+            Some(before) => *before != derived.signature,
+            None => false,
+        };
+        if changed || state.visible.is_none() {
+            state.visible = Some(derived.signature.clone());
+        }
+        if changed {
+            state.generation += 1;
+        }
+        (derived, changed)
+    }
+
+    fn announce(&self, changed: bool) {
+        if changed {
+            // No subscriber is not an error: the transport may not listen.
+            let _ = self.events.send(ListChanged);
+        }
+    }
+
+    /// Whether the session changes nothing: then a call before the first listing can go
+    /// upstream as it is.
+    fn is_passthrough(&self) -> bool {
+        self.mediator.transformers().next().is_none()
+            && self.policy.disclosure.is_none()
+            && self.policy.groups.is_empty()
+            && self.policy.visibility.is_empty()
+            && self.policy.enum_filters.is_empty()
     }
 
     /// The listing and routing table, worked out again only after a change.
@@ -254,7 +306,20 @@ impl Session {
             }
         }
         let listed = Arc::new(self.listing(state, &locals, &callable));
-        let derived = Arc::new(Derived { listed, locals, callable });
+        let filtered: BTreeSet<&str> = callable
+            .iter()
+            .filter(|(_, index)| !self.filtered_enums(state, &tools[**index]).is_empty())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let mut signature: Vec<String> = listed
+            .iter()
+            .map(|tool| match (&tool.input_schema, filtered.contains(tool.name.as_str())) {
+                (Some(schema), true) => format!("{}#{schema}", tool.name),
+                _ => tool.name.clone(),
+            })
+            .collect();
+        signature.sort();
+        let derived = Arc::new(Derived { listed, signature, locals, callable });
         state.derived = Some(derived.clone());
         derived
     }
@@ -264,8 +329,8 @@ impl Session {
     pub async fn route_call(&self, name: &str, arguments: Map<String, Value>) -> Route {
         let local = {
             let mut state = self.state();
-            if state.tools.is_none() && self.policy.groups.is_empty() {
-                // Nothing listed yet: the session knows no better than the source.
+            if state.tools.is_none() && self.is_passthrough() {
+                // Nothing listed yet, and nothing to change: the source decides.
                 return Route::Upstream { name: name.to_owned(), arguments };
             }
             let derived = self.derived(&mut state);
@@ -273,32 +338,46 @@ impl Session {
                 Some(local) => local.clone(),
                 None => {
                     let tools = state.tools.as_deref().unwrap_or_default();
-                    return match derived.callable.get(name).map(|&index| &tools[index]) {
-                        Some(tool) => Route::Upstream {
-                            name: tool.original_name.clone(),
-                            arguments: tool.original_arguments(arguments),
-                        },
-                        None => Route::NotFound,
+                    let Some(tool) = derived.callable.get(name).map(|&index| &tools[index]) else {
+                        return Route::NotFound;
+                    };
+                    for (parameter, allowed) in self.filtered_enums(&state, tool) {
+                        if let Some(value) = arguments.get(&parameter)
+                            && !allowed.contains(value)
+                        {
+                            return Route::Local(text_result(
+                                format!(
+                                    "`{parameter}` = {value} is not available now; available: {}",
+                                    Value::Array(allowed)
+                                ),
+                                true,
+                            ));
+                        }
+                    }
+                    return Route::Upstream {
+                        name: tool.original_name.clone(),
+                        arguments: tool.original_arguments(arguments),
                     };
                 }
             }
         };
         match local {
             Local::Category(category) => {
-                let (result, listed) = {
+                let (result, changed) = {
                     let mut state = self.state();
-                    let members: Vec<&EnhancedTool> = state
+                    let members: Vec<Tool> = state
                         .tools
                         .iter()
                         .flatten()
-                        .filter(|tool| !tool.hidden && category_of(tool) == category)
+                        .filter(|tool| self.is_visible(&state, tool) && category_of(tool) == category)
+                        .map(|tool| self.as_listed(&state, tool))
                         .collect();
                     let result = disclosure::expansion_result(&category, &members);
                     state.expanded.insert(category);
                     state.derived = None;
-                    (result, self.derived(&mut state))
+                    (result, self.refresh(&mut state).1)
                 };
-                self.note_visible(&listed.listed);
+                self.announce(changed);
                 Route::Local(result)
             }
             Local::Switch(group, switch) => {
@@ -324,14 +403,15 @@ impl Session {
                 return Ok(());
             }
             let plan = state.groups.plan_activation(name)?;
+            // The group's own hook first: the likeliest to refuse, before anything has run.
             let mut hooks = Vec::new();
+            if let Some(hook) = state.groups.config(name).and_then(|config| config.on_activate.clone()) {
+                hooks.push((name.to_owned(), hook));
+            }
             for off in &plan {
                 if let Some(hook) = state.groups.config(off).and_then(|config| config.on_deactivate.clone()) {
                     hooks.push((off.clone(), hook));
                 }
-            }
-            if let Some(hook) = state.groups.config(name).and_then(|config| config.on_activate.clone()) {
-                hooks.push((name.to_owned(), hook));
             }
             (plan, hooks)
         };
@@ -345,9 +425,9 @@ impl Session {
             }
             state.groups.set_active(name, true);
             state.derived = None;
-            self.derived(&mut state)
+            self.refresh(&mut state).1
         };
-        self.note_visible(&listed.listed);
+        self.announce(listed);
         Ok(())
     }
 
@@ -381,9 +461,9 @@ impl Session {
                 state.groups.set_active(group, false);
             }
             state.derived = None;
-            self.derived(&mut state)
+            self.refresh(&mut state).1
         };
-        self.note_visible(&listed.listed);
+        self.announce(listed);
         Ok(())
     }
 
@@ -409,28 +489,38 @@ impl Session {
             return; // the pending check will see this change too
         }
         let session = Arc::clone(self);
-        tokio::spawn(async move {
+        let check = async move {
             tokio::time::sleep(debounce).await;
             session.debounce_pending.store(false, Ordering::Release);
-            let listed = {
-                let mut state = session.state();
-                state.tools.is_some().then(|| session.derived(&mut state))
-            };
-            if let Some(listed) = listed {
-                session.note_visible(&listed.listed);
+            let changed = session.refresh(&mut session.state()).1;
+            session.announce(changed);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(check);
             }
-        });
+            // Called from outside a runtime: no timer to wait on, so check at once.
+            Err(_) => {
+                self.debounce_pending.store(false, Ordering::Release);
+                let changed = self.refresh(&mut self.state()).1;
+                self.announce(changed);
+            }
+        }
     }
 
     fn switch_result(&self, group: &str, switch: Switch) -> Value {
-        let state = self.state();
-        let members: Vec<String> = state
-            .tools
+        let mut state = self.state();
+        let derived = self.derived(&mut state);
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let mut members: Vec<String> = derived
+            .callable
             .iter()
-            .flatten()
-            .filter(|tool| matches!(self.visibility_of(tool), Some(Visibility::Group(g)) if g == group))
-            .map(|tool| tool.name().to_owned())
+            .filter(
+                |(_, index)| matches!(self.visibility_of(&tools[**index]), Some(Visibility::Group(g)) if g == group),
+            )
+            .map(|(name, _)| name.clone())
             .collect();
+        members.sort();
         let verb = if switch == Switch::Activate { "activated" } else { "deactivated" };
         let mut result = text_result(format!("Group `{group}` {verb}; its tools: {}.", members.join(", ")), false);
         result["structuredContent"] =
@@ -483,29 +573,34 @@ impl Session {
     }
 
     /// The tools the session answers itself, by name.
-    fn locals(&self, state: &State) -> HashMap<String, Local> {
-        let mut locals: HashMap<String, Local> = self
+    fn locals(&self, state: &State) -> BTreeMap<String, Local> {
+        let mut locals: BTreeMap<String, Local> = self
             .folded_categories(state)
             .into_iter()
             .map(|(name, category)| (name, Local::Category(category)))
             .collect();
+        let taken: BTreeSet<&str> = state.tools.iter().flatten().map(EnhancedTool::name).collect();
+        let names = self.mediator.name_rules();
         for config in state.groups.configs() {
-            if state.groups.is_activatable(&config.name)
-                && let Some(name) = switch_name(&config.name, Switch::Activate, self.mediator.name_rules())
-            {
-                locals.insert(name, Local::Switch(config.name.clone(), Switch::Activate));
-            }
-            if config.show_deactivator
-                && state.groups.is_active(&config.name)
-                && let Some(name) = switch_name(&config.name, Switch::Deactivate, self.mediator.name_rules())
-            {
-                locals.insert(name, Local::Switch(config.name.clone(), Switch::Deactivate));
+            let switches = [
+                (Switch::Activate, state.groups.is_activatable(&config.name)),
+                (Switch::Deactivate, config.show_deactivator && state.groups.is_active(&config.name)),
+            ];
+            for (switch, shown) in switches {
+                // A name an upstream tool or another switch already has is not taken over.
+                if shown
+                    && let Some(name) = switch_name(&config.name, switch, names)
+                    && !taken.contains(name.as_str())
+                    && !locals.contains_key(&name)
+                {
+                    locals.insert(name, Local::Switch(config.name.clone(), switch));
+                }
             }
         }
         locals
     }
 
-    fn listing(&self, state: &State, locals: &HashMap<String, Local>, callable: &HashMap<String, usize>) -> Vec<Tool> {
+    fn listing(&self, state: &State, locals: &BTreeMap<String, Local>, callable: &HashMap<String, usize>) -> Vec<Tool> {
         let tools = state.tools.as_deref().unwrap_or_default();
         let mut listed: Vec<Tool> = tools
             .iter()
@@ -568,30 +663,6 @@ impl Session {
         }
         listed
     }
-
-    /// Remembers what the client sees; a different set fires one event.
-    fn note_visible(&self, listed: &[Tool]) {
-        // Names, and the schemas whose enums follow the state: both are what the client sees.
-        let filtered: BTreeSet<&str> = self.policy.enum_filters.iter().map(|filter| filter.tool.as_str()).collect();
-        let mut names: Vec<String> = listed
-            .iter()
-            .map(|tool| match (&tool.input_schema, filtered.contains(tool.name.as_str())) {
-                (Some(schema), true) => format!("{}#{schema}", tool.name),
-                _ => tool.name.clone(),
-            })
-            .collect();
-        names.sort();
-        let changed = {
-            let mut state = self.state();
-            let changed = state.visible.as_ref().is_some_and(|before| *before != names);
-            state.visible = Some(names);
-            changed
-        };
-        if changed {
-            // No subscriber is not an error: the transport may not listen.
-            let _ = self.events.send(ListChanged);
-        }
-    }
 }
 
 fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
@@ -602,7 +673,8 @@ fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
     };
     let mut tool =
         Tool::new(name).with_description(text).with_input_schema(json!({"type": "object", "properties": {}}));
-    tool.annotations = Some(json!({"readOnlyHint": false, "idempotentHint": true, "openWorldHint": false}));
+    // Not idempotent: once switched, the switch is gone from the list and answers as unknown.
+    tool.annotations = Some(json!({"readOnlyHint": false, "idempotentHint": false, "openWorldHint": false}));
     tool
 }
 
@@ -612,12 +684,14 @@ fn category_of(tool: &EnhancedTool) -> &str {
 
 const CURSOR_PREFIX: &str = "tm1.";
 
-fn encode_cursor(offset: usize) -> String {
-    format!("{CURSOR_PREFIX}{offset:x}")
+fn encode_cursor(generation: u64, offset: usize) -> String {
+    format!("{CURSOR_PREFIX}{generation:x}.{offset:x}")
 }
 
-fn decode_cursor(cursor: &str) -> Option<usize> {
-    usize::from_str_radix(cursor.strip_prefix(CURSOR_PREFIX)?, 16).ok()
+/// The listing generation and offset a cursor stands for.
+fn decode_cursor(cursor: &str) -> Option<(u64, usize)> {
+    let (generation, offset) = cursor.strip_prefix(CURSOR_PREFIX)?.split_once('.')?;
+    Some((u64::from_str_radix(generation, 16).ok()?, usize::from_str_radix(offset, 16).ok()?))
 }
 
 /// The closure form, for hosts that only want `tools -> tools`
