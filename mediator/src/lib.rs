@@ -7,7 +7,9 @@
 //! expands abbreviations, writes missing descriptions and repairs schemas. The chain decides per
 //! tool and enforces the invariants (no tool lost or invented, unique valid names, valid object
 //! schemas) whatever a transformer answers. [`filter`] and [`categorize`] choose and group what
-//! comes out.
+//! comes out. [`llm::LlmTransformer`] asks a language model, behind
+//! [`cache::CachedTransformer`] on a sled store; [`session::Session`] is the hook a transport
+//! links: what one client sees now (category tools, groups, state) and where its calls go.
 //!
 //! ```
 //! use serde_json::json;
