@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use cached::CachedTransformer;
 pub use memory::MemoryStore;
-pub use sled_store::SledStore;
+pub use sled_store::{LOCK_WAIT, SledStore};
 
 /// What went wrong with a store. Never fatal: the run goes on without the cache.
 #[derive(Debug, thiserror::Error)]

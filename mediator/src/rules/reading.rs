@@ -202,7 +202,7 @@ pub struct NameReading {
 }
 
 impl NameReading {
-    /// Reads `name`. Names longer than [`MAX_NAME_LEN`] are not read.
+    /// Reads `name`. Names longer than 256 characters are not read.
     pub fn read(name: &str, dictionary: &Dictionary, context: &Context<'_>) -> NameReading {
         if name.len() > MAX_NAME_LEN {
             return NameReading::unread(name);
