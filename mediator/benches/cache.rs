@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use divan::Bencher;
-use serde_json::Value;
+
 use tool_mediator::cache::{Cache, CachedTransformer, SledStore};
 use tool_mediator::{Answer, Mediator, SourceType, Tool, ToolContext, ToolTransformer, TransformError};
+
+#[path = "data/github.rs"]
+mod github;
 
 fn main() {
     divan::main();
@@ -35,18 +38,6 @@ impl ToolTransformer for Describer {
     }
 }
 
-fn tools(n: usize) -> Vec<Tool> {
-    let github: Value = serde_json::from_str(include_str!("data/github.json")).expect("github.json is JSON");
-    let real: Vec<Tool> = serde_json::from_value(github["tools"].clone()).expect("tools");
-    (0..n)
-        .map(|i| {
-            let mut tool = real[i % real.len()].clone();
-            tool.name = format!("{}_{i}", tool.name);
-            tool
-        })
-        .collect()
-}
-
 struct Warm {
     _dir: tempfile::TempDir,
     cache: Arc<Cache>,
@@ -63,7 +54,7 @@ static WARM: LazyLock<Warm> = LazyLock::new(|| {
     ));
     let mediator = Mediator::builder().transformer(CachedTransformer::new(Describer, cache.clone())).build();
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
-    let tools = tools(1_000);
+    let tools = github::tools(1_000);
     let context = ToolContext::new("bench", SourceType::Web);
     runtime.block_on(mediator.enhance(tools.clone(), &context));
     Warm { _dir: dir, cache, mediator, tools, runtime }

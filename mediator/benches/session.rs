@@ -5,24 +5,15 @@
 use std::sync::{Arc, LazyLock};
 
 use divan::Bencher;
-use serde_json::{Map, Value};
+use serde_json::Map;
 use tool_mediator::session::{Session, SessionPolicy};
 use tool_mediator::{Mediator, RuleTransformer, SourceType, Tool, ToolContext};
 
+#[path = "data/github.rs"]
+mod github;
+
 fn main() {
     divan::main();
-}
-
-fn tools(n: usize) -> Vec<Tool> {
-    let github: Value = serde_json::from_str(include_str!("data/github.json")).expect("github.json is JSON");
-    let real: Vec<Tool> = serde_json::from_value(github["tools"].clone()).expect("tools");
-    (0..n)
-        .map(|i| {
-            let mut tool = real[i % real.len()].clone();
-            tool.name = format!("{}_{i}", tool.name);
-            tool
-        })
-        .collect()
 }
 
 struct Warm {
@@ -35,7 +26,7 @@ static WARM: LazyLock<Warm> = LazyLock::new(|| {
     let mediator = Arc::new(Mediator::builder().transformer(RuleTransformer::new()).build());
     let session = Session::new(mediator, ToolContext::new("bench", SourceType::Api), SessionPolicy::mediated(5));
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
-    let tools = tools(1_000);
+    let tools = github::tools(1_000);
     runtime.block_on(session.list_tools(&tools, None)).expect("lists");
     Warm { session, tools, runtime }
 });

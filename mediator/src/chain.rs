@@ -58,11 +58,6 @@ impl MediatorBuilder {
         self
     }
 
-    pub fn shared_transformer(mut self, transformer: Arc<dyn ToolTransformer>) -> Self {
-        self.transformers.push(transformer);
-        self
-    }
-
     /// The names the consumer accepts. [`NameRules::MCP`] unless set.
     pub fn name_rules(mut self, names: NameRules) -> Self {
         self.names = names;
