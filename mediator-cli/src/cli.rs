@@ -38,6 +38,16 @@ pub enum Command {
     /// What the first tools/list of a manifest costs a model, per tool and in total, with and
     /// without progressive disclosure (o200k_base tokens).
     Tokens(TokensArgs),
+    /// Put tool-mediator in front of an MCP server: `tool-mediator proxy [OPTIONS] -- <COMMAND>...`.
+    ///
+    /// Starts the server and speaks MCP over stdio to both sides: tools are listed enhanced
+    /// (overrides, rules, the language model if configured), with large categories folded
+    /// into category tools; calls reach the server under its own names; everything else
+    /// passes through. The override source is the server's name unless `--source` is given.
+    ///
+    /// Exit codes: 0 the client closed the connection; 1 the server exited first; 2 bad usage,
+    /// or the server could not be started.
+    Proxy(ProxyArgs),
     /// Print the effective configuration (keys masked) as TOML.
     Config {
         #[command(flatten)]
@@ -164,6 +174,29 @@ pub enum CacheCommand {
     Prune,
     /// Remove every entry.
     Clear,
+}
+
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    /// Fold categories of at least N tools into one category tool each (the configuration's
+    /// `grouping_threshold`, 5, by default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    pub disclosure: Option<u64>,
+
+    /// List every tool; fold nothing.
+    #[arg(long, conflicts_with = "disclosure")]
+    pub no_disclosure: bool,
+
+    /// How long the server has to exit after its input closes, and again after SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
+    pub grace: std::time::Duration,
+
+    /// The MCP server's command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("TOOL_MEDIATOR_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .with_target(false)
         .init();
@@ -31,7 +32,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // A read of stdin may still be blocked on a thread (the proxy, when the server exits
+    // first): do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
@@ -49,6 +54,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Names(args) => commands::names::run(args),
         Command::Tokens(args) => commands::tokens::run(args).await,
         Command::Overrides(command) => commands::overrides::run(command),
+        Command::Proxy(args) => commands::proxy::run(args).await,
         Command::Config { config } => commands::configuration::run(&config),
         Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),
     }

@@ -37,6 +37,8 @@ mod config;
 pub mod llm;
 mod naming;
 mod overrides;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 mod rules;
 pub mod schema;
 mod selection;

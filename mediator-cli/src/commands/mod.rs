@@ -7,4 +7,5 @@ pub mod enhance;
 pub mod filter;
 pub mod names;
 pub mod overrides;
+pub mod proxy;
 pub mod tokens;

@@ -1,0 +1,41 @@
+//! `tool-mediator proxy -- <command>`: the mediator in front of an MCP server over stdio.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use tool_mediator::llm::Task;
+use tool_mediator::proxy::{self, Ending, ProxyOptions};
+use tool_mediator::session::SessionPolicy;
+
+use crate::cli::ProxyArgs;
+use crate::config::{self, Chain};
+use crate::manifest::Dialect;
+
+pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
+    let (settings, _) = config::effective(&args.chain)?;
+    let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
+    let mediator = Arc::new(chain.mediator(0.0, Dialect::Mcp));
+    let threshold = args.disclosure.map_or(settings.grouping_threshold, |n| n as usize);
+    let policy = SessionPolicy {
+        disclosure: (!args.no_disclosure).then_some(threshold.max(2)),
+        ..SessionPolicy::mediated(threshold)
+    };
+    let options = ProxyOptions { source: args.chain.source.clone(), grace: args.grace, ..ProxyOptions::new(mediator, policy) };
+
+    let (program, rest) = args.command.split_first().expect("clap requires a command");
+    let mut server = tokio::process::Command::new(program);
+    server.args(rest);
+    let ending = proxy::run(options, server, tokio::io::stdin(), tokio::io::stdout()).await?;
+    chain.finish();
+    match ending {
+        Ending::ClientClosed { server } => {
+            tracing::info!("the client closed the connection; the MCP server exited ({server})");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ending::ServerExited(status) => {
+            eprintln!("error: the MCP server exited first ({status})");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! JSON-RPC 2.0 framing for MCP's stdio transport: one message a line.
+//!
+//! A line is read as an envelope of borrowed raw parts, so a message the proxy does not change
+//! is forwarded byte for byte, and one it changes keeps every part it does not touch (numbers
+//! beyond `f64`, key order, escapes) exactly as the peer wrote it.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+/// JSON-RPC's codes, and MCP's for an unknown tool.
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// A request id as its sender wrote it (`0`, `"a"`): compared and echoed verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Id(Box<str>);
+
+impl Id {
+    pub fn as_raw(&self) -> &str {
+        &self.0
+    }
+
+    /// An id of the proxy's own, in a namespace no sane peer shares.
+    pub fn own(counter: u64) -> Id {
+        Id(format!("\"tool-mediator-{counter}\"").into())
+    }
+
+    fn from_raw(raw: &RawValue) -> Option<Id> {
+        let text = raw.get();
+        // JSON-RPC ids are strings or numbers; null means "unknown" and answers nothing.
+        let usable = text.starts_with('"') || text.starts_with('-') || text.starts_with(|c: char| c.is_ascii_digit());
+        usable.then(|| Id(text.into()))
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// One line, read.
+#[derive(Debug)]
+pub enum Message<'a> {
+    Request { id: Id, method: Cow<'a, str>, params: Option<&'a RawValue> },
+    Notification { method: Cow<'a, str>, params: Option<&'a RawValue> },
+    /// A result or an error, for the request `id`.
+    Response { id: Id, result: Option<&'a RawValue>, error: Option<&'a RawValue> },
+}
+
+/// A line that is not a JSON-RPC message; `id` is set when one could be made out, and then
+/// the sender gets `code` back.
+#[derive(Debug)]
+pub struct Malformed {
+    pub id: Option<Id>,
+    pub code: i64,
+    pub reason: String,
+}
+
+impl<'a> Message<'a> {
+    pub fn parse(line: &'a [u8]) -> Result<Message<'a>, Malformed> {
+        let text = std::str::from_utf8(line).map_err(|error| Malformed {
+            id: None,
+            code: PARSE_ERROR,
+            reason: format!("not UTF-8 ({error})"),
+        })?;
+        let envelope: Envelope<'a> = serde_json::from_str(text).map_err(|error| Malformed {
+            id: salvage_id(text),
+            code: PARSE_ERROR,
+            reason: format!("not a JSON-RPC object: {error}"),
+        })?;
+        let id = envelope.id.and_then(Id::from_raw);
+        match (envelope.method, id, envelope.result.is_some() || envelope.error.is_some()) {
+            (Some(method), Some(id), _) => Ok(Message::Request { id, method, params: envelope.params }),
+            (Some(method), None, _) if envelope.id.is_none() => {
+                Ok(Message::Notification { method, params: envelope.params })
+            }
+            (None, Some(id), true) => Ok(Message::Response { id, result: envelope.result, error: envelope.error }),
+            (_, id, _) => Err(Malformed {
+                id,
+                code: INVALID_REQUEST,
+                reason: "neither a request, a notification nor a response".to_owned(),
+            }),
+        }
+    }
+}
+
+/// The id of a line that did not parse, when it plainly carries one at the top level: the
+/// sender may be waiting for an answer to it.
+fn salvage_id(text: &str) -> Option<Id> {
+    let start = text.find("\"id\"")? + 4;
+    let rest = text[start..].trim_start().strip_prefix(':')?.trim_start();
+    let end = if let Some(string) = rest.strip_prefix('"') {
+        1 + string.find('"')? + 1
+    } else {
+        rest.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(rest.len())
+    };
+    let raw = &rest[..end];
+    let parsed: &RawValue = serde_json::from_str(raw).ok()?;
+    Id::from_raw(parsed)
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}` with the result's text as given.
+pub fn response(id: &Id, result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.as_raw())
+}
+
+/// `{"jsonrpc":"2.0","id":…,"error":{…}}`.
+pub fn error_response(id: &Id, code: i64, message: &str) -> String {
+    let error = json!({"code": code, "message": message});
+    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{error}}}"#, id.as_raw())
+}
+
+/// An error response with the error object as given.
+pub fn raw_error_response(id: &Id, error: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{error}}}"#, id.as_raw())
+}
+
+/// A request of the proxy's own.
+pub fn request(id: &Id, method: &str, params: &Value) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{},"method":{},"params":{params}}}"#, id.as_raw(), Value::from(method))
+}
+
+pub fn notification(method: &str, params: Option<&Value>) -> String {
+    match params {
+        Some(params) => format!(r#"{{"jsonrpc":"2.0","method":{},"params":{params}}}"#, Value::from(method)),
+        None => format!(r#"{{"jsonrpc":"2.0","method":{}}}"#, Value::from(method)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_four_shapes() {
+        let request = Message::parse(br#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#).unwrap();
+        assert!(matches!(request, Message::Request { ref id, .. } if id.as_raw() == "0"));
+        let note = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(note, Message::Notification { .. }));
+        let answer = Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
+        assert!(matches!(answer, Message::Response { ref id, .. } if id.as_raw() == r#""a""#));
+        let failure = Message::parse(br#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"}}"#).unwrap();
+        assert!(matches!(failure, Message::Response { error: Some(_), .. }));
+    }
+
+    #[test]
+    fn escaped_methods_are_read() {
+        let message = Message::parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools\/call"}"#).unwrap();
+        assert!(matches!(message, Message::Request { ref method, .. } if method == "tools/call"));
+    }
+
+    #[test]
+    fn garbage_is_malformed_and_keeps_a_visible_id() {
+        let broken = Message::parse(br#"{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{"#).unwrap_err();
+        assert_eq!(broken.code, PARSE_ERROR);
+        assert_eq!(broken.id.unwrap().as_raw(), "12");
+        let text = Message::parse(b"Starting server on stdio...").unwrap_err();
+        assert!(text.id.is_none());
+        let invalid = Message::parse(br#"{"jsonrpc":"2.0","id":"q"}"#).unwrap_err();
+        assert_eq!((invalid.code, invalid.id.unwrap().as_raw()), (INVALID_REQUEST, r#""q""#));
+        assert!(Message::parse(b"\xff\xfe").is_err());
+        assert!(Message::parse(b"[1,2]").is_err());
+    }
+
+    #[test]
+    fn a_null_id_answers_nothing() {
+        let error = Message::parse(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#);
+        assert!(error.unwrap_err().id.is_none());
+    }
+
+    #[test]
+    fn builders_keep_raw_parts() {
+        let id = Id::own(3);
+        assert_eq!(
+            request(&id, "tools/list", &json!({})),
+            r#"{"jsonrpc":"2.0","id":"tool-mediator-3","method":"tools/list","params":{}}"#
+        );
+        let answer = response(&Id("0".into()), r#"{"n":123456789012345678901234567890}"#);
+        assert_eq!(answer, r#"{"jsonrpc":"2.0","id":0,"result":{"n":123456789012345678901234567890}}"#);
+    }
+}

@@ -1,0 +1,253 @@
+//! The MCP stdio proxy: tool-mediator in front of any MCP server (feature `proxy`).
+//!
+//! [`run`] starts the server as a child process and speaks newline-delimited JSON-RPC with the
+//! client on one side and the server on the other. Everything about tools goes through a
+//! [`Session`](crate::session::Session): `tools/list` is listed upstream (every page), mediated
+//! and paginated again; `tools/call` is answered here (category tools, group switches), sent
+//! upstream under the server's own name with arguments mapped back, or refused as an unknown
+//! tool. Everything else passes through as its sender wrote it, requests from the server to the
+//! client included. The handshake (`initialize`, or `server/discover` in the stateless revision
+//! 2026-07-28) tells the client that the tool list can change, and gives the server's name,
+//! which chooses the override file unless a source is given.
+//!
+//! The server's stderr is the proxy's stderr; the proxy's own logs go there through `tracing`;
+//! the client's stdout carries protocol messages only. A malformed line from either side is
+//! logged and answered with a JSON-RPC error where its id can be made out; it never reaches the
+//! other side. When the server exits, every request still waiting gets an error answer; when the
+//! client closes its input, the server's input is closed, then the server is ended with SIGTERM
+//! and, after another wait, SIGKILL.
+
+pub mod jsonrpc;
+mod router;
+
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+use crate::chain::Mediator;
+use crate::session::SessionPolicy;
+use router::{Outgoing, Router};
+
+/// How the proxy mediates and how it ends.
+#[derive(Clone)]
+pub struct ProxyOptions {
+    pub mediator: Arc<Mediator>,
+    pub policy: SessionPolicy,
+    /// The source for overrides; by default the server's `serverInfo.name`.
+    pub source: Option<String>,
+    /// How long the server has to exit after its input closes, and again after SIGTERM.
+    pub grace: Duration,
+}
+
+impl ProxyOptions {
+    pub fn new(mediator: Arc<Mediator>, policy: SessionPolicy) -> ProxyOptions {
+        ProxyOptions { mediator, policy, source: None, grace: Duration::from_secs(2) }
+    }
+}
+
+/// How a proxy run ended.
+#[derive(Debug)]
+pub enum Ending {
+    /// The client closed its input (or the proxy was asked to stop); the server was ended.
+    ClientClosed { server: ExitStatus },
+    /// The server exited first.
+    ServerExited(ExitStatus),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("cannot start the MCP server `{program}`: {source}")]
+    Spawn { program: String, source: io::Error },
+    #[error("cannot read from the client: {0}")]
+    Client(io::Error),
+}
+
+/// Runs `server` behind the proxy, speaking to the client on `client_in`/`client_out`, until
+/// one side ends.
+pub async fn run<R, W>(
+    options: ProxyOptions,
+    mut server: Command,
+    client_in: R,
+    client_out: W,
+) -> Result<Ending, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let program = server.as_std().get_program().to_string_lossy().into_owned();
+    server.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    // Its own process group, so ending it reaches what it started (npx, uvx and the like).
+    #[cfg(unix)]
+    server.process_group(0);
+    let mut child = server.spawn().map_err(|source| ProxyError::Spawn { program: program.clone(), source })?;
+    let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
+        unreachable!("both streams were asked for as pipes");
+    };
+
+    let (to_client, client_queue) = mpsc::unbounded_channel();
+    let (to_server, server_queue) = mpsc::unbounded_channel();
+    let client_writer = tokio::spawn(write_lines(client_out, client_queue));
+    tokio::spawn(write_lines(server_in, server_queue));
+    let fallback = std::path::Path::new(&program).file_name().map_or(program.clone(), |name| name.to_string_lossy().into_owned());
+    let router = Arc::new(Router::new(options.mediator, options.policy, options.source, fallback, to_client, to_server));
+
+    let mut server_reader = tokio::spawn(read_lines(server_out, {
+        let router = router.clone();
+        move |line| router.from_server(line)
+    }));
+    let client_reader = read_lines(client_in, {
+        let router = router.clone();
+        move |line| router.from_client(line)
+    });
+
+    let ending = tokio::select! {
+        read = client_reader => {
+            if let Err(error) = read {
+                tracing::warn!("cannot read from the client: {error}");
+            }
+            router.close_server_input();
+            let status = end(&mut child, options.grace, &router, &mut server_reader).await;
+            Ending::ClientClosed { server: status }
+        }
+        _ = stop_signal() => {
+            tracing::info!("asked to stop; ending the server");
+            router.close_server_input();
+            let status = end(&mut child, options.grace, &router, &mut server_reader).await;
+            Ending::ClientClosed { server: status }
+        }
+        _ = &mut server_reader => {
+            // Its output closed: it has exited or is about to.
+            let status = match tokio::time::timeout(options.grace, child.wait()).await {
+                Ok(status) => status,
+                Err(_) => terminate(&mut child, options.grace).await,
+            };
+            let status = status.unwrap_or_else(|_| exit_status_unknown());
+            router.server_gone(format!("the MCP server exited ({status}) before answering"));
+            // Requests the proxy made for the client (a listing) fail as their answers drop;
+            // give those tasks a moment to answer the client.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ending::ServerExited(status)
+        }
+    };
+    // Answers already queued reach the client before the proxy ends.
+    router.close_client_output();
+    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+    Ok(ending)
+}
+
+/// Waits for the server to exit after its input closed, with SIGTERM and SIGKILL if it does
+/// not; answers still coming from it go on to the client meanwhile.
+async fn end(
+    child: &mut Child,
+    grace: Duration,
+    router: &Arc<Router>,
+    server_reader: &mut tokio::task::JoinHandle<io::Result<()>>,
+) -> ExitStatus {
+    let status = match tokio::time::timeout(grace, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => terminate(child, grace).await,
+    };
+    let status = status.unwrap_or_else(|_| exit_status_unknown());
+    let _ = tokio::time::timeout(Duration::from_millis(200), server_reader).await;
+    router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
+    status
+}
+
+/// SIGTERM to the server's process group, then SIGKILL after `grace`.
+async fn terminate(child: &mut Child, grace: Duration) -> io::Result<ExitStatus> {
+    #[cfg(unix)]
+    if let Some(pid) = child.id() {
+        tracing::info!("the MCP server did not exit when its input closed; sending SIGTERM");
+        // SAFETY: kill(2) with a process group we created; no memory is involved.
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGTERM) };
+        if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
+            return status;
+        }
+        tracing::warn!("the MCP server ignored SIGTERM; killing it");
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+    }
+    child.kill().await?;
+    child.wait().await
+}
+
+fn exit_status_unknown() -> ExitStatus {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        ExitStatus::from_raw(1 << 8)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::os::windows::process::ExitStatusExt;
+        ExitStatus::from_raw(1)
+    }
+}
+
+/// SIGTERM or SIGINT to the proxy: end the server as if the client had closed its input.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Calls `each` with every line (without its end) until the input ends.
+async fn read_lines<R: AsyncRead + Unpin>(input: R, mut each: impl FnMut(&[u8])) -> io::Result<()> {
+    let mut input = BufReader::with_capacity(64 * 1024, input);
+    let mut line = Vec::with_capacity(8 * 1024);
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(());
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        each(text);
+    }
+}
+
+/// Writes queued lines, flushing when the queue runs empty, until told to close.
+async fn write_lines<W: AsyncWrite + Unpin>(output: W, mut queue: mpsc::UnboundedReceiver<Outgoing>) -> io::Result<()> {
+    let mut output = BufWriter::with_capacity(64 * 1024, output);
+    while let Some(mut next) = queue.recv().await {
+        loop {
+            match next {
+                Outgoing::Line(line) => {
+                    output.write_all(line.as_bytes()).await?;
+                    output.write_all(b"\n").await?;
+                }
+                Outgoing::Close => {
+                    output.flush().await?;
+                    return output.shutdown().await;
+                }
+            }
+            match queue.try_recv() {
+                Ok(queued) => next = queued,
+                Err(_) => break,
+            }
+        }
+        output.flush().await?;
+    }
+    output.flush().await
+}

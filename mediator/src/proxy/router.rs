@@ -1,0 +1,576 @@
+//! Where each message goes. Everything about tools goes through the [`Session`]; everything
+//! else passes through as its sender wrote it.
+//!
+//! Ids: a request the client sends keeps its id upstream (so cancellations and progress need no
+//! mapping); the proxy's own requests use ids of their own (`"tool-mediator-N"`). Requests the
+//! server sends the client keep theirs too. Each direction has its own table of requests waiting
+//! for an answer, so id `0` from one side never answers id `0` from the other.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
+use crate::chain::Mediator;
+use crate::session::{ListChanged, Route, Session, SessionPolicy};
+use crate::tool::{SourceType, Tool, ToolContext};
+
+/// `_meta` keys of the stateless protocol revision (2026-07-28).
+const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// A server that keeps handing out next cursors is listed this many pages at most.
+const MAX_PAGES: usize = 1_000;
+
+/// A line on its way to one side, or the end of that side's input.
+pub(super) enum Outgoing {
+    Line(String),
+    Close,
+}
+
+/// Why a request the proxy made upstream got no result.
+enum Upstream {
+    /// The server answered with this JSON-RPC error object.
+    Refused(Box<RawValue>),
+    /// The server is gone, or its answer made no sense.
+    Failed(String),
+}
+
+/// What a client request waiting upstream needs when its answer comes.
+enum Purpose {
+    Initialize,
+    Discover,
+    /// A `subscriptions/listen` stream (2026-07-28) that asked for tool list changes.
+    Listen,
+    Other,
+}
+
+enum Waiter {
+    Client(Purpose),
+    Proxy(oneshot::Sender<Result<Box<RawValue>, Box<RawValue>>>),
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Requests sent to the server, by id: the client's and the proxy's own.
+    upstream: HashMap<Id, Waiter>,
+    /// Requests the server sent the client.
+    downstream: HashSet<Id>,
+    counter: u64,
+    /// Set once the server is gone: why, for every answer from then on.
+    gone: Option<String>,
+}
+
+/// The server's tools as last listed, and the rest of its first page's result (cache hints,
+/// `resultType`, `_meta`), which the client's answer keeps.
+struct Listing {
+    tools: Arc<Vec<Tool>>,
+    rest: Map<String, Value>,
+}
+
+#[derive(Default)]
+struct Era {
+    /// The client speaks the stateless revision: every request carries its `_meta` envelope.
+    stateless: bool,
+    /// That envelope, for the proxy's own requests upstream.
+    envelope: Option<Value>,
+    /// `subscriptions/listen` streams that asked for tool list changes.
+    listeners: Vec<Id>,
+}
+
+pub(super) struct Router {
+    mediator: Arc<Mediator>,
+    policy: SessionPolicy,
+    source: Option<String>,
+    fallback_source: String,
+    to_client: mpsc::UnboundedSender<Outgoing>,
+    to_server: mpsc::UnboundedSender<Outgoing>,
+    pending: Mutex<Pending>,
+    server_name: Mutex<Option<String>>,
+    session: OnceLock<Arc<Session>>,
+    listing: Mutex<Option<Listing>>,
+    era: Mutex<Era>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Router {
+    pub(super) fn new(
+        mediator: Arc<Mediator>,
+        policy: SessionPolicy,
+        source: Option<String>,
+        fallback_source: String,
+        to_client: mpsc::UnboundedSender<Outgoing>,
+        to_server: mpsc::UnboundedSender<Outgoing>,
+    ) -> Router {
+        Router {
+            mediator,
+            policy,
+            source,
+            fallback_source,
+            to_client,
+            to_server,
+            pending: Mutex::default(),
+            server_name: Mutex::default(),
+            session: OnceLock::new(),
+            listing: Mutex::default(),
+            era: Mutex::default(),
+        }
+    }
+
+    fn to_client(&self, line: String) {
+        // A closed channel means the client is gone; the proxy is ending anyway.
+        let _ = self.to_client.send(Outgoing::Line(line));
+    }
+
+    fn to_server(&self, line: String) {
+        let _ = self.to_server.send(Outgoing::Line(line));
+    }
+
+    pub(super) fn close_server_input(&self) {
+        let _ = self.to_server.send(Outgoing::Close);
+    }
+
+    /// Ends the client's output once every queued line is written.
+    pub(super) fn close_client_output(&self) {
+        let _ = self.to_client.send(Outgoing::Close);
+    }
+
+    /// One line from the client.
+    pub(super) fn from_client(self: &Arc<Self>, line: &[u8]) {
+        let message = match Message::parse(line) {
+            Ok(message) => message,
+            Err(malformed) => {
+                tracing::warn!("malformed line from the client: {} ({} bytes)", malformed.reason, line.len());
+                if let Some(id) = malformed.id {
+                    self.to_client(jsonrpc::error_response(&id, malformed.code, &malformed.reason));
+                }
+                return;
+            }
+        };
+        match message {
+            Message::Request { id, method, params } => {
+                self.note_era(params);
+                match &*method {
+                    "tools/list" => {
+                        let cursor = params.and_then(|raw| cursor_of(raw.get()));
+                        let meta = params.and_then(|raw| meta_of(raw.get()));
+                        tokio::spawn(self.clone().list_tools(id, cursor, meta));
+                    }
+                    "tools/call" => {
+                        let params = params.map(|raw| raw.get().to_owned());
+                        tokio::spawn(self.clone().call_tool(id, params, line.to_vec()));
+                    }
+                    "initialize" => self.forward_request(id, Purpose::Initialize, line),
+                    "server/discover" => self.forward_request(id, Purpose::Discover, line),
+                    "subscriptions/listen" => {
+                        let wants_tools = params.is_some_and(|raw| {
+                            serde_json::from_str::<Value>(raw.get()).is_ok_and(|params| {
+                                params.pointer("/notifications/toolsListChanged") == Some(&Value::Bool(true))
+                            })
+                        });
+                        if wants_tools {
+                            lock(&self.era).listeners.push(id.clone());
+                        }
+                        self.forward_request(id, if wants_tools { Purpose::Listen } else { Purpose::Other }, line)
+                    }
+                    _ => self.forward_request(id, Purpose::Other, line),
+                }
+            }
+            Message::Notification { .. } => self.to_server(lossless(line)),
+            Message::Response { id, .. } => {
+                if !lock(&self.pending).downstream.remove(&id) {
+                    tracing::warn!("the client answered {id}, which the server did not ask; passed on anyway");
+                }
+                self.to_server(lossless(line));
+            }
+        }
+    }
+
+    /// One line from the server.
+    pub(super) fn from_server(self: &Arc<Self>, line: &[u8]) {
+        let message = match Message::parse(line) {
+            Ok(message) => message,
+            Err(malformed) => {
+                tracing::warn!(
+                    "malformed line from the server: {} ({} bytes): {}",
+                    malformed.reason,
+                    line.len(),
+                    String::from_utf8_lossy(&line[..line.len().min(200)])
+                );
+                if let Some(id) = malformed.id {
+                    self.to_server(jsonrpc::error_response(&id, malformed.code, &malformed.reason));
+                }
+                return;
+            }
+        };
+        match message {
+            Message::Response { id, result, error } => {
+                let waiter = lock(&self.pending).upstream.remove(&id);
+                match waiter {
+                    Some(Waiter::Proxy(reply)) => {
+                        let answer = match (result, error) {
+                            (_, Some(error)) => Err(error.to_owned()),
+                            (Some(result), None) => Ok(result.to_owned()),
+                            (None, None) => unreachable!("a response has a result or an error"),
+                        };
+                        let _ = reply.send(answer);
+                    }
+                    Some(Waiter::Client(purpose)) => match (purpose, result) {
+                        (Purpose::Initialize, Some(result)) => self.answer_handshake(&id, result, "/serverInfo"),
+                        (Purpose::Discover, Some(result)) => {
+                            self.answer_handshake(&id, result, &format!("/_meta/{}", SERVER_INFO_KEY.replace('/', "~1")))
+                        }
+                        (Purpose::Listen, _) => {
+                            lock(&self.era).listeners.retain(|listener| *listener != id);
+                            self.to_client(lossless(line));
+                        }
+                        _ => self.to_client(lossless(line)),
+                    },
+                    None => tracing::warn!("the server answered {id}, which nobody asked; dropped"),
+                }
+            }
+            Message::Request { id, .. } => {
+                lock(&self.pending).downstream.insert(id);
+                self.to_client(lossless(line));
+            }
+            Message::Notification { method, params } => match &*method {
+                "notifications/tools/list_changed" => {
+                    tokio::spawn(self.clone().relist());
+                }
+                "notifications/subscriptions/acknowledged" => self.acknowledge(params, line),
+                _ => self.to_client(lossless(line)),
+            },
+        }
+    }
+
+    /// Sends a client request upstream as it came, waiting for its answer under its own id.
+    fn forward_request(&self, id: Id, purpose: Purpose, line: &[u8]) {
+        self.forward(id, purpose, lossless(line));
+    }
+
+    fn forward(&self, id: Id, purpose: Purpose, line: String) {
+        let refusal = {
+            let mut pending = lock(&self.pending);
+            if let Some(reason) = &pending.gone {
+                Some((INTERNAL_ERROR, reason.clone()))
+            } else if pending.upstream.contains_key(&id) {
+                Some((INVALID_REQUEST, format!("request id {id} is already waiting for an answer")))
+            } else {
+                pending.upstream.insert(id.clone(), Waiter::Client(purpose));
+                None
+            }
+        };
+        match refusal {
+            Some((code, reason)) => self.to_client(jsonrpc::error_response(&id, code, &reason)),
+            None => self.to_server(line),
+        }
+    }
+
+    /// A request of the proxy's own, and its result.
+    async fn ask(&self, method: &str, params: Value) -> Result<Box<RawValue>, Upstream> {
+        let (reply, answer) = oneshot::channel();
+        let id = {
+            let mut pending = lock(&self.pending);
+            if let Some(reason) = &pending.gone {
+                return Err(Upstream::Failed(reason.clone()));
+            }
+            pending.counter += 1;
+            let id = Id::own(pending.counter);
+            pending.upstream.insert(id.clone(), Waiter::Proxy(reply));
+            id
+        };
+        self.to_server(jsonrpc::request(&id, method, &params));
+        match answer.await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(Upstream::Refused(error)),
+            Err(_) => Err(Upstream::Failed(
+                lock(&self.pending).gone.clone().unwrap_or_else(|| "the server is gone".to_owned()),
+            )),
+        }
+    }
+
+    fn fail(&self, id: &Id, failure: Upstream) {
+        self.to_client(match failure {
+            Upstream::Refused(error) => jsonrpc::raw_error_response(id, error.get()),
+            Upstream::Failed(reason) => jsonrpc::error_response(id, INTERNAL_ERROR, &reason),
+        });
+    }
+
+    /// The server is gone: every request still waiting gets an error answer, now and later.
+    pub(super) fn server_gone(&self, reason: String) {
+        let waiting: Vec<(Id, Waiter)> = {
+            let mut pending = lock(&self.pending);
+            pending.gone = Some(reason.clone());
+            pending.upstream.drain().collect()
+        };
+        for (id, waiter) in waiting {
+            // The proxy's own requests fail when their sender drops, and answer the client then.
+            if let Waiter::Client(_) = waiter {
+                self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+            }
+        }
+    }
+
+    /// The client's side of the protocol revision, and its `_meta` envelope.
+    fn note_era(&self, params: Option<&RawValue>) {
+        let Some(meta) = params.and_then(|raw| meta_of(raw.get())) else { return };
+        if meta.get(PROTOCOL_VERSION_KEY).is_some() {
+            let mut era = lock(&self.era);
+            era.stateless = true;
+            era.envelope = Some(meta);
+        }
+    }
+
+    /// The handshake's answer (`initialize` or `server/discover`): the server's name chooses
+    /// the override file, and the client learns that the tool list can change.
+    fn answer_handshake(self: &Arc<Self>, id: &Id, result: &RawValue, server_info: &str) {
+        let Ok(mut result) = serde_json::from_str::<Value>(result.get()) else {
+            self.to_client(jsonrpc::response(id, result.get()));
+            return;
+        };
+        if let Some(name) = result.pointer(&format!("{server_info}/name")).and_then(Value::as_str) {
+            *lock(&self.server_name) = Some(name.to_owned());
+        }
+        if let Some(capabilities) = result.get_mut("capabilities").and_then(Value::as_object_mut) {
+            let tools = capabilities.entry("tools").or_insert_with(|| json!({}));
+            if let Some(tools) = tools.as_object_mut() {
+                tools.insert("listChanged".to_owned(), Value::Bool(true));
+            }
+        }
+        self.to_client(jsonrpc::response(id, &result.to_string()));
+    }
+
+    /// A stream's acknowledgment: the proxy honours tool list changes itself.
+    fn acknowledge(&self, params: Option<&RawValue>, line: &[u8]) {
+        let parsed = params.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        let stream = parsed.as_ref().and_then(|params| params.pointer(&format!("/_meta/{}", SUBSCRIPTION_ID_KEY.replace('/', "~1"))));
+        let listens = stream.is_some_and(|stream| {
+            lock(&self.era).listeners.iter().any(|listener| listener.as_raw() == stream.to_string())
+        });
+        match parsed {
+            Some(mut params) if listens => {
+                if let Some(honoured) = params.get_mut("notifications").and_then(Value::as_object_mut) {
+                    honoured.insert("toolsListChanged".to_owned(), Value::Bool(true));
+                }
+                self.to_client(jsonrpc::notification("notifications/subscriptions/acknowledged", Some(&params)));
+            }
+            _ => self.to_client(lossless(line)),
+        }
+    }
+
+    /// The session, made on first use with the source known by then.
+    fn session(self: &Arc<Self>) -> Arc<Session> {
+        self.session
+            .get_or_init(|| {
+                let source = self
+                    .source
+                    .clone()
+                    .or_else(|| lock(&self.server_name).clone())
+                    .unwrap_or_else(|| self.fallback_source.clone());
+                tracing::info!("mediating the tools of `{source}`");
+                let context = ToolContext::new(source, SourceType::Api);
+                let session = Arc::new(Session::new(self.mediator.clone(), context, self.policy.clone()));
+                tokio::spawn(self.clone().announce(session.subscribe()));
+                session
+            })
+            .clone()
+    }
+
+    /// Tells the client each time what it sees changes.
+    async fn announce(self: Arc<Self>, mut events: broadcast::Receiver<ListChanged>) {
+        loop {
+            match events.recv().await {
+                Ok(ListChanged) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+            let era = lock(&self.era);
+            if !era.stateless {
+                self.to_client(jsonrpc::notification("notifications/tools/list_changed", None));
+                continue;
+            }
+            for listener in &era.listeners {
+                let stream: Value = serde_json::from_str(listener.as_raw()).unwrap_or(Value::Null);
+                let params = json!({"_meta": {SUBSCRIPTION_ID_KEY: stream}});
+                self.to_client(jsonrpc::notification("notifications/tools/list_changed", Some(&params)));
+            }
+        }
+    }
+
+    /// Lists every page of the server's tools.
+    async fn fetch(&self, meta: Option<Value>) -> Result<Listing, Upstream> {
+        let meta = meta.or_else(|| lock(&self.era).envelope.clone());
+        let mut tools = Vec::new();
+        let mut rest = None;
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut params = Map::new();
+            if let Some(cursor) = &cursor {
+                params.insert("cursor".to_owned(), Value::from(cursor.as_str()));
+            }
+            if let Some(meta) = &meta {
+                params.insert("_meta".to_owned(), meta.clone());
+            }
+            let raw = self.ask("tools/list", Value::Object(params)).await?;
+            let mut page: Map<String, Value> = serde_json::from_str(raw.get())
+                .map_err(|error| Upstream::Failed(format!("the server's tools/list result is not an object: {error}")))?;
+            let listed = match page.shift_remove("tools") {
+                Some(Value::Array(listed)) => listed,
+                _ => return Err(Upstream::Failed("the server's tools/list result has no `tools` array".to_owned())),
+            };
+            for (index, tool) in listed.into_iter().enumerate() {
+                match serde_json::from_value::<Tool>(tool) {
+                    Ok(tool) => tools.push(tool),
+                    Err(error) => tracing::warn!("the server listed a tool that is not one, left out: /tools/{index}: {error}"),
+                }
+            }
+            let next = page.shift_remove("nextCursor");
+            rest.get_or_insert(page);
+            match next {
+                Some(Value::String(next)) if !next.is_empty() && cursor.as_deref() != Some(next.as_str()) => {
+                    cursor = Some(next)
+                }
+                _ => return Ok(Listing { tools: Arc::new(tools), rest: rest.unwrap_or_default() }),
+            }
+        }
+        tracing::warn!("the server handed out {MAX_PAGES} pages of tools; listed those");
+        Ok(Listing { tools: Arc::new(tools), rest: rest.unwrap_or_default() })
+    }
+
+    /// Lists upstream and hands the list to the session; returns the tools.
+    async fn refresh(self: &Arc<Self>, meta: Option<Value>) -> Result<(Arc<Vec<Tool>>, Map<String, Value>), Upstream> {
+        let listing = self.fetch(meta).await?;
+        let tools = listing.tools.clone();
+        let rest = listing.rest.clone();
+        *lock(&self.listing) = Some(listing);
+        Ok((tools, rest))
+    }
+
+    async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
+        let session = self.session();
+        let stored = if cursor.is_some() {
+            lock(&self.listing).as_ref().map(|listing| (listing.tools.clone(), listing.rest.clone()))
+        } else {
+            None
+        };
+        let (tools, rest) = match stored {
+            Some(stored) => stored,
+            None => match self.refresh(meta).await {
+                Ok(listed) => listed,
+                Err(failure) => return self.fail(&id, failure),
+            },
+        };
+        match session.list_tools(&tools, cursor.as_deref()).await {
+            Ok(page) => {
+                let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
+                match serde_json::to_string(&result) {
+                    Ok(result) => self.to_client(jsonrpc::response(&id, &result)),
+                    Err(error) => self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &error.to_string())),
+                }
+            }
+            Err(invalid) => self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &invalid.to_string())),
+        }
+    }
+
+    /// The server said its tools changed: list again; the session tells the client if what it
+    /// sees changed.
+    async fn relist(self: Arc<Self>) {
+        let session = self.session();
+        match self.refresh(None).await {
+            Ok((tools, _)) => {
+                // A cursor is not passed, so this cannot fail.
+                let _ = session.list_tools(&tools, None).await;
+            }
+            Err(Upstream::Refused(error)) => tracing::warn!("the server refused to list its tools again: {}", error.get()),
+            Err(Upstream::Failed(reason)) => tracing::warn!("cannot list the server's tools again: {reason}"),
+        }
+    }
+
+    async fn call_tool(self: Arc<Self>, id: Id, params: Option<String>, line: Vec<u8>) {
+        let mut params = match params.as_deref().map(serde_json::from_str::<Map<String, Value>>) {
+            Some(Ok(params)) => params,
+            _ => return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "tools/call needs params")),
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
+            return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "tools/call needs a tool name"));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(_) => {
+                return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "tools/call arguments must be an object"));
+            }
+        };
+        let session = self.session();
+        if lock(&self.listing).is_none() {
+            // The client calls before it lists (it knows the tools from elsewhere): the
+            // session needs the list to know the names.
+            let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
+            match self.refresh(meta).await {
+                Ok((tools, _)) => {
+                    let _ = session.list_tools(&tools, None).await;
+                }
+                Err(failure) => return self.fail(&id, failure),
+            }
+        }
+        let stateless = params.get("_meta").is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
+        match session.route_call(&name, arguments.clone()).await {
+            Route::Local(mut result) => {
+                if stateless && let Some(result) = result.as_object_mut() {
+                    result.insert("resultType".to_owned(), Value::from("complete"));
+                }
+                self.to_client(jsonrpc::response(&id, &result.to_string()));
+            }
+            Route::Upstream { name: original, arguments: mapped } => {
+                if original == name && mapped == arguments {
+                    return self.forward_request(id, Purpose::Other, &line);
+                }
+                params.insert("name".to_owned(), Value::from(original));
+                if !(mapped.is_empty() && !params.contains_key("arguments")) {
+                    params.insert("arguments".to_owned(), Value::Object(mapped));
+                }
+                self.forward(id.clone(), Purpose::Other, jsonrpc::request(&id, "tools/call", &Value::Object(params)));
+            }
+            // What the specification says a server answers for a tool it does not have.
+            Route::NotFound => self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}"))),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ListResult<'a> {
+    tools: &'a [Tool],
+    #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<&'a str>,
+    #[serde(flatten)]
+    rest: &'a Map<String, Value>,
+}
+
+/// A line that parsed as JSON-RPC, as text; parsing checked it is UTF-8.
+fn lossless(line: &[u8]) -> String {
+    String::from_utf8_lossy(line).into_owned()
+}
+
+fn cursor_of(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        cursor: Option<String>,
+    }
+    serde_json::from_str::<Params>(params).ok()?.cursor
+}
+
+fn meta_of(params: &str) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Value>,
+    }
+    serde_json::from_str::<Params>(params).ok()?.meta
+}
