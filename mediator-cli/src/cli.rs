@@ -194,8 +194,9 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub grace: std::time::Duration,
 
-    /// The MCP server's command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The MCP server's command and its arguments: everything from the first word that is not
+    /// an option of the proxy's (or everything after `--`).
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 

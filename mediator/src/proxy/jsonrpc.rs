@@ -61,10 +61,21 @@ struct Envelope<'a> {
 /// One line, read.
 #[derive(Debug)]
 pub enum Message<'a> {
-    Request { id: Id, method: Cow<'a, str>, params: Option<&'a RawValue> },
-    Notification { method: Cow<'a, str>, params: Option<&'a RawValue> },
+    Request {
+        id: Id,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    Notification {
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
     /// A result or an error, for the request `id`.
-    Response { id: Id, result: Option<&'a RawValue>, error: Option<&'a RawValue> },
+    Response {
+        id: Id,
+        result: Option<&'a RawValue>,
+        error: Option<&'a RawValue>,
+    },
 }
 
 /// A line that is not a JSON-RPC message; `id` is set when one could be made out, and then

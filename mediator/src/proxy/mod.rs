@@ -93,8 +93,10 @@ where
     let (to_server, server_queue) = mpsc::unbounded_channel();
     let client_writer = tokio::spawn(write_lines(client_out, client_queue));
     tokio::spawn(write_lines(server_in, server_queue));
-    let fallback = std::path::Path::new(&program).file_name().map_or(program.clone(), |name| name.to_string_lossy().into_owned());
-    let router = Arc::new(Router::new(options.mediator, options.policy, options.source, fallback, to_client, to_server));
+    let fallback =
+        std::path::Path::new(&program).file_name().map_or(program.clone(), |name| name.to_string_lossy().into_owned());
+    let router =
+        Arc::new(Router::new(options.mediator, options.policy, options.source, fallback, to_client, to_server));
 
     let mut server_reader = tokio::spawn(read_lines(server_out, {
         let router = router.clone();

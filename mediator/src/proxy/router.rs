@@ -225,9 +225,11 @@ impl Router {
                     }
                     Some(Waiter::Client(purpose)) => match (purpose, result) {
                         (Purpose::Initialize, Some(result)) => self.answer_handshake(&id, result, "/serverInfo"),
-                        (Purpose::Discover, Some(result)) => {
-                            self.answer_handshake(&id, result, &format!("/_meta/{}", SERVER_INFO_KEY.replace('/', "~1")))
-                        }
+                        (Purpose::Discover, Some(result)) => self.answer_handshake(
+                            &id,
+                            result,
+                            &format!("/_meta/{}", SERVER_INFO_KEY.replace('/', "~1")),
+                        ),
                         (Purpose::Listen, _) => {
                             lock(&self.era).listeners.retain(|listener| *listener != id);
                             self.to_client(lossless(line));
@@ -351,7 +353,9 @@ impl Router {
     /// A stream's acknowledgment: the proxy honours tool list changes itself.
     fn acknowledge(&self, params: Option<&RawValue>, line: &[u8]) {
         let parsed = params.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
-        let stream = parsed.as_ref().and_then(|params| params.pointer(&format!("/_meta/{}", SUBSCRIPTION_ID_KEY.replace('/', "~1"))));
+        let stream = parsed
+            .as_ref()
+            .and_then(|params| params.pointer(&format!("/_meta/{}", SUBSCRIPTION_ID_KEY.replace('/', "~1"))));
         let listens = stream.is_some_and(|stream| {
             lock(&self.era).listeners.iter().any(|listener| listener.as_raw() == stream.to_string())
         });
@@ -419,8 +423,9 @@ impl Router {
                 params.insert("_meta".to_owned(), meta.clone());
             }
             let raw = self.ask("tools/list", Value::Object(params)).await?;
-            let mut page: Map<String, Value> = serde_json::from_str(raw.get())
-                .map_err(|error| Upstream::Failed(format!("the server's tools/list result is not an object: {error}")))?;
+            let mut page: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|error| {
+                Upstream::Failed(format!("the server's tools/list result is not an object: {error}"))
+            })?;
             let listed = match page.shift_remove("tools") {
                 Some(Value::Array(listed)) => listed,
                 _ => return Err(Upstream::Failed("the server's tools/list result has no `tools` array".to_owned())),
@@ -428,7 +433,9 @@ impl Router {
             for (index, tool) in listed.into_iter().enumerate() {
                 match serde_json::from_value::<Tool>(tool) {
                     Ok(tool) => tools.push(tool),
-                    Err(error) => tracing::warn!("the server listed a tool that is not one, left out: /tools/{index}: {error}"),
+                    Err(error) => {
+                        tracing::warn!("the server listed a tool that is not one, left out: /tools/{index}: {error}")
+                    }
                 }
             }
             let next = page.shift_remove("nextCursor");
@@ -488,7 +495,9 @@ impl Router {
                 // A cursor is not passed, so this cannot fail.
                 let _ = session.list_tools(&tools, None).await;
             }
-            Err(Upstream::Refused(error)) => tracing::warn!("the server refused to list its tools again: {}", error.get()),
+            Err(Upstream::Refused(error)) => {
+                tracing::warn!("the server refused to list its tools again: {}", error.get())
+            }
             Err(Upstream::Failed(reason)) => tracing::warn!("cannot list the server's tools again: {reason}"),
         }
     }
@@ -505,7 +514,11 @@ impl Router {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(arguments)) => arguments.clone(),
             Some(_) => {
-                return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "tools/call arguments must be an object"));
+                return self.to_client(jsonrpc::error_response(
+                    &id,
+                    INVALID_PARAMS,
+                    "tools/call arguments must be an object",
+                ));
             }
         };
         let session = self.session();
@@ -539,7 +552,9 @@ impl Router {
                 self.forward(id.clone(), Purpose::Other, jsonrpc::request(&id, "tools/call", &Value::Object(params)));
             }
             // What the specification says a server answers for a tool it does not have.
-            Route::NotFound => self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}"))),
+            Route::NotFound => {
+                self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")))
+            }
         }
     }
 }

@@ -1,0 +1,188 @@
+"""Scenarios for the proxy's end-to-end tests, driven by the official MCP Python SDK.
+
+    python client.py SCENARIO COMMAND [ARGS...]
+
+COMMAND is what the SDK starts: the proxy with its server, or a server directly. Each scenario
+prints one JSON object on stdout; the Rust tests read it and assert. Failures raise, which
+prints a traceback and exits non-zero.
+"""
+
+import json
+import sys
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+def server(argv):
+    return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def text_of(result):
+    return "".join(block.text for block in result.content if getattr(block, "text", None) is not None)
+
+
+class Notifications:
+    """Collects what the server (through the proxy) notifies; signals tools/list_changed."""
+
+    def __init__(self):
+        self.methods = []
+        self.tools_changed = anyio.Event()
+
+    async def __call__(self, message):
+        if isinstance(message, Exception):
+            return
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", None)
+        if method is None:
+            return
+        self.methods.append(method)
+        if method == "notifications/tools/list_changed":
+            self.tools_changed.set()
+
+
+async def list_names(session):
+    names, cursor = [], None
+    while True:
+        page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+        names += [tool.name for tool in page.tools]
+        cursor = page.next_cursor
+        if not cursor:
+            return names
+
+
+async def legacy(argv, body, **callbacks):
+    notes = Notifications()
+    async with stdio_client(server(argv)) as (read, write):
+        async with ClientSession(read, write, message_handler=notes, **callbacks) as session:
+            init = await session.initialize()
+            return await body(session, notes, init)
+
+
+async def disclose(argv):
+    """Lists, calls a category tool, waits for tools/list_changed, lists again, calls a member."""
+
+    async def body(session, notes, init):
+        first = await list_names(session)
+        category = next(name for name in first if name.endswith("_tools"))
+        notes.tools_changed = anyio.Event()
+        expansion = await session.call_tool(category, {})
+        with anyio.fail_after(10):
+            await notes.tools_changed.wait()
+        second = await list_names(session)
+        members = [name for name in (expansion.structured_content or {}).get("tools", [])]
+        return {
+            "list_changed_capability": init.capabilities.tools.list_changed,
+            "server": init.server_info.name,
+            "first": first,
+            "category": category,
+            "expansion": text_of(expansion),
+            "members": [member["name"] if isinstance(member, dict) else member for member in members],
+            "notified": notes.tools_changed.is_set(),
+            "second": second,
+        }
+
+    return await legacy(argv, body)
+
+
+async def call(argv, name, arguments):
+    """One call; prints the result or the error."""
+
+    async def body(session, notes, init):
+        await list_names(session)
+        try:
+            result = await session.call_tool(name, json.loads(arguments))
+            return {"result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        except Exception as error:  # the SDK raises MCPError for JSON-RPC errors
+            return {"error": {"code": getattr(getattr(error, "error", None), "code", None), "message": str(error)}}
+
+    return await legacy(argv, body)
+
+
+async def load(argv, sequential, concurrent):
+    """`sequential` echo calls one after another, then `concurrent` in flight at once; every
+    answer must carry its own request's message."""
+
+    async def body(session, notes, init):
+        wrong = []
+
+        async def echo(n):
+            result = await session.call_tool("echo", {"message": f"message {n}"})
+            if f"message {n}" not in text_of(result) or f"message {n}0" in text_of(result):
+                wrong.append((n, text_of(result)))
+
+        for n in range(sequential):
+            await echo(n)
+        async with anyio.create_task_group() as group:
+            for n in range(sequential, sequential + concurrent):
+                group.start_soon(echo, n)
+        return {"calls": sequential + concurrent, "wrong": wrong}
+
+    return await legacy(argv, body)
+
+
+async def server_requests(argv):
+    """Server-everything asks the client for its roots and for a sampling: both pass through."""
+
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/proxy-roots", name="proxy-roots")])
+
+    async def sampling(context, params):
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="sampled through the proxy"),
+            model="test-model",
+            stopReason="endTurn",
+        )
+
+    async def body(session, notes, init):
+        names = await list_names(session)
+        roots_result = await session.call_tool("get-roots-list", {})
+        sampling_tool = next(name for name in names if "sampling" in name)
+        sampled = await session.call_tool(sampling_tool, {"prompt": "hello", "maxTokens": 10})
+        return {"names": names, "roots": text_of(roots_result), "sampling": text_of(sampled), "notes": notes.methods}
+
+    return await legacy(argv, body, list_roots_callback=roots, sampling_callback=sampling)
+
+
+async def modern(argv):
+    """The SDK's high-level client in its default mode: server/discover first (2026-07-28),
+    the initialize handshake only if the server does not answer it."""
+    async with Client(server(argv)) as client:
+        listed = await client.list_tools()
+        names = [tool.name for tool in listed.tools]
+        category = next((name for name in names if name.endswith("_tools")), None)
+        expansion = await client.call_tool(category, {}) if category else None
+        again = await client.list_tools()
+        return {
+            "protocol": client.session.protocol_version,
+            "server": getattr(client.session.server_info, "name", None),
+            "names": names,
+            "expansion": text_of(expansion) if expansion else None,
+            "after": [tool.name for tool in again.tools],
+        }
+
+
+SCENARIOS = {
+    "disclose": lambda argv, *rest: disclose(argv),
+    "call": lambda argv, name, arguments: call(argv, name, arguments),
+    "load": lambda argv, sequential, concurrent: load(argv, int(sequential), int(concurrent)),
+    "server-requests": lambda argv: server_requests(argv),
+    "modern": lambda argv: modern(argv),
+}
+
+
+def main():
+    scenario, rest = sys.argv[1], sys.argv[2:]
+    # Scenario arguments come before `--`, the command after it.
+    split = rest.index("--")
+    arguments, argv = rest[:split], rest[split + 1 :]
+    result = anyio.run(lambda: SCENARIOS[scenario](argv, *arguments))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

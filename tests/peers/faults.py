@@ -1,0 +1,64 @@
+"""Puts faults in front of a real MCP server, for the proxy's tests.
+
+    python faults.py [--garbage] [--crash-on-call TOOL] -- COMMAND [ARGS...]
+
+Relays stdin to the server and its stdout back, line by line, and:
+  --garbage             after the server's first answer, writes lines that are not JSON-RPC:
+                        plain text, broken JSON carrying an id, and a response to nobody
+  --crash-on-call TOOL  when a tools/call for TOOL arrives, exits with status 7 before the
+                        server sees it (a server that crashes mid-call)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+
+def main():
+    args = sys.argv[1:]
+    split = args.index("--")
+    options, command = args[:split], args[split + 1 :]
+    garbage = "--garbage" in options
+    crash_on = options[options.index("--crash-on-call") + 1] if "--crash-on-call" in options else None
+
+    server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = sys.stdout.buffer
+    lock = threading.Lock()
+
+    def write(line):
+        with lock:
+            out.write(line)
+            out.flush()
+
+    def downstream():
+        first = True
+        for line in server.stdout:
+            write(line)
+            if first and garbage:
+                first = False
+                write(b"this is not JSON-RPC\n")
+                write(b'{"jsonrpc":"2.0","id":41,"method":"roots/list",\n')
+                write(b'{"jsonrpc":"2.0","id":"nobody-asked","result":{}}\n')
+        os._exit(server.wait())
+
+    threading.Thread(target=downstream, daemon=True).start()
+    for line in sys.stdin.buffer:
+        if crash_on is not None:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and message.get("method") == "tools/call":
+                if (message.get("params") or {}).get("name") == crash_on:
+                    server.kill()
+                    os._exit(7)
+        server.stdin.write(line)
+        server.stdin.flush()
+    server.stdin.close()
+    os._exit(server.wait())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+//! The MCP stdio proxy against real peers: the MCP Python SDK and the MCP Inspector as clients;
+//! server-everything, server-filesystem, mcp-server-time and mcp-server-git as servers. All of
+//! them come from the package registries (`tests/peers/install`, run by `.ci/run`).
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{Peers, binary, peers, root, stdout};
+
+fn proxy(arguments: &[&str]) -> Vec<String> {
+    let mut command = vec![binary().display().to_string(), "proxy".to_owned()];
+    command.extend(arguments.iter().map(|argument| argument.to_string()));
+    command
+}
+
+fn strs(command: &[String]) -> Vec<&str> {
+    command.iter().map(String::as_str).collect()
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list.as_array().expect("a list").iter().map(|name| name.as_str().expect("a name").to_owned()).collect()
+}
+
+#[test]
+fn the_inspector_lists_enhanced_tools_and_hidden_ones_are_gone() {
+    let Some(peers) = peers() else { return };
+    let files = tempfile::tempdir().unwrap();
+    std::fs::write(files.path().join("note.txt"), "through the proxy\n").unwrap();
+    let server = peers.bin("mcp-server-filesystem").display().to_string();
+    let dir = files.path().display().to_string();
+    let target = proxy(&["--overrides", "overrides", "--no-disclosure", &server, &dir]);
+
+    let output = peers.inspector(&strs(&target), &["--method", "tools/list"]);
+    assert!(output.status.success(), "{}", tool_mediator_tests::stderr(&output));
+    let listed: Value = serde_json::from_str(&stdout(&output)).expect("the Inspector prints the list");
+    let tools = listed["tools"].as_array().unwrap();
+    let listed_names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    // shared/fixtures/manifests/filesystem.json lists 14 tools; the override hides read_file.
+    assert!(!listed_names.contains(&"read_file"), "{listed_names:?}");
+    assert!(listed_names.contains(&"read_text_file") && listed_names.len() >= 13, "{listed_names:?}");
+    let edit = tools.iter().find(|tool| tool["name"] == "edit_file").unwrap();
+    assert_eq!(
+        edit.pointer("/inputSchema/properties/dryRun/description"),
+        Some(&json!("Preview the changes as a git-style diff without writing them."))
+    );
+    assert_eq!(edit.pointer("/_meta/tool-mediator~1provenance/category"), Some(&json!("file")), "{edit}");
+
+    let note = files.path().join("note.txt").display().to_string();
+    let read = peers.inspector(
+        &strs(&target),
+        &["--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", &format!("path={note}")],
+    );
+    assert!(stdout(&read).contains("through the proxy"), "{}", stdout(&read));
+}
+
+#[test]
+fn renamed_tools_reach_the_server_under_their_own_names_and_hidden_ones_are_unknown() {
+    let Some(peers) = peers() else { return };
+    let server = peers.bin("mcp-server-time").display().to_string();
+    let target = proxy(&["--overrides", "tests/fixtures/proxy-overrides", "--no-disclosure", &server]);
+
+    let renamed = peers.python_client("call", &["current_time_in_zone", r#"{"zone": "Asia/Tokyo"}"#], &strs(&target));
+    assert_eq!(renamed.pointer("/result/structuredContent/timezone"), Some(&json!("Asia/Tokyo")), "{renamed}");
+
+    // convert_time is hidden: the answer is the one the server itself gives for a tool it does
+    // not have, and the call never reaches it.
+    let hidden = peers.python_client("call", &["convert_time", r#"{"time": "10:00"}"#], &strs(&target));
+    let direct = peers.python_client("call", &["no_such_tool", "{}"], &[&server]);
+    assert_eq!(hidden["error"]["code"], direct["error"]["code"], "{hidden} vs {direct}");
+    assert_eq!(
+        hidden["error"]["message"].as_str().unwrap().replace("convert_time", "X"),
+        direct["error"]["message"].as_str().unwrap().replace("no_such_tool", "X"),
+    );
+    // The original name is not callable either: the client sees only the new one.
+    let original = peers.python_client("call", &["get_current_time", r#"{"timezone": "UTC"}"#], &strs(&target));
+    assert_eq!(original["error"]["code"], direct["error"]["code"], "{original}");
+}
+
+#[test]
+fn a_category_tool_expands_and_the_python_client_hears_of_it() {
+    let Some(peers) = peers() else { return };
+    let server = peers.bin("mcp-server-git").display().to_string();
+    let repository = root().display().to_string();
+    let target = proxy(&["--disclosure", "2", &server, "--repository", &repository]);
+    let outcome = peers.python_client("disclose", &[], &strs(&target));
+
+    assert_eq!(outcome["list_changed_capability"], json!(true), "the proxy advertises tools.listChanged");
+    assert_eq!(outcome["server"], json!("mcp-git"));
+    assert_eq!(names(&outcome["first"]), ["git_tools"], "{outcome}");
+    assert_eq!(outcome["notified"], json!(true), "notifications/tools/list_changed reached the client");
+    let members = names(&outcome["members"]);
+    assert!(members.contains(&"git_status".to_owned()) && members.len() >= 10, "{members:?}");
+    let second = names(&outcome["second"]);
+    for member in &members {
+        assert!(second.contains(member), "{member} is listed after the expansion: {second:?}");
+    }
+}
+
+#[test]
+fn requests_from_the_server_reach_the_client_and_come_back() {
+    let Some(peers) = peers() else { return };
+    let server = peers.bin("mcp-server-everything").display().to_string();
+    let outcome = peers.python_client("server-requests", &[], &strs(&proxy(&["--no-disclosure", &server])));
+    assert!(outcome["roots"].as_str().unwrap().contains("file:///tmp/proxy-roots"), "{outcome}");
+    assert!(outcome["sampling"].as_str().unwrap().contains("sampled through the proxy"), "{outcome}");
+}
+
+#[test]
+fn a_thousand_sequential_and_a_hundred_concurrent_calls_each_get_their_own_answer() {
+    let Some(peers) = peers() else { return };
+    let server = peers.bin("mcp-server-everything").display().to_string();
+    let outcome = peers.python_client("load", &["1000", "100"], &strs(&proxy(&["--no-disclosure", &server])));
+    assert_eq!(outcome["calls"], json!(1100));
+    assert_eq!(outcome["wrong"], json!([]), "answers reached the wrong request");
+}
+
+#[test]
+fn a_stateless_client_discovers_the_server_through_the_proxy() {
+    let Some(peers) = peers() else { return };
+    let server = peers.bin("mcp-server-time").display().to_string();
+    let outcome = peers.python_client("modern", &[], &strs(&proxy(&["--disclosure", "2", &server])));
+    // The SDK's default client probes server/discover; mcp-server-time answers it, so the
+    // connection is in the 2026-07-28 revision, and the server's name still reaches the proxy.
+    assert_eq!(outcome["protocol"], json!("2026-07-28"), "{outcome}");
+    assert_eq!(outcome["server"], json!("mcp-time"));
+    assert_eq!(names(&outcome["names"]), ["time_tools"]);
+    assert!(outcome["expansion"].as_str().unwrap().contains("get_current_time"), "{outcome}");
+    assert_eq!(names(&outcome["after"]), ["convert_time", "get_current_time"]);
+}
+
+/// A proxy driven line by line, for what only the bytes show.
+struct Raw {
+    child: Child,
+    input: Option<ChildStdin>,
+    output: std::sync::mpsc::Receiver<String>,
+}
+
+impl Raw {
+    fn start(peers: &Peers, arguments: &[&str]) -> Raw {
+        let mut child = peers
+            .command(binary())
+            .arg("proxy")
+            .args(arguments)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the proxy starts");
+        let input = child.stdin.take();
+        let reader = BufReader::new(child.stdout.take().unwrap());
+        let (lines, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in reader.lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Raw { child, input, output }
+    }
+
+    fn send(&mut self, line: &str) {
+        let input = self.input.as_mut().expect("input open");
+        writeln!(input, "{line}").unwrap();
+        input.flush().unwrap();
+    }
+
+    /// The next line, parsed: every line on stdout must be JSON-RPC.
+    fn next(&self) -> Value {
+        let line = self.output.recv_timeout(Duration::from_secs(30)).expect("an answer within 30 s");
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout carried {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        message
+    }
+
+    /// The answer to `id`, skipping notifications.
+    fn answer(&self, id: Value) -> Value {
+        loop {
+            let message = self.next();
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        let answer = self.answer(json!(0));
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        answer
+    }
+
+    fn finish(mut self) -> (std::process::ExitStatus, String, Vec<String>) {
+        drop(self.input.take());
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
+        let rest = self.output.try_iter().collect();
+        (status, stderr, rest)
+    }
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_answers_the_call_and_ends_the_proxy() {
+    let Some(peers) = peers() else { return };
+    let faults = root().join("tests/peers/faults.py").display().to_string();
+    let python = peers.bin("python").display().to_string();
+    let server = peers.bin("mcp-server-time").display().to_string();
+    let mut raw = Raw::start(
+        &peers,
+        &["--no-disclosure", &python, &faults, "--crash-on-call", "get_current_time", "--", &server],
+    );
+    raw.initialize();
+    raw.send(r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"get_current_time","arguments":{"timezone":"UTC"}}}"#);
+    let answer = raw.answer(json!("slow"));
+    assert_eq!(answer["error"]["code"], json!(-32603), "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("exit status: 7"), "{answer}");
+    let (status, stderr, _) = raw.finish();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the MCP server exited first (exit status: 7)"), "{stderr}");
+}
+
+#[test]
+fn garbage_lines_are_logged_answered_where_an_id_shows_and_never_passed_on() {
+    let Some(peers) = peers() else { return };
+    let faults = root().join("tests/peers/faults.py").display().to_string();
+    let python = peers.bin("python").display().to_string();
+    let server = peers.bin("mcp-server-time").display().to_string();
+    let mut raw = Raw::start(&peers, &["--no-disclosure", &python, &faults, "--garbage", "--", &server]);
+    let answer = raw.initialize();
+    assert_eq!(answer.pointer("/result/serverInfo/name"), Some(&json!("mcp-time")));
+
+    raw.send("hello, I am not JSON");
+    raw.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"#);
+    let parse_error = raw.answer(json!(5));
+    assert_eq!(parse_error["error"]["code"], json!(-32700), "{parse_error}");
+    raw.send(r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#);
+    let listed = raw.answer(json!(6));
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 2, "{listed}");
+    raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_current_time","arguments":{"timezone":"UTC"}}}"#);
+    assert_eq!(raw.answer(json!(7))["result"]["structuredContent"]["timezone"], json!("UTC"));
+
+    let (status, stderr, rest) = raw.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("malformed line from the server"), "{stderr}");
+    assert!(stderr.contains("malformed line from the client"), "{stderr}");
+    assert!(stderr.contains("nobody asked"), "{stderr}");
+    for line in rest {
+        assert!(serde_json::from_str::<Value>(&line).is_ok(), "stdout carried {line:?}");
+    }
+}
+
+#[test]
+fn closing_stdin_ends_a_server_that_ignores_it_and_sigterm() {
+    let Some(peers) = peers() else { return };
+    let pid_file = tempfile::NamedTempFile::new().unwrap();
+    let stubborn = format!(
+        "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nopen({:?}, 'w').write(str(os.getpid()))\nwhile True: time.sleep(1)",
+        pid_file.path().display().to_string()
+    );
+    let python = peers.bin("python").display().to_string();
+    let raw = Raw::start(&peers, &["--grace", "1s", &python, "-c", &stubborn]);
+    let started = Instant::now();
+    while std::fs::read_to_string(pid_file.path()).unwrap_or_default().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the server wrote its pid");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(pid_file.path()).unwrap();
+    let closed = Instant::now();
+    let (status, stderr, _) = raw.finish();
+    let took = closed.elapsed();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "grace, SIGTERM, grace, SIGKILL: {took:?}"
+    );
+    assert!(stderr.contains("ignored SIGTERM"), "{stderr}");
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "the server {pid} is gone");
+}
