@@ -128,6 +128,10 @@ fn a_stateless_client_discovers_the_server_through_the_proxy() {
     assert_eq!(names(&outcome["names"]), ["time_tools"]);
     assert!(outcome["expansion"].as_str().unwrap().contains("get_current_time"), "{outcome}");
     assert_eq!(names(&outcome["after"]), ["convert_time", "get_current_time"]);
+    // mcp-server-time cannot listen (it answers subscriptions/listen with "Method not found");
+    // the proxy keeps the stream itself and sends the change the expansion made on it.
+    assert_eq!(outcome["honored"], json!({"toolsListChanged": true}), "{outcome}");
+    assert_eq!(outcome["events"], json!(["ToolsListChanged"]), "{outcome}");
 }
 
 /// A proxy driven line by line, for what only the bytes show.

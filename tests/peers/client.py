@@ -155,9 +155,18 @@ async def modern(argv):
         listed = await client.list_tools()
         names = [tool.name for tool in listed.tools]
         category = next((name for name in names if name.endswith("_tools")), None)
-        expansion = await client.call_tool(category, {}) if category else None
+        events = []
+        async with client.listen(tools_list_changed=True) as subscription:
+            honored = subscription.honored.model_dump(by_alias=True, exclude_none=True)
+            expansion = await client.call_tool(category, {}) if category else None
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    events.append(type(event).__name__)
+                    break
         again = await client.list_tools()
         return {
+            "honored": honored,
+            "events": events,
             "protocol": client.session.protocol_version,
             "server": getattr(client.session.server_info, "name", None),
             "names": names,

@@ -27,7 +27,8 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     let (program, rest) = args.command.split_first().expect("clap requires a command");
     let mut server = tokio::process::Command::new(program);
     server.args(rest);
-    let ending = proxy::run(options, server, tokio::io::stdin(), tokio::io::stdout()).await?;
+    let (input, output) = proxy::stdio();
+    let ending = proxy::run(options, server, input, output).await?;
     chain.finish();
     match ending {
         Ending::ClientClosed { server } => {

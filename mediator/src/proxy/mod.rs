@@ -142,6 +142,32 @@ where
     Ok(ending)
 }
 
+/// The proxy's own stdin and stdout, for the client. When they are pipes (as an MCP client
+/// makes them) they are read and written through the event loop; otherwise (a file, a
+/// terminal) through tokio's blocking standard streams, which cost a thread hop per read.
+pub fn stdio() -> (Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd as _;
+        use tokio::net::unix::pipe;
+        let input = std::io::stdin().as_fd().try_clone_to_owned().and_then(pipe::Receiver::from_owned_fd);
+        let output = std::io::stdout().as_fd().try_clone_to_owned().and_then(pipe::Sender::from_owned_fd);
+        let input: Box<dyn AsyncRead + Unpin + Send> = match input {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdin()),
+        };
+        let output: Box<dyn AsyncWrite + Unpin + Send> = match output {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdout()),
+        };
+        (input, output)
+    }
+    #[cfg(not(unix))]
+    {
+        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+    }
+}
+
 /// Waits for the server to exit after its input closed, with SIGTERM and SIGKILL if it does
 /// not; answers still coming from it go on to the client meanwhile.
 async fn end(

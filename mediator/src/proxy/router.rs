@@ -230,7 +230,20 @@ impl Router {
                             result,
                             &format!("/_meta/{}", SERVER_INFO_KEY.replace('/', "~1")),
                         ),
-                        (Purpose::Listen, _) => {
+                        (Purpose::Listen, None) => {
+                            // The server cannot listen: the proxy keeps the stream open itself,
+                            // for the tool list changes it makes.
+                            let stream: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+                            let params = json!({
+                                "notifications": {"toolsListChanged": true},
+                                "_meta": {SUBSCRIPTION_ID_KEY: stream},
+                            });
+                            self.to_client(jsonrpc::notification(
+                                "notifications/subscriptions/acknowledged",
+                                Some(&params),
+                            ));
+                        }
+                        (Purpose::Listen, Some(_)) => {
                             lock(&self.era).listeners.retain(|listener| *listener != id);
                             self.to_client(lossless(line));
                         }
@@ -357,7 +370,10 @@ impl Router {
             .as_ref()
             .and_then(|params| params.pointer(&format!("/_meta/{}", SUBSCRIPTION_ID_KEY.replace('/', "~1"))));
         let listens = stream.is_some_and(|stream| {
-            lock(&self.era).listeners.iter().any(|listener| listener.as_raw() == stream.to_string())
+            lock(&self.era)
+                .listeners
+                .iter()
+                .any(|listener| serde_json::from_str::<Value>(listener.as_raw()).ok().as_ref() == Some(stream))
         });
         match parsed {
             Some(mut params) if listens => {
@@ -546,7 +562,7 @@ impl Router {
                     return self.forward_request(id, Purpose::Other, &line);
                 }
                 params.insert("name".to_owned(), Value::from(original));
-                if !(mapped.is_empty() && !params.contains_key("arguments")) {
+                if !mapped.is_empty() || params.contains_key("arguments") {
                     params.insert("arguments".to_owned(), Value::Object(mapped));
                 }
                 self.forward(id.clone(), Purpose::Other, jsonrpc::request(&id, "tools/call", &Value::Object(params)));
