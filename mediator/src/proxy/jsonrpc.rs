@@ -52,10 +52,15 @@ struct Envelope<'a> {
     method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    // `"result": null` is a result: present, even when null.
+    #[serde(borrow, default, deserialize_with = "present")]
     result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "present")]
     error: Option<&'a RawValue>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// One line, read.
@@ -115,18 +120,41 @@ impl<'a> Message<'a> {
     }
 }
 
-/// The id of a line that did not parse, when it plainly carries one at the top level: the
-/// sender may be waiting for an answer to it.
+/// The id of a line that did not parse, when it plainly carries one at the top level of its
+/// object: the sender may be waiting for an answer to it. An `"id"` nested in params is not it.
 fn salvage_id(text: &str) -> Option<Id> {
-    let start = text.find("\"id\"")? + 4;
-    let rest = text[start..].trim_start().strip_prefix(':')?.trim_start();
+    let bytes = text.as_bytes();
+    let (mut depth, mut index) = (0usize, 0usize);
+    while index < bytes.len() {
+        match bytes[index] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = index;
+                index += 1;
+                while index < bytes.len() && bytes[index] != b'"' {
+                    index += if bytes[index] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 && text.get(start..=index) == Some("\"id\"") {
+                    return id_after(&text[index + 1..]);
+                }
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    None
+}
+
+/// The id value after an `"id"` key: `: 12` or `: "a"`.
+fn id_after(rest: &str) -> Option<Id> {
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
     let end = if let Some(string) = rest.strip_prefix('"') {
         1 + string.find('"')? + 1
     } else {
         rest.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(rest.len())
     };
-    let raw = &rest[..end];
-    let parsed: &RawValue = serde_json::from_str(raw).ok()?;
+    let parsed: &RawValue = serde_json::from_str(&rest[..end]).ok()?;
     Id::from_raw(parsed)
 }
 
@@ -191,6 +219,18 @@ mod tests {
         assert_eq!((invalid.code, invalid.id.unwrap().as_raw()), (INVALID_REQUEST, r#""q""#));
         assert!(Message::parse(b"\xff\xfe").is_err());
         assert!(Message::parse(b"[1,2]").is_err());
+    }
+
+    #[test]
+    fn a_null_result_is_a_result_and_nested_ids_are_not_the_id() {
+        let answer = Message::parse(br#"{"jsonrpc":"2.0","id":5,"result":null}"#).unwrap();
+        assert!(matches!(answer, Message::Response { result: Some(_), .. }));
+        let cut = Message::parse(br#"{"method":"tools/call","params":{"arguments":{"id":3}},"id":9"#).unwrap_err();
+        assert_eq!(cut.id.unwrap().as_raw(), "9");
+        let nested_only = Message::parse(br#"{"method":"tools/call","params":{"id":3}"#).unwrap_err();
+        assert!(nested_only.id.is_none());
+        let escaped = Message::parse(br#"{"a":"\"id\":4","id":"x\"y","#).unwrap_err();
+        assert!(escaped.id.is_none() || escaped.id.unwrap().as_raw() != "4");
     }
 
     #[test]

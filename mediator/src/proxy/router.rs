@@ -176,10 +176,10 @@ impl Router {
                                 params.pointer("/notifications/toolsListChanged") == Some(&Value::Bool(true))
                             })
                         });
-                        if wants_tools {
-                            lock(&self.era).listeners.push(id.clone());
+                        let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
+                        if self.forward(id.clone(), purpose, lossless(line)) && wants_tools {
+                            lock(&self.era).listeners.push(id);
                         }
-                        self.forward_request(id, if wants_tools { Purpose::Listen } else { Purpose::Other }, line)
                     }
                     _ => self.forward_request(id, Purpose::Other, line),
                 }
@@ -205,8 +205,18 @@ impl Router {
                     line.len(),
                     String::from_utf8_lossy(&line[..line.len().min(200)])
                 );
-                if let Some(id) = malformed.id {
-                    self.to_server(jsonrpc::error_response(&id, malformed.code, &malformed.reason));
+                let Some(id) = malformed.id else { return };
+                // A broken answer to a request someone is waiting for: the waiter hears of it.
+                let is_request = line.windows(8).any(|window| window == b"\"method\"");
+                let waiter = if is_request { None } else { lock(&self.pending).upstream.remove(&id) };
+                match waiter {
+                    Some(Waiter::Client(_)) => self.to_client(jsonrpc::error_response(
+                        &id,
+                        INTERNAL_ERROR,
+                        &format!("the MCP server's answer was malformed: {}", malformed.reason),
+                    )),
+                    Some(Waiter::Proxy(reply)) => drop(reply),
+                    None => self.to_server(jsonrpc::error_response(&id, malformed.code, &malformed.reason)),
                 }
                 return;
             }
@@ -271,7 +281,8 @@ impl Router {
         self.forward(id, purpose, lossless(line));
     }
 
-    fn forward(&self, id: Id, purpose: Purpose, line: String) {
+    /// Whether the request went upstream; if not, the client has its error answer.
+    fn forward(&self, id: Id, purpose: Purpose, line: String) -> bool {
         let refusal = {
             let mut pending = lock(&self.pending);
             if let Some(reason) = &pending.gone {
@@ -284,8 +295,14 @@ impl Router {
             }
         };
         match refusal {
-            Some((code, reason)) => self.to_client(jsonrpc::error_response(&id, code, &reason)),
-            None => self.to_server(line),
+            Some((code, reason)) => {
+                self.to_client(jsonrpc::error_response(&id, code, &reason));
+                false
+            }
+            None => {
+                self.to_server(line);
+                true
+            }
         }
     }
 
@@ -297,8 +314,13 @@ impl Router {
             if let Some(reason) = &pending.gone {
                 return Err(Upstream::Failed(reason.clone()));
             }
+            // A client is free to use the same ids; skip those that are waiting.
+            let mut id = Id::own(pending.counter);
+            while pending.upstream.contains_key(&id) || pending.counter == 0 {
+                pending.counter += 1;
+                id = Id::own(pending.counter);
+            }
             pending.counter += 1;
-            let id = Id::own(pending.counter);
             pending.upstream.insert(id.clone(), Waiter::Proxy(reply));
             id
         };
