@@ -25,7 +25,7 @@ pub struct Prompts {
 
 /// A prompt directory that cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot read prompt template {path}: {source}")]
+#[error("cannot read prompt template {path}")]
 pub struct PromptError {
     pub path: PathBuf,
     pub source: std::io::Error,

@@ -82,7 +82,7 @@ pub struct ArgumentOverride {
 /// An override file that cannot be used. Each names the file and the place in it.
 #[derive(Debug, thiserror::Error)]
 pub enum OverrideError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Syntax { path: PathBuf, line: usize, column: usize, message: String },

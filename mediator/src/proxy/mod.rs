@@ -61,7 +61,7 @@ pub enum Ending {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
-    #[error("cannot start the MCP server `{program}`: {source}")]
+    #[error("cannot start the MCP server `{program}`")]
     Spawn { program: String, source: io::Error },
     #[error("cannot read from the client: {0}")]
     Client(io::Error),
@@ -107,34 +107,35 @@ where
         move |line| router.from_client(line)
     });
 
-    let ending = tokio::select! {
+    // Which side ended first.
+    let client_ended = tokio::select! {
         read = client_reader => {
             if let Err(error) = read {
                 tracing::warn!("cannot read from the client: {error}");
             }
-            router.close_server_input();
-            let status = end(&mut child, options.grace, &router, &mut server_reader).await;
-            Ending::ClientClosed { server: status }
+            true
         }
         _ = stop_signal() => {
             tracing::info!("asked to stop; ending the server");
-            router.close_server_input();
-            let status = end(&mut child, options.grace, &router, &mut server_reader).await;
-            Ending::ClientClosed { server: status }
+            true
         }
-        _ = &mut server_reader => {
-            // Its output closed: it has exited or is about to.
-            let status = match tokio::time::timeout(options.grace, child.wait()).await {
-                Ok(status) => status,
-                Err(_) => terminate(&mut child, options.grace).await,
-            };
-            let status = status.unwrap_or_else(|_| exit_status_unknown());
-            router.server_gone(format!("the MCP server exited ({status}) before answering"));
-            // Requests the proxy made for the client (a listing) fail as their answers drop;
-            // give those tasks a moment to answer the client.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            Ending::ServerExited(status)
-        }
+        // Its output closed: it has exited or is about to.
+        _ = &mut server_reader => false,
+    };
+    let ending = if client_ended {
+        router.close_server_input();
+        let status = exit_within(&mut child, options.grace).await;
+        // Answers still coming from the server go on to the client meanwhile.
+        let _ = tokio::time::timeout(Duration::from_millis(200), &mut server_reader).await;
+        router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
+        Ending::ClientClosed { server: status }
+    } else {
+        let status = exit_within(&mut child, options.grace).await;
+        router.server_gone(format!("the MCP server exited ({status}) before answering"));
+        // Requests the proxy made for the client (a listing) fail as their answers drop;
+        // give those tasks a moment to answer the client.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ending::ServerExited(status)
     };
     // Answers already queued reach the client before the proxy ends.
     router.close_client_output();
@@ -168,22 +169,13 @@ pub fn stdio() -> (Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin
     }
 }
 
-/// Waits for the server to exit after its input closed, with SIGTERM and SIGKILL if it does
-/// not; answers still coming from it go on to the client meanwhile.
-async fn end(
-    child: &mut Child,
-    grace: Duration,
-    router: &Arc<Router>,
-    server_reader: &mut tokio::task::JoinHandle<io::Result<()>>,
-) -> ExitStatus {
+/// The server's exit status, waiting `grace` for it to exit, then ending it.
+async fn exit_within(child: &mut Child, grace: Duration) -> ExitStatus {
     let status = match tokio::time::timeout(grace, child.wait()).await {
         Ok(status) => status,
         Err(_) => terminate(child, grace).await,
     };
-    let status = status.unwrap_or_else(|_| exit_status_unknown());
-    let _ = tokio::time::timeout(Duration::from_millis(200), server_reader).await;
-    router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
-    status
+    status.unwrap_or_else(|_| exit_status_unknown())
 }
 
 /// SIGTERM to the server's process group, then SIGKILL after `grace`.

@@ -39,7 +39,7 @@ pub struct Dictionary {
 /// A dictionary file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DictionaryError {
-    #[error("cannot read dictionary {path}: {source}")]
+    #[error("cannot read dictionary {path}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Syntax { path: PathBuf, line: usize, column: usize, message: String },
