@@ -293,8 +293,9 @@ impl Mediator {
             _ => None,
         };
         let mut tool = tool;
-        answer.patch.apply(&mut tool);
+        let changes = answer.patch.apply(&mut tool);
         EnhancedTool {
+            changes,
             original_name,
             original_description,
             tool,
@@ -351,6 +352,7 @@ impl Mediator {
             let own = exposed[index].take().expect("each tool is visited once");
             let wanted = std::mem::take(&mut tool.tool.name);
             if wanted == tool.original_name || wanted == own {
+                tool.changes.name = own != tool.original_name;
                 tool.tool.name = own;
                 continue;
             }
@@ -369,10 +371,12 @@ impl Mediator {
                         name: wanted,
                         reason: reason.into(),
                     });
+                    tool.changes.name = own != tool.original_name;
                     tool.tool.name = own;
                 }
                 None => {
                     taken.insert(wanted.clone());
+                    tool.changes.name = true;
                     tool.tool.name = wanted;
                 }
             }
@@ -436,6 +440,7 @@ fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
             repairs
         }
     };
+    tool.changes.input_schema = true;
     events.push(ChainEvent::SchemaRepaired { tool: tool.original_name.clone(), repairs });
 }
 

@@ -21,6 +21,12 @@ pub struct MediatorConfig {
     pub api_key_env: Option<String>,
     /// The key itself. Prefer the environment; a key here is never printed.
     pub api_key: Option<String>,
+    /// How long the whole language model stage may take, in seconds (60 by default): what has
+    /// not been answered by then falls through to the rules.
+    pub llm_deadline_secs: u64,
+    /// The largest reply read from the language model, in bytes (16 MiB by default); a larger
+    /// one fails its batch, whose tools fall through.
+    pub llm_max_response_bytes: u64,
     /// Where the cache lives (the platform cache directory's `tool-mediator` by default).
     pub cache_dir: Option<PathBuf>,
     /// How long cached answers are used, in hours (168, 7 days, by default).
@@ -43,6 +49,8 @@ impl Default for MediatorConfig {
             llm_url: None,
             api_key_env: None,
             api_key: None,
+            llm_deadline_secs: crate::llm::DEFAULT_DEADLINE.as_secs(),
+            llm_max_response_bytes: crate::llm::DEFAULT_MAX_RESPONSE_BYTES,
             cache_dir: None,
             cache_ttl_hours: 7 * 24,
             auto_enhance: true,
@@ -56,6 +64,11 @@ impl Default for MediatorConfig {
 impl MediatorConfig {
     pub fn ttl(&self) -> Duration {
         Duration::from_secs(self.cache_ttl_hours.saturating_mul(3600))
+    }
+
+    /// The deadline of the language model stage.
+    pub fn llm_deadline(&self) -> Duration {
+        Duration::from_secs(self.llm_deadline_secs)
     }
 
     /// The API key: from the configured (or the provider's) environment variable, else from

@@ -34,6 +34,8 @@ pub struct ReadmeDoctests;
 pub mod cache;
 mod chain;
 mod config;
+mod http;
+pub mod json;
 pub mod llm;
 mod naming;
 mod overrides;
@@ -56,5 +58,5 @@ pub use overrides::{
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};
-pub use tool::{EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
+pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

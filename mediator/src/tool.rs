@@ -41,7 +41,8 @@ impl<'de> Deserialize<'de> for Tool {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error;
 
-        let mut fields = Map::<String, Value>::deserialize(deserializer)?;
+        // A key written twice is refused, not silently overwritten (see `json`).
+        let mut fields = crate::json::deserialize_object(deserializer)?;
         let text = |fields: &mut Map<String, Value>, key: &str| -> Result<Option<String>, D::Error> {
             match fields.shift_remove(key) {
                 None | Some(Value::Null) => Ok(None),
@@ -154,6 +155,23 @@ impl ToolContext {
     }
 }
 
+/// Which of the fields a transformer may change differ from what the source published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Changes {
+    pub name: bool,
+    pub title: bool,
+    pub description: bool,
+    pub input_schema: bool,
+    pub annotations: bool,
+}
+
+impl Changes {
+    /// Whether a consumer sees anything other than what the source published.
+    pub fn any(&self) -> bool {
+        self.name || self.title || self.description || self.input_schema || self.annotations
+    }
+}
+
 /// A tool after the chain, with where its definition came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnhancedTool {
@@ -173,6 +191,8 @@ pub struct EnhancedTool {
     pub hidden: bool,
     /// The source's description, when a transformer rewrote it.
     pub original_description: Option<String>,
+    /// What differs from the source's definition, so a consumer can tell without a copy of it.
+    pub changes: Changes,
 }
 
 /// `enhanced_by` of a tool no transformer answered for.
@@ -191,6 +211,7 @@ impl EnhancedTool {
             inferred: Vec::new(),
             hidden: false,
             original_description: None,
+            changes: Changes::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{Changes, Tool, ToolContext};
 
 /// What a transformer would change in a tool: only these fields can change. Everything else
 /// (`outputSchema`, `_meta`, unknown fields) passes through the chain untouched.
@@ -44,21 +44,23 @@ impl ToolPatch {
     }
 
     /// Applies the changes in place.
-    pub fn apply(self, tool: &mut Tool) {
-        if let Some(name) = self.name {
-            tool.name = name;
+    /// Applies the changes; returns which fields now differ from what they were.
+    pub fn apply(self, tool: &mut Tool) -> Changes {
+        fn set<T: PartialEq>(field: &mut T, value: Option<T>) -> bool {
+            match value {
+                Some(value) if *field != value => {
+                    *field = value;
+                    true
+                }
+                _ => false,
+            }
         }
-        if let Some(title) = self.title {
-            tool.title = title;
-        }
-        if let Some(description) = self.description {
-            tool.description = description;
-        }
-        if let Some(input_schema) = self.input_schema {
-            tool.input_schema = input_schema;
-        }
-        if let Some(annotations) = self.annotations {
-            tool.annotations = annotations;
+        Changes {
+            name: set(&mut tool.name, self.name),
+            title: set(&mut tool.title, self.title),
+            description: set(&mut tool.description, self.description),
+            input_schema: set(&mut tool.input_schema, self.input_schema),
+            annotations: set(&mut tool.annotations, self.annotations),
         }
     }
 

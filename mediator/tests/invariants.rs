@@ -167,6 +167,13 @@ proptest! {
             prop_assert!((0.0..=1.0).contains(&output.confidence));
             prop_assert_eq!(&output.tool.meta, &input.meta);
             prop_assert_eq!(&output.tool.extra, &input.extra);
+            // The chain's own record of what changed agrees with a comparison to the source.
+            let changes = output.changes;
+            prop_assert_eq!(changes.name, output.tool.name != input.name);
+            prop_assert_eq!(changes.title, output.tool.title != input.title);
+            prop_assert_eq!(changes.description, output.tool.description != input.description);
+            prop_assert_eq!(changes.input_schema, output.tool.input_schema != input.input_schema);
+            prop_assert_eq!(changes.annotations, output.tool.annotations != input.annotations);
         }
     }
 

@@ -2,8 +2,10 @@
 //! provider's wire format. Whatever the server does, every input tool comes out present and
 //! valid.
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -276,4 +278,225 @@ async fn dry_run_sends_nothing_and_shows_what_it_would() {
     let planned = llm.planned();
     assert_eq!(planned.iter().map(|p| p.tools).collect::<Vec<_>>(), [2, 1]);
     assert!(planned[0].estimated_tokens > 100);
+}
+
+/// A server on 127.0.0.1 that reads each request whole, counts it, and hands the connection
+/// to `respond` (on a thread of its own). For what wiremock cannot do: never answer, or send
+/// a body with no Content-Length.
+fn raw_server(respond: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = requests.clone();
+    let respond = Arc::new(respond);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (counted, respond) = (counted.clone(), respond.clone());
+            std::thread::spawn(move || {
+                if read_request(&mut stream).is_some() {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    respond(&mut stream);
+                }
+            });
+        }
+    });
+    (url, requests)
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<()> {
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()
+}
+
+/// Accepts, reads the request, and never writes a byte.
+fn never_answer(_: &mut TcpStream) {
+    std::thread::sleep(Duration::from_secs(3600));
+}
+
+/// `200 OK` with `body` in chunks of `size` bytes and no Content-Length; stops when the client
+/// hangs up.
+fn chunked(body: Vec<u8>, size: usize) -> impl Fn(&mut TcpStream) + Send + Sync + 'static {
+    move |stream| {
+        let mut send = || -> std::io::Result<()> {
+            stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+            )?;
+            for piece in body.chunks(size) {
+                stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes())?;
+                stream.write_all(piece)?;
+                stream.write_all(b"\r\n")?;
+            }
+            stream.write_all(b"0\r\n\r\n")
+        };
+        let _ = send();
+    }
+}
+
+/// The warnings logged on this thread while the guard lives.
+struct Warnings(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        self.0.lock().unwrap().push(message.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn capture_warnings() -> (Arc<std::sync::Mutex<Vec<String>>>, tracing::dispatcher::DefaultGuard) {
+    let warnings = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(Warnings(warnings.clone())));
+    (warnings, guard)
+}
+
+fn matching(warnings: &std::sync::Mutex<Vec<String>>, text: &str) -> Vec<String> {
+    warnings.lock().unwrap().iter().filter(|warning| warning.contains(text)).cloned().collect()
+}
+
+#[tokio::test]
+async fn a_model_that_never_answers_is_given_up_at_the_deadline() {
+    let (url, requests) = raw_server(never_answer);
+    // The client's own timeout (120 s) and retries (3) are the defaults: the deadline bounds them.
+    let client = LlmClient::new(Provider::OpenAi, "test-model", Some(url), None);
+    let llm = Arc::new(LlmTransformer::new(client, Prompts::default()).batching(1, 2).deadline(Duration::from_secs(1)));
+    let mediator = Mediator::builder().transformer(llm.clone()).build();
+    let (warnings, _guard) = capture_warnings();
+    let started = std::time::Instant::now();
+    let out = mediator.enhance(tools(), &ToolContext::new("example.com", SourceType::Web)).await;
+    assert!(started.elapsed() < Duration::from_secs(20), "the run did not hang: {:?}", started.elapsed());
+    assert_all_present_and_valid(&out);
+    assert!(out.iter().all(|tool| tool.enhanced_by == "none"), "every tool fell through unchanged");
+    assert_eq!(out[1].tool.description.as_deref(), Some("gets user"));
+
+    let deadline = matching(&warnings, "did not answer within 1s");
+    assert_eq!(deadline.len(), 1, "one warning for the stage: {:?}", warnings.lock().unwrap());
+    assert!(deadline[0].contains("3 tools fell through"), "{deadline:?}");
+    assert!(
+        matching(&warnings, "fall through").is_empty(),
+        "no second warning from the chain: {:?}",
+        warnings.lock().unwrap()
+    );
+    // Two batches were in flight at the deadline and the third was never sent.
+    let usage = llm.usage();
+    assert_eq!((usage.requests, usage.failed_requests), (2, 2));
+    assert_eq!(requests.load(Ordering::SeqCst), 2, "no retry outlives the deadline");
+}
+
+#[tokio::test]
+async fn answers_that_came_before_the_deadline_are_kept_and_cached() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(reply(Provider::OpenAi, good_answer()))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(600)))
+        .mount(&server)
+        .await;
+    let client = LlmClient::new(Provider::OpenAi, "test-model", Some(server.uri()), None);
+    let llm = Arc::new(LlmTransformer::new(client, Prompts::default()).batching(1, 1).deadline(Duration::from_secs(1)));
+    let cache = Arc::new(Cache::new(MemoryStore::default(), Duration::from_secs(3600)));
+    let mediator = Mediator::builder().transformer(CachedTransformer::new(llm.clone(), cache)).build();
+    let context = ToolContext::new("example.com", SourceType::Web);
+    let (warnings, _guard) = capture_warnings();
+
+    // One batch at a time: the first is answered, the second is abandoned at the deadline and
+    // the third never sent.
+    let first = mediator.enhance(tools(), &context).await;
+    assert_eq!(first[0].name(), "change_screen");
+    assert_eq!((first[1].name(), first[1].enhanced_by.as_str()), ("gt_usr", "none"));
+    let deadline = matching(&warnings, "did not answer within 1s");
+    assert_eq!(deadline.len(), 1, "{:?}", warnings.lock().unwrap());
+    assert!(deadline[0].contains("2 tools fell through"), "{deadline:?}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+
+    let second = mediator.enhance(tools(), &context).await;
+    assert_eq!(second[0].name(), "change_screen");
+    let sent = server.received_requests().await.unwrap();
+    assert_eq!(sent.len(), 3, "only the unanswered tools are asked about again");
+    let asked = String::from_utf8_lossy(&sent[2].body);
+    assert!(!asked.contains("ChaScr") && asked.contains("gt_usr"), "the answer that came in time was cached");
+    assert_eq!(matching(&warnings, "did not answer within 1s").len(), 2, "one more for the second run");
+}
+
+const MIB: usize = 1024 * 1024;
+
+#[tokio::test]
+async fn a_reply_over_the_limit_is_not_read_and_its_tools_fall_through() {
+    // With a Content-Length (refused before reading), and streamed without one.
+    let big = vec![b' '; 2 * MIB];
+    let wiremocked = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(big.clone(), "application/json"))
+        .mount(&wiremocked)
+        .await;
+    let (streamed, streamed_requests) = raw_server(chunked(big, 64 * 1024));
+    for (url, declared) in [(wiremocked.uri(), true), (streamed, false)] {
+        let client = LlmClient::new(Provider::OpenAi, "test-model", Some(url), None)
+            .with_retries(2, Duration::from_millis(10))
+            .with_max_response_bytes(MIB as u64);
+        let llm = Arc::new(LlmTransformer::new(client, Prompts::default()));
+        let mediator = Mediator::builder().transformer(llm.clone()).build();
+        let report = mediator.enhance_with_report(tools(), &ToolContext::new("s", SourceType::Web)).await;
+        let events: Vec<String> = report.events.iter().map(ToString::to_string).collect();
+        assert!(
+            events.iter().any(|event| event.contains("the limit of 1 MiB")
+                && event.contains("llm_max_response_bytes")
+                && event.contains("Content-Length") == declared),
+            "{events:?}"
+        );
+        assert!(report.tools.iter().all(|tool| tool.enhanced_by == "none"));
+        assert_eq!(report.tools[1].tool.description.as_deref(), Some("gets user"));
+        assert_eq!(llm.usage().failed_requests, 1);
+    }
+    assert_eq!(wiremocked.received_requests().await.unwrap().len(), 1, "a reply over the limit is not retried");
+    assert_eq!(streamed_requests.load(Ordering::SeqCst), 1, "a reply over the limit is not retried");
+}
+
+#[tokio::test]
+async fn a_reply_in_many_chunks_within_the_limit_is_read_whole() {
+    let body = json!({
+        "choices": [{"message": {"role": "assistant", "content": good_answer().to_string()}}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 40}
+    });
+    let (url, _) = raw_server(chunked(body.to_string().into_bytes(), 7));
+    let client = LlmClient::new(Provider::OpenAi, "test-model", Some(url), None).with_max_response_bytes(64 * 1024);
+    let mediator = Mediator::builder().transformer(LlmTransformer::new(client, Prompts::default())).build();
+    let out = mediator.enhance(tools(), &ToolContext::new("s", SourceType::Web)).await;
+    assert_eq!(out[0].name(), "change_screen");
+    assert_eq!(out[1].name(), "get_user");
 }

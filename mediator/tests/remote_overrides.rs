@@ -1,12 +1,14 @@
 //! Remote override collections against a real HTTP server on 127.0.0.1.
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 use tool_mediator::cache::{Cache, Clock, MemoryStore};
-use tool_mediator::remote::{RemoteState, fetch};
+use tool_mediator::remote::{MAX_COLLECTION_BYTES, RemoteState, fetch};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -97,4 +99,107 @@ async fn invalid_collections_and_no_copy_leave_the_run_without_them() {
         assert_eq!(result.state, RemoteState::Unavailable);
         assert!(result.warning.unwrap().contains("use https"), "{plain}");
     }
+}
+
+/// A server on 127.0.0.1 that reads each request whole and answers with `head` then `body`,
+/// in 64 KiB chunks when `chunked`: for what wiremock cannot send.
+fn raw_server(head: &'static str, body: Arc<Vec<u8>>, chunked: bool) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/o.json", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let body = body.clone();
+            std::thread::spawn(move || {
+                if read_request(&mut stream).is_none() {
+                    return;
+                }
+                let mut send = || -> std::io::Result<()> {
+                    stream.write_all(head.as_bytes())?;
+                    if !chunked {
+                        return stream.write_all(&body);
+                    }
+                    for piece in body.chunks(64 * 1024) {
+                        stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes())?;
+                        stream.write_all(piece)?;
+                        stream.write_all(b"\r\n")?;
+                    }
+                    stream.write_all(b"0\r\n\r\n")
+                };
+                // The client hangs up once it has had enough.
+                let _ = send();
+            });
+        }
+    });
+    url
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<()> {
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()
+}
+
+#[tokio::test]
+async fn a_collection_over_the_limit_is_not_read_and_the_last_good_copy_serves() {
+    // Announced too large (only its first byte is ever sent), and streamed past the limit with
+    // no Content-Length.
+    let announced = raw_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 40000000\r\n\r\n",
+        Arc::new(b"[".to_vec()),
+        false,
+    );
+    let mut streamed = b"[".to_vec();
+    streamed.resize(usize::try_from(MAX_COLLECTION_BYTES).unwrap() + 1024 * 1024, b' ');
+    let streamed = raw_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+        Arc::new(streamed),
+        true,
+    );
+    let http = reqwest::Client::new();
+    for (url, announced) in [(announced, true), (streamed, false)] {
+        let result = fetch(&url, None, &http).await;
+        assert_eq!(result.state, RemoteState::Unavailable);
+        let warning = result.warning.unwrap();
+        assert!(warning.contains("the limit of 32 MiB"), "{warning}");
+        assert_eq!(warning.contains("Content-Length"), announced, "{warning}");
+    }
+
+    // With a good copy kept, it serves.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(collection()))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(vec![b' '; usize::try_from(MAX_COLLECTION_BYTES).unwrap() + 1], "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let url = format!("{}/o.json", server.uri());
+    let clock = Arc::new(TestClock(AtomicU64::new(1_000)));
+    let cache = Cache::with_clock(MemoryStore::default(), Duration::from_secs(60), clock.clone());
+    assert_eq!(fetch(&url, Some(&cache), &http).await.state, RemoteState::Downloaded);
+    clock.0.store(1_000 + 61_000, Ordering::Relaxed);
+    let stale = fetch(&url, Some(&cache), &http).await;
+    assert_eq!(stale.state, RemoteState::Stale);
+    assert_eq!(stale.files.len(), 1);
+    let warning = stale.warning.unwrap();
+    assert!(warning.contains("the limit of 32 MiB") && warning.contains("last good copy"), "{warning}");
 }

@@ -7,6 +7,7 @@ mod provider;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::stream::{self, StreamExt as _};
@@ -14,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 pub use prompts::{PromptError, Prompts, Task};
-pub use provider::{Completion, LlmClient, LlmError, Provider};
+pub use provider::{Completion, DEFAULT_MAX_RESPONSE_BYTES, LlmClient, LlmError, Provider};
 
 use crate::naming::NameRules;
 use crate::tool::{SourceType, Tool, ToolContext};
@@ -54,6 +55,10 @@ const SYSTEM: &str = "You improve tool definitions for language models. Tool tex
 const DEFAULT_CONFIDENCE: f64 = 0.8;
 const MAX_CONFIDENCE: f64 = 0.95;
 
+/// How long the whole stage may take unless set: what has not been answered by then falls
+/// through.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+
 /// Enhances tools with a language model: priority 50, name `llm`. Wrap it in a
 /// [`CachedTransformer`](crate::cache::CachedTransformer) so each tool is asked about once.
 pub struct LlmTransformer {
@@ -62,6 +67,7 @@ pub struct LlmTransformer {
     task: Task,
     batch_size: usize,
     concurrency: usize,
+    deadline: Duration,
     dry_run: bool,
     usage: Usage,
     planned: Mutex<Vec<PlannedRequest>>,
@@ -111,6 +117,7 @@ impl LlmTransformer {
             task: Task::Enhance,
             batch_size: 20,
             concurrency: 4,
+            deadline: DEFAULT_DEADLINE,
             dry_run: false,
             usage: Usage::default(),
             planned: Mutex::new(Vec::new()),
@@ -133,6 +140,14 @@ impl LlmTransformer {
     pub fn batching(mut self, batch_size: usize, concurrency: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// How long one call of [`transform`](ToolTransformer::transform) may take, retries and
+    /// all (60 s unless set). Batches still unanswered then are abandoned and their tools fall
+    /// through; answers that came in time are kept. One warning names the deadline.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
         self
     }
 
@@ -165,6 +180,17 @@ impl LlmTransformer {
         let data: Vec<Value> = tools.iter().map(|tool| tool_as_data(tool)).collect();
         let tools_json = serde_json::to_string_pretty(&data).expect("JSON values serialize");
         self.prompts.render(self.task, &context.source, source_type_name(context.source_type), &tools_json)
+    }
+}
+
+/// A deadline as written on the command line: `60s`, `1.5s`, `250ms`.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{}s", duration.as_secs())
+    } else if duration < Duration::from_secs(1) {
+        format!("{}ms", duration.as_millis())
+    } else {
+        format!("{:.1}s", duration.as_secs_f64())
     }
 }
 
@@ -413,39 +439,71 @@ impl ToolTransformer for LlmTransformer {
         let client = &self.client;
         let progress = self.progress.as_deref();
         let sizes: Vec<usize> = batches.iter().map(|batch| batch.len()).collect();
-        let outcomes: Vec<(usize, Result<Completion, LlmError>)> = stream::iter(prompts.into_iter().enumerate())
-            .map(|(number, prompt)| {
-                let size = sizes[number];
-                async move {
-                    let outcome = client.complete(SYSTEM, &prompt, &ANSWER_SCHEMA).await;
-                    if let Some(progress) = progress {
-                        progress(size);
-                    }
-                    (number, outcome)
-                }
-            })
-            .buffer_unordered(self.concurrency)
-            .collect()
-            .await;
-        let outcomes = outcomes.into_iter().map(|(number, outcome)| (batches[number], outcome));
+        let deadline = tokio::time::Instant::now() + self.deadline;
+        let started = AtomicU64::new(0);
+        let started = &started;
+        // Answers that came in time are kept; at the deadline the rest are dropped with the
+        // stream (requests in flight are cancelled, those not yet sent never are).
+        let outcomes = {
+            let mut pending = std::pin::pin!(
+                stream::iter(prompts.into_iter().enumerate())
+                    .map(|(number, prompt)| {
+                        let size = sizes[number];
+                        async move {
+                            // A batch whose turn comes after the deadline is not sent at all.
+                            if tokio::time::Instant::now() >= deadline {
+                                return (number, Err(LlmError::Deadline { provider: client.provider() }));
+                            }
+                            started.fetch_add(1, Ordering::Relaxed);
+                            let outcome = client.complete_before(SYSTEM, &prompt, &ANSWER_SCHEMA, Some(deadline)).await;
+                            if let Some(progress) = progress {
+                                progress(size);
+                            }
+                            (number, outcome)
+                        }
+                    })
+                    .buffer_unordered(self.concurrency)
+            );
+            let mut outcomes: Vec<(usize, Result<Completion, LlmError>)> = Vec::with_capacity(batches.len());
+            while let Ok(Some(outcome)) = tokio::time::timeout_at(deadline, pending.next()).await {
+                outcomes.push(outcome);
+            }
+            outcomes
+        };
+        let mut finished = vec![false; batches.len()];
+        for (number, _) in &outcomes {
+            finished[*number] = true;
+        }
+        // A batch counts as a request once it is sent, and as a failed one unless answered
+        // (abandoned in flight included).
+        let started = started.load(Ordering::Relaxed);
+        let answered = outcomes.iter().filter(|(_, outcome)| outcome.is_ok()).count() as u64;
+        self.usage.requests.fetch_add(started, Ordering::Relaxed);
+        self.usage.failed.fetch_add(started.saturating_sub(answered), Ordering::Relaxed);
+        let mut late: usize = (0..batches.len()).filter(|&number| !finished[number]).map(|number| sizes[number]).sum();
 
         let mut answers = Vec::new();
         let mut failures = Vec::new();
-        for (batch, outcome) in outcomes {
-            self.usage.requests.fetch_add(1, Ordering::Relaxed);
+        for (number, outcome) in outcomes {
+            let batch = batches[number];
             match outcome {
                 Ok(completion) => {
                     self.usage.input_tokens.fetch_add(completion.input_tokens, Ordering::Relaxed);
                     self.usage.output_tokens.fetch_add(completion.output_tokens, Ordering::Relaxed);
                     answers.extend(self.read_answer(&completion.json, batch, &taken));
                 }
-                Err(error) => {
-                    self.usage.failed.fetch_add(1, Ordering::Relaxed);
-                    failures.push((batch.len(), error));
-                }
+                Err(LlmError::Deadline { .. }) => late += batch.len(),
+                Err(error) => failures.push((batch.len(), error)),
             }
         }
-        if answers.is_empty() && !failures.is_empty() {
+        if late > 0 {
+            // The one warning for the deadline; the stage itself did not fail: its unanswered
+            // tools are declined and go on down the chain, with no second warning there.
+            tracing::warn!(
+                "the language model did not answer within {}; {late} tools fell through to the rules",
+                seconds(self.deadline)
+            );
+        } else if answers.is_empty() && !failures.is_empty() {
             let (_, error) = failures.swap_remove(0);
             return Err(Box::new(error));
         }

@@ -5,6 +5,9 @@ use std::fmt;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::http::{self, BodyError, Bytes};
 
 /// Which wire format to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -63,6 +66,12 @@ pub enum LlmError {
     Transport { provider: Provider, message: String },
     #[error("{provider}'s answer is not what was asked for: {message}")]
     Malformed { provider: Provider, message: String },
+    /// The reply passed `llm_max_response_bytes`; it was not read further.
+    #[error("{provider}'s reply was not read: {reason} (llm_max_response_bytes)")]
+    TooLarge { provider: Provider, reason: String },
+    /// The deadline of the whole stage came before an answer.
+    #[error("{provider} did not answer before the deadline")]
+    Deadline { provider: Provider },
 }
 
 /// One structured answer and what it cost.
@@ -81,6 +90,8 @@ pub struct LlmClient {
     base_url: String,
     api_key: Option<String>,
     http: reqwest::Client,
+    timeout: Duration,
+    max_response_bytes: u64,
     max_retries: u32,
     backoff: Duration,
 }
@@ -97,16 +108,16 @@ impl fmt::Debug for LlmClient {
 }
 
 /// A client that never follows redirects: a redirect would carry the key to another host.
-fn http_client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("a TLS client builds")
+/// Each request sets its own timeout (see [`LlmClient::complete_before`]).
+fn http_client() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("a TLS client builds")
 }
 
 /// The longest a `Retry-After` is honoured for; a server asking for more is given up on.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The largest reply read by default: far above any answer about a batch of tools.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 
 impl LlmClient {
     pub fn new(
@@ -122,15 +133,24 @@ impl LlmClient {
             model: model.into(),
             base_url,
             api_key,
-            http: http_client(Duration::from_secs(120)),
+            http: http_client(),
+            timeout: Duration::from_secs(120),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retries: 3,
             backoff: Duration::from_millis(500),
         }
     }
 
-    /// The per-request timeout (120 s unless set).
+    /// The per-request timeout (120 s unless set), from connecting to the reply's last byte.
+    /// Never longer than what is left before a deadline.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.http = http_client(timeout);
+        self.timeout = timeout;
+        self
+    }
+
+    /// The largest reply read (16 MiB unless set); a larger one fails its batch, unretried.
+    pub fn with_max_response_bytes(mut self, max_response_bytes: u64) -> Self {
+        self.max_response_bytes = max_response_bytes;
         self
     }
 
@@ -182,19 +202,47 @@ impl LlmClient {
     /// Sends a prompt and returns the structured answer, retrying on 429, 5xx and connection
     /// errors with exponential backoff and jitter, honouring `Retry-After`.
     pub async fn complete(&self, system: &str, prompt: &str, schema: &Value) -> Result<Completion, LlmError> {
+        self.complete_before(system, prompt, schema, None).await
+    }
+
+    /// [`complete`](Self::complete), done by `deadline`: no request's timeout runs past it, and
+    /// no retry is made that would start after it. A request cut short by the deadline, or
+    /// none left time for, is [`LlmError::Deadline`].
+    pub async fn complete_before(
+        &self,
+        system: &str,
+        prompt: &str,
+        schema: &Value,
+        deadline: Option<Instant>,
+    ) -> Result<Completion, LlmError> {
         let body = self.request_body(system, prompt, schema);
         let mut attempt = 0;
         loop {
-            let failure = match self.send(&body).await {
+            let timeout = match deadline {
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(LlmError::Deadline { provider: self.provider });
+                    }
+                    self.timeout.min(left)
+                }
+                None => self.timeout,
+            };
+            let failure = match self.send(&body, timeout).await {
                 Ok(sent) => return self.parse(sent.completion),
                 Err(failure) => failure,
             };
+            if failure.timed_out && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Err(LlmError::Deadline { provider: self.provider });
+            }
             if !failure.retryable || attempt >= self.max_retries {
                 return Err(failure.error);
             }
             let backoff = self.backoff.saturating_mul(1 << attempt.min(16));
             let wait = failure.retry_after.unwrap_or_else(|| backoff.mul_f64(1.0 + fastrand::f64()));
-            if wait > MAX_RETRY_AFTER {
+            // A retry that could only start after the deadline is not waited for: the error
+            // the server gave says more than the deadline would.
+            if wait > MAX_RETRY_AFTER || deadline.is_some_and(|deadline| Instant::now() + wait >= deadline) {
                 return Err(failure.error);
             }
             tracing::info!("{} retry {} in {:?}: {}", self.provider, attempt + 1, wait, failure.error);
@@ -203,8 +251,8 @@ impl LlmClient {
         }
     }
 
-    async fn send(&self, body: &Value) -> Result<Sent, Failure> {
-        let mut request = self.http.post(self.endpoint()).json(body);
+    async fn send(&self, body: &Value, timeout: Duration) -> Result<Sent, Failure> {
+        let mut request = self.http.post(self.endpoint()).timeout(timeout).json(body);
         request = match (self.provider, &self.api_key) {
             (Provider::Anthropic, Some(key)) => {
                 request.header("x-api-key", key).header("anthropic-version", "2023-06-01")
@@ -215,6 +263,7 @@ impl LlmClient {
         };
         let response = request.send().await.map_err(|error| Failure {
             retryable: error.is_timeout() || error.is_connect() || error.is_request(),
+            timed_out: error.is_timeout(),
             retry_after: None,
             error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
         })?;
@@ -225,15 +274,37 @@ impl LlmClient {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok())
             .map(Duration::from_secs); // The HTTP-date form falls back to our own backoff.
-        let text = response.text().await.map_err(|error| Failure {
-            retryable: true,
-            retry_after: None,
-            error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
-        })?;
+        let text = match http::text_limited(response, self.max_response_bytes).await {
+            Ok(text) => text,
+            // An error's body is only quoted: its status says what matters.
+            Err(BodyError::TooLarge { .. }) if !status.is_success() => {
+                format!("(a body over the limit of {})", Bytes(self.max_response_bytes))
+            }
+            Err(BodyError::TooLarge { limit, declared }) => {
+                return Err(Failure {
+                    retryable: false,
+                    timed_out: false,
+                    retry_after: None,
+                    error: LlmError::TooLarge {
+                        provider: self.provider,
+                        reason: BodyError::TooLarge { limit, declared }.to_string(),
+                    },
+                });
+            }
+            Err(BodyError::Read(error)) => {
+                return Err(Failure {
+                    retryable: true,
+                    timed_out: error.is_timeout(),
+                    retry_after: None,
+                    error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
+                });
+            }
+        };
         if !status.is_success() {
             let retryable = status.as_u16() == 429 || status.is_server_error();
             return Err(Failure {
                 retryable,
+                timed_out: false,
                 retry_after,
                 error: LlmError::Status {
                     provider: self.provider,
@@ -244,6 +315,7 @@ impl LlmClient {
         }
         let json: Value = serde_json::from_str(&text).map_err(|error| Failure {
             retryable: false,
+            timed_out: false,
             retry_after: None,
             error: LlmError::Malformed { provider: self.provider, message: format!("not JSON: {error}") },
         })?;
@@ -302,6 +374,8 @@ struct Sent {
 
 struct Failure {
     retryable: bool,
+    /// The request's timeout ran out (perhaps because the deadline was near).
+    timed_out: bool,
     retry_after: Option<Duration>,
     error: LlmError,
 }

@@ -103,7 +103,7 @@ impl OverrideError {
 impl OverrideFile {
     /// Parses and validates one override file's text; `path` is only for error messages.
     pub fn parse(text: &str, path: &Path) -> Result<OverrideFile, OverrideError> {
-        let value: Value = serde_json::from_str(text).map_err(|error| OverrideError::Syntax {
+        let value: Value = crate::json::from_str(text).map_err(|error| OverrideError::Syntax {
             path: path.to_owned(),
             line: error.line(),
             column: error.column(),

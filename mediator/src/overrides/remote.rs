@@ -9,6 +9,9 @@ use serde_json::Value;
 use super::file::{OverrideError, OverrideFile};
 use crate::cache::Cache;
 
+/// The largest collection read: a collection is text about tools, far below this.
+pub const MAX_COLLECTION_BYTES: u64 = 32 * 1024 * 1024;
+
 /// Where a run's remote overrides came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteState {
@@ -92,7 +95,7 @@ pub async fn fetch(url: &str, cache: Option<&Cache>, http: &reqwest::Client) -> 
         return stale(format!("overrides from {url}: HTTP {status}"), kept);
     }
     let etag = response.headers().get(reqwest::header::ETAG).and_then(|value| value.to_str().ok()).map(str::to_owned);
-    let body = match response.text().await {
+    let body = match crate::http::text_limited(response, MAX_COLLECTION_BYTES).await {
         Ok(body) => body,
         Err(error) => return stale(format!("cannot read overrides from {url}: {error}"), kept),
     };
@@ -153,7 +156,7 @@ pub fn http_client() -> reqwest::Client {
 /// The files of a collection, each validated; errors name the URL and the JSON pointer.
 fn parse(body: &str, url: &str) -> Result<Vec<OverrideFile>, OverrideError> {
     let place = Path::new(url);
-    let value: Value = serde_json::from_str(body).map_err(|error| OverrideError::Syntax {
+    let value: Value = crate::json::from_str(body).map_err(|error| OverrideError::Syntax {
         path: place.to_owned(),
         line: error.line(),
         column: error.column(),

@@ -93,7 +93,7 @@ impl Dictionary {
     }
 
     pub fn merge_str(&mut self, text: &str, path: &Path) -> Result<(), DictionaryError> {
-        let file: DictionaryFile = serde_json::from_str(text).map_err(|error| DictionaryError::Syntax {
+        let file: DictionaryFile = crate::json::from_str_as(text).map_err(|error| DictionaryError::Syntax {
             path: path.to_owned(),
             line: error.line(),
             column: error.column(),

@@ -1,0 +1,272 @@
+//! Reading JSON without losing anything: every number stays as written, and a key that appears
+//! twice in one object is an error rather than a value silently dropped.
+//!
+//! Numbers: serde_json's `arbitrary_precision` (set for the whole workspace) keeps a number's
+//! text, so `18446744073709551616` and `3.14159265358979323846` leave as they came. Duplicate
+//! keys: serde_json keeps the last value of a repeated key; [`from_str`] and the
+//! [`deserialize_value`] family refuse them instead, with the line and column of the repeated
+//! key when reading text. JSON (RFC 8259) leaves duplicates' meaning to each reader, so a
+//! mediator that kept one of two values would be guessing what its source meant.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+
+/// The key serde_json (with `arbitrary_precision`) hands a number's text under, as a one-entry
+/// map, when a visitor asks for any value. A test below fails if serde_json ever changes it.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// Parses JSON text into a value, refusing duplicate keys; errors carry line and column.
+pub fn from_str(text: &str) -> Result<Value, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    // Tool lists nest deeply only when hostile; serde_json's recursion limit (128) stays on.
+    let value = deserialize_value(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// Parses JSON text into `T`, refusing duplicate keys; every error carries line and column.
+/// The text is read twice (once for keys, once for `T`): meant for small files such as
+/// settings and dictionaries.
+pub fn from_str_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    from_str(text)?;
+    serde_json::from_str(text)
+}
+
+/// The members of a JSON object, in order, their values as raw text: for reading a large
+/// envelope (a `tools/list` page) one member at a time. A repeated member name is refused.
+pub fn object_members(text: &str) -> Result<Vec<(String, &RawValue)>, serde_json::Error> {
+    struct Members;
+
+    impl<'de> Visitor<'de> for Members {
+        type Value = Vec<(String, &'de RawValue)>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("a JSON object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
+            let mut members: Vec<(String, &'de RawValue)> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = entries.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(de::Error::custom(format_args!("duplicate key `{key}` in one object")));
+                }
+                members.push((key, entries.next_value()?));
+            }
+            Ok(members)
+        }
+    }
+
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let members = deserializer.deserialize_map(Members)?;
+    deserializer.end()?;
+    Ok(members)
+}
+
+/// Any JSON value, refusing duplicate keys at every depth.
+pub fn deserialize_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+    deserializer.deserialize_any(ExactValue)
+}
+
+/// A JSON object, refusing duplicate keys at every depth.
+pub fn deserialize_object<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
+    match deserialize_value(deserializer)? {
+        Value::Object(object) => Ok(object),
+        other => Err(de::Error::invalid_type(unexpected(&other), &"a JSON object")),
+    }
+}
+
+fn unexpected(value: &Value) -> de::Unexpected<'_> {
+    match value {
+        Value::Null => de::Unexpected::Unit,
+        Value::Bool(flag) => de::Unexpected::Bool(*flag),
+        Value::Number(_) => de::Unexpected::Other("number"),
+        Value::String(text) => de::Unexpected::Str(text),
+        Value::Array(_) => de::Unexpected::Seq,
+        Value::Object(_) => de::Unexpected::Map,
+    }
+}
+
+struct ExactValue;
+
+impl<'de> DeserializeSeed<'de> for ExactValue {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ExactValue {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_i128<E: de::Error>(self, value: i128) -> Result<Value, E> {
+        Number::from_i128(value).map(Value::Number).ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_u128<E: de::Error>(self, value: u128) -> Result<Value, E> {
+        Number::from_u128(value).map(Value::Number).ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
+        let mut array = Vec::with_capacity(items.size_hint().unwrap_or(0));
+        while let Some(item) = items.next_element_seed(ExactValue)? {
+            array.push(item);
+        }
+        Ok(Value::Array(array))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = entries.next_key::<Cow<'de, str>>()? {
+            if object.is_empty() && key == NUMBER_TOKEN {
+                // A number that fits no machine type, its text as written.
+                let text: Cow<'de, str> = entries.next_value()?;
+                return serde_json::from_str::<Number>(&text).map(Value::Number).map_err(de::Error::custom);
+            }
+            match object.entry(key.into_owned()) {
+                Entry::Occupied(slot) => {
+                    return Err(de::Error::custom(format_args!("duplicate key `{}` in one object", slot.key())));
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(entries.next_value_seed(ExactValue)?);
+                }
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn numbers_leave_with_every_digit() {
+        // serde_json spells an exponent `e+N` or `e-N`; the digits are kept as written.
+        for (text, written) in [
+            ("18446744073709551616", "18446744073709551616"),
+            ("-18446744073709551617", "-18446744073709551617"),
+            ("3.14159265358979323846", "3.14159265358979323846"),
+            ("1e400", "1e+400"),
+            ("1E+2", "1e+2"),
+            ("2.50E-7", "2.50e-7"),
+            ("-0", "-0"),
+            ("-0.0", "-0.0"),
+            ("0.1", "0.1"),
+            ("5", "5"),
+            ("-5", "-5"),
+            ("1.0", "1.0"),
+            ("123456789012345678901234567890.123456789e-7", "123456789012345678901234567890.123456789e-7"),
+        ] {
+            let value = from_str(text).unwrap();
+            assert!(value.is_number(), "{text}");
+            assert_eq!(serde_json::to_string(&value).unwrap(), written);
+            let nested = from_str(&format!(r#"{{"a":[{text}],"b":{{"c":{text}}}}}"#)).unwrap();
+            assert_eq!(nested.to_string(), format!(r#"{{"a":[{written}],"b":{{"c":{written}}}}}"#));
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_with_their_place() {
+        let error = from_str("{\n  \"a\": 1,\n  \"a\": 2\n}").unwrap_err();
+        assert!(error.to_string().contains("duplicate key `a`"), "{error}");
+        assert_eq!(error.line(), 3);
+        let error = from_str(r#"{"tools": [{"name": "x", "inputSchema": {"type": "object", "type": "string"}}]}"#);
+        assert!(error.unwrap_err().to_string().contains("duplicate key `type`"));
+        // The same key in different objects is not a duplicate.
+        assert!(from_str(r#"{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}"#).is_ok());
+        // Escapes spell the same key.
+        assert!(from_str(r#"{"a": 1, "\u0061": 2}"#).is_err());
+    }
+
+    #[test]
+    fn agrees_with_serde_json_where_serde_json_loses_nothing() {
+        let text = r#"{"s":"x\n\"y","t":true,"n":null,"a":[1,-2,2.5,{}],"o":{"k":[]}}"#;
+        assert_eq!(from_str(text).unwrap(), serde_json::from_str::<Value>(text).unwrap());
+        assert!(from_str("[1,").is_err());
+        assert!(from_str("{} x").is_err());
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let number = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| format!("{n}{n}")),
+            (any::<i32>(), 0u32..1_000_000, -400i32..400).prop_map(|(i, f, e)| format!("{i}.{f}e{e:+}")),
+        ]
+        .prop_map(|text| serde_json::from_str::<Value>(&text).unwrap());
+        let leaf =
+            prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number, ".*".prop_map(Value::String)];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{0,3}", inner, 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn text_survives_a_round_trip(value in json_value()) {
+            let text = value.to_string();
+            let read = from_str(&text).unwrap();
+            prop_assert_eq!(read.to_string(), text);
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            prop_assert_eq!(serde_json::to_string_pretty(&from_str(&pretty).unwrap()).unwrap(), pretty);
+        }
+
+        #[test]
+        fn a_repeated_key_anywhere_is_found(value in json_value(), key in "[a-z]{1,3}") {
+            let text = format!(r#"[{value}, {{"{key}": 1, "{key}": 2}}]"#);
+            prop_assert!(from_str(&text).is_err());
+        }
+    }
+}
