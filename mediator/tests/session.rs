@@ -154,3 +154,25 @@ async fn the_closure_form_enhances_and_drops_hidden_tools() {
     assert_eq!(tools[0].name, "get_user");
     assert_eq!(tools[1].name, "echo");
 }
+
+#[tokio::test]
+async fn a_large_category_is_described_in_part_and_listed_whole() {
+    let tools: Vec<Tool> = (0..120)
+        .map(|i| {
+            Tool::new(format!("get_widget_{i}"))
+                .with_description(format!("Get widget number {i}."))
+                .with_input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}}))
+        })
+        .collect();
+    let session = Session::new(rules(), context(), SessionPolicy::mediated(5));
+    let first = all_pages(&session, &tools).await;
+    let category_tool = first.iter().find(|tool| tool.name.ends_with("_tools")).expect("a category tool").name.clone();
+    let Route::Local(result) = session.route_call(&category_tool, no_args()).await else { panic!("a local answer") };
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["tools"].as_array().unwrap().len(), 50);
+    assert_eq!(structured["total"], 120);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Described here: 50 of 120") && text.contains("tools/list"), "{text}");
+    let listed = all_pages(&session, &tools).await;
+    assert_eq!(listed.iter().filter(|tool| tool.name.starts_with("get_widget_")).count(), 120);
+}

@@ -33,25 +33,47 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
     tool
 }
 
+/// How many tools one expansion describes at most, and about how many bytes of text; the rest
+/// are named in a note (they are listed and callable all the same).
+const EXPANDED_TOOLS: usize = 50;
+const EXPANDED_BYTES: usize = 256 * 1024;
+
 /// The answer to calling a category tool: its tools with their descriptions and input schemas,
-/// as text for every client and as `structuredContent` for those that read it.
-pub fn expansion_result(category: &str, members: &[Tool]) -> Value {
-    let tools: Vec<Value> = members
-        .iter()
-        .map(|tool| json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}))
-        .collect();
-    let mut text = format!("{} tools for {}; call them by name:\n", members.len(), category.replace(['_', '-'], " "));
+/// as text for every client and as `structuredContent` for those that read it. A large
+/// category is described in part, with a note saying that every member is now in `tools/list`.
+pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = Tool>) -> Value {
+    let total = members.len();
+    let topic = category.replace(['_', '-'], " ");
+    let mut tools = Vec::new();
+    let mut entries = String::new();
     for tool in members {
-        text.push_str(&format!(
-            "\n- {}: {}\n  input schema: {}\n",
+        let schema = tool.input_schema.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into());
+        let entry = format!(
+            "\n- {}: {}\n  input schema: {schema}\n",
             tool.name,
             tool.description.as_deref().unwrap_or("(no description)"),
-            tool.input_schema.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into())
-        ));
+        );
+        if !tools.is_empty() && (tools.len() == EXPANDED_TOOLS || entries.len() + entry.len() > EXPANDED_BYTES) {
+            break;
+        }
+        entries.push_str(&entry);
+        tools.push(json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}));
+    }
+    let mut text = format!("{total} tools for {topic}; call them by name:\n{entries}");
+    let mut structured = json!({"category": category, "tools": tools});
+    if tools.len() < total {
+        let note = format!(
+            "Described here: {} of {total}. All {total} are now in tools/list and can be called by name; \
+             list the tools to see the rest.",
+            tools.len()
+        );
+        text.push_str(&format!("\n{note}\n"));
+        structured["total"] = json!(total);
+        structured["note"] = json!(note);
     }
     json!({
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"category": category, "tools": tools},
+        "structuredContent": structured,
         "isError": false
     })
 }

@@ -93,22 +93,22 @@ impl SessionPolicy {
     }
 }
 
-/// One page of `tools/list`. It shares the session's listing rather than copying it.
+/// One page of `tools/list`: the tools as the client sees them. Only a page is ever written
+/// out; the session keeps the enhanced tools once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPage {
-    listing: Arc<Vec<Tool>>,
-    range: std::ops::Range<usize>,
+    tools: Vec<Tool>,
     /// Opaque; pass it back to get the next page.
     pub next_cursor: Option<String>,
 }
 
 impl ListPage {
     pub fn tools(&self) -> &[Tool] {
-        &self.listing[self.range.clone()]
+        &self.tools
     }
 
     pub fn into_tools(self) -> Vec<Tool> {
-        self.tools().to_vec()
+        self.tools
     }
 }
 
@@ -135,7 +135,8 @@ pub struct InvalidCursor(pub String);
 
 #[derive(Default)]
 struct State {
-    /// The last upstream list as it came, to skip enhancing it again when it has not changed.
+    /// The last upstream list given to [`Session::list_tools`], to skip enhancing it again when
+    /// it has not changed. [`Session::take_in`] keeps none: its caller knows what changed.
     upstream: Option<Vec<Tool>>,
     /// The last upstream list, enhanced; `None` before the first listing.
     tools: Option<Vec<EnhancedTool>>,
@@ -166,12 +167,19 @@ pub struct Session {
 
 /// The listing and the routing table, derived from the state.
 struct Derived {
-    listed: Arc<Vec<Tool>>,
+    /// What is listed, in order; a page is written from it when asked for.
+    listed: Vec<Listed>,
     /// Names, and the schemas whose enums follow the state: what the client sees.
     signature: Vec<String>,
     locals: BTreeMap<String, Local>,
     /// Exposed name -> index into the enhanced tools, for the tools callable now.
     callable: HashMap<String, usize>,
+}
+
+/// One entry of the listing: an enhanced tool, by its index, or one the session made.
+enum Listed {
+    Enhanced(usize),
+    Local(Box<Tool>),
 }
 
 /// What is listed beside the upstream tools.
@@ -212,40 +220,69 @@ impl Session {
     }
 
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,
-    /// group switches added, sorted and paginated as the policy says.
+    /// group switches added, sorted and paginated as the policy says. The list is enhanced
+    /// again only when it differs from the one given last; [`Session::take_in`] and
+    /// [`Session::page`] are the same in two steps, for a transport that knows when its list
+    /// changed and would rather not keep a copy of it.
     pub async fn list_tools(&self, upstream: &[Tool], cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
-        let position = match cursor {
-            None => None,
-            Some(cursor) => Some(decode_cursor(cursor).ok_or_else(|| InvalidCursor(cursor.to_owned()))?),
-        };
-        let unchanged = self.state().upstream.as_deref() == Some(upstream);
-        if !unchanged {
-            let enhanced = self.mediator.enhance(upstream.to_vec(), &self.context).await;
+        let position = decode(cursor)?;
+        if self.state().upstream.as_deref() != Some(upstream) {
+            let tools = upstream.to_vec();
+            self.take_in(upstream.to_vec()).await;
+            self.state().upstream = Some(tools);
+        }
+        self.page_at(position, cursor)
+    }
+
+    /// Takes in a new upstream list: enhances it and works out what the client sees; the
+    /// client is told if that changed.
+    pub async fn take_in(&self, upstream: Vec<Tool>) {
+        let enhanced = self.mediator.enhance(upstream, &self.context).await;
+        let changed = {
             let mut state = self.state();
-            state.upstream = Some(upstream.to_vec());
+            state.upstream = None;
             state.tools = Some(enhanced);
             state.derived = None;
-        }
-        let (derived, changed, generation) = {
-            let mut state = self.state();
-            let (derived, changed) = self.refresh(&mut state);
-            (derived, changed, state.generation)
+            self.refresh(&mut state).1
         };
         self.announce(changed);
-        let offset = match position {
-            None => 0,
-            // A cursor from before the listing changed would skip or repeat tools.
-            Some((from, offset)) if from == generation => offset,
-            Some(_) => return Err(InvalidCursor(cursor.unwrap_or_default().to_owned())),
+    }
+
+    /// One page of what the client sees now, from the start or from `cursor`.
+    pub fn page(&self, cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
+        self.page_at(decode(cursor)?, cursor)
+    }
+
+    fn page_at(&self, position: Option<(u64, usize)>, cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
+        let invalid = || InvalidCursor(cursor.unwrap_or_default().to_owned());
+        let (changed, page) = {
+            let mut state = self.state();
+            let (derived, changed) = self.refresh(&mut state);
+            let offset = match position {
+                None => 0,
+                // A cursor from before the listing changed would skip or repeat tools.
+                Some((from, offset)) if from == state.generation => offset,
+                Some(_) => return Err(invalid()),
+            };
+            let listed = &derived.listed;
+            if offset > listed.len() {
+                return Err(invalid());
+            }
+            let page_size = self.policy.page_size.unwrap_or(usize::MAX).max(1);
+            let end = offset.saturating_add(page_size).min(listed.len());
+            let tools = state.tools.as_deref().unwrap_or_default();
+            let page = listed[offset..end]
+                .iter()
+                .map(|entry| match entry {
+                    Listed::Enhanced(index) => self.as_listed(&state, &tools[*index]),
+                    Listed::Local(tool) => Tool::clone(tool),
+                })
+                .collect();
+            let next_cursor = (end < listed.len()).then(|| encode_cursor(state.generation, end));
+            (changed, ListPage { tools: page, next_cursor })
         };
-        let listed = &derived.listed;
-        if offset > listed.len() {
-            return Err(InvalidCursor(cursor.unwrap_or_default().to_owned()));
-        }
-        let page_size = self.policy.page_size.unwrap_or(usize::MAX).max(1);
-        let end = offset.saturating_add(page_size).min(listed.len());
-        let next_cursor = (end < listed.len()).then(|| encode_cursor(generation, end));
-        Ok(ListPage { listing: listed.clone(), range: offset..end, next_cursor })
+        self.announce(changed);
+        Ok(page)
     }
 
     /// The derived view, and whether what the client sees changed since it was last noted.
@@ -305,17 +342,19 @@ impl Session {
                 callable.entry(tool.name().to_owned()).or_insert(index);
             }
         }
-        let listed = Arc::new(self.listing(state, &locals, &callable));
-        let filtered: BTreeSet<&str> = callable
-            .iter()
-            .filter(|(_, index)| !self.filtered_enums(state, &tools[**index]).is_empty())
-            .map(|(name, _)| name.as_str())
-            .collect();
+        let listed = self.listing(state, &locals, &callable);
         let mut signature: Vec<String> = listed
             .iter()
-            .map(|tool| match (&tool.input_schema, filtered.contains(tool.name.as_str())) {
-                (Some(schema), true) => format!("{}#{schema}", tool.name),
-                _ => tool.name.clone(),
+            .map(|entry| match entry {
+                Listed::Local(tool) => tool.name.clone(),
+                // A schema whose enum values follow the state is part of what the client sees.
+                Listed::Enhanced(index) => match self.filtered_enums(state, &tools[*index]).is_empty() {
+                    true => tools[*index].name().to_owned(),
+                    false => {
+                        let listed = self.as_listed(state, &tools[*index]);
+                        format!("{}#{}", listed.name, listed.input_schema.unwrap_or_default())
+                    }
+                },
             })
             .collect();
         signature.sort();
@@ -365,14 +404,14 @@ impl Session {
             Local::Category(category) => {
                 let (result, changed) = {
                     let mut state = self.state();
-                    let members: Vec<Tool> = state
+                    let members: Vec<&EnhancedTool> = state
                         .tools
                         .iter()
                         .flatten()
                         .filter(|tool| self.is_visible(&state, tool) && category_of(tool) == category)
-                        .map(|tool| self.as_listed(&state, tool))
                         .collect();
-                    let result = disclosure::expansion_result(&category, &members);
+                    let listed = members.into_iter().map(|tool| self.as_listed(&state, tool));
+                    let result = disclosure::expansion_result(&category, listed);
                     state.expanded.insert(category);
                     state.derived = None;
                     (result, self.refresh(&mut state).1)
@@ -600,16 +639,21 @@ impl Session {
         locals
     }
 
-    fn listing(&self, state: &State, locals: &BTreeMap<String, Local>, callable: &HashMap<String, usize>) -> Vec<Tool> {
+    fn listing(
+        &self,
+        state: &State,
+        locals: &BTreeMap<String, Local>,
+        callable: &HashMap<String, usize>,
+    ) -> Vec<Listed> {
         let tools = state.tools.as_deref().unwrap_or_default();
-        let mut listed: Vec<Tool> = tools
+        let mut listed: Vec<Listed> = tools
             .iter()
             .enumerate()
             .filter(|(index, tool)| callable.get(tool.name()) == Some(index))
-            .map(|(_, tool)| self.as_listed(state, tool))
+            .map(|(index, _)| Listed::Enhanced(index))
             .collect();
         for (name, local) in locals {
-            listed.push(match local {
+            listed.push(Listed::Local(Box::new(match local {
                 Local::Category(category) => {
                     let members: Vec<&EnhancedTool> = tools
                         .iter()
@@ -618,10 +662,14 @@ impl Session {
                     disclosure::category_tool(name, category, &members)
                 }
                 Local::Switch(group, switch) => switch_tool(name, group, *switch, state),
-            });
+            })));
         }
         if self.policy.sort_by_name {
-            listed.sort_by(|a, b| a.name.cmp(&b.name));
+            let name = |entry: &Listed| match entry {
+                Listed::Enhanced(index) => tools[*index].name().to_owned(),
+                Listed::Local(tool) => tool.name.clone(),
+            };
+            listed.sort_by_cached_key(name);
         }
         listed
     }
@@ -683,6 +731,11 @@ fn category_of(tool: &EnhancedTool) -> &str {
 }
 
 const CURSOR_PREFIX: &str = "tm1.";
+
+/// The position a cursor stands for, `None` for the first page.
+fn decode(cursor: Option<&str>) -> Result<Option<(u64, usize)>, InvalidCursor> {
+    cursor.map(|cursor| decode_cursor(cursor).ok_or_else(|| InvalidCursor(cursor.to_owned()))).transpose()
+}
 
 fn encode_cursor(generation: u64, offset: usize) -> String {
     format!("{CURSOR_PREFIX}{generation:x}.{offset:x}")
