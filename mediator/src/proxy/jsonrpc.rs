@@ -30,11 +30,26 @@ impl Id {
         Id(format!("\"tool-mediator-{counter}\"").into())
     }
 
-    fn from_raw(raw: &RawValue) -> Option<Id> {
+    /// `null`: the id of an answer to a request whose id could not be read (JSON-RPC 5.1).
+    pub fn null() -> Id {
+        Id("null".into())
+    }
+
+    /// MCP's ids are strings or integers; a fraction, `null`, or anything else is not one.
+    fn read(raw: &RawValue) -> IdRead {
         let text = raw.get();
-        // JSON-RPC ids are strings or numbers; null means "unknown" and answers nothing.
-        let usable = text.starts_with('"') || text.starts_with('-') || text.starts_with(|c: char| c.is_ascii_digit());
-        usable.then(|| Id(text.into()))
+        if text.starts_with('"') {
+            return IdRead::Usable(Id(text.into()));
+        }
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
+            return IdRead::Usable(Id(text.into()));
+        }
+        if digits.starts_with(|c: char| c.is_ascii_digit()) {
+            // A fraction or an exponent: not an id, but the sender can still be told.
+            return IdRead::Unusable(Id(text.into()));
+        }
+        IdRead::Unusable(Id::null())
     }
 }
 
@@ -44,9 +59,18 @@ impl std::fmt::Display for Id {
     }
 }
 
+enum IdRead {
+    Usable(Id),
+    /// Present but not a valid id; the id an error answer carries.
+    Unusable(Id),
+}
+
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    // `"id": null` is present: a request with it is answered, not taken for a notification.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
@@ -81,6 +105,9 @@ pub enum Message<'a> {
         result: Option<&'a RawValue>,
         error: Option<&'a RawValue>,
     },
+    /// A JSON-RPC batch: MCP has none since revision 2025-06-18, and this proxy answers each
+    /// request in one with an error (see [`batch_refusal`]).
+    Batch(Vec<&'a RawValue>),
 }
 
 /// A line that is not a JSON-RPC message; `id` is set when one could be made out, and then
@@ -99,17 +126,42 @@ impl<'a> Message<'a> {
             code: PARSE_ERROR,
             reason: format!("not UTF-8 ({error})"),
         })?;
+        if text.trim_start().starts_with('[') {
+            return match serde_json::from_str::<Vec<&'a RawValue>>(text) {
+                Ok(items) => Ok(Message::Batch(items)),
+                Err(error) => {
+                    Err(Malformed { id: None, code: PARSE_ERROR, reason: format!("not a JSON-RPC batch: {error}") })
+                }
+            };
+        }
         let envelope: Envelope<'a> = serde_json::from_str(text).map_err(|error| Malformed {
             id: salvage_id(text),
             code: PARSE_ERROR,
             reason: format!("not a JSON-RPC object: {error}"),
         })?;
-        let id = envelope.id.and_then(Id::from_raw);
+        let is_request = envelope.method.is_some();
+        let invalid = |id: Option<Id>, reason: &str| Malformed {
+            // Only a request is answered; an answer to a broken answer would never end.
+            id: id.filter(|_| is_request),
+            code: INVALID_REQUEST,
+            reason: reason.to_owned(),
+        };
+        let id = match envelope.id.map(Id::read) {
+            None => None,
+            Some(IdRead::Usable(id)) => Some(id),
+            Some(IdRead::Unusable(id)) => {
+                return Err(invalid(Some(id), "an id must be a string or an integer"));
+            }
+        };
+        if envelope.jsonrpc.map(RawValue::get) != Some(r#""2.0""#) {
+            return Err(Malformed {
+                id: id.filter(|_| is_request),
+                ..invalid(None, r#"`"jsonrpc": "2.0"` is missing"#)
+            });
+        }
         match (envelope.method, id, envelope.result.is_some() || envelope.error.is_some()) {
             (Some(method), Some(id), _) => Ok(Message::Request { id, method, params: envelope.params }),
-            (Some(method), None, _) if envelope.id.is_none() => {
-                Ok(Message::Notification { method, params: envelope.params })
-            }
+            (Some(method), None, _) => Ok(Message::Notification { method, params: envelope.params }),
             (None, Some(id), true) => Ok(Message::Response { id, result: envelope.result, error: envelope.error }),
             (_, id, _) => Err(Malformed {
                 id,
@@ -122,7 +174,7 @@ impl<'a> Message<'a> {
 
 /// The id of a line that did not parse, when it plainly carries one at the top level of its
 /// object: the sender may be waiting for an answer to it. An `"id"` nested in params is not it.
-fn salvage_id(text: &str) -> Option<Id> {
+pub(super) fn salvage_id(text: &str) -> Option<Id> {
     let bytes = text.as_bytes();
     let (mut depth, mut index) = (0usize, 0usize);
     while index < bytes.len() {
@@ -155,7 +207,30 @@ fn id_after(rest: &str) -> Option<Id> {
         rest.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(rest.len())
     };
     let parsed: &RawValue = serde_json::from_str(&rest[..end]).ok()?;
-    Id::from_raw(parsed)
+    match Id::read(parsed) {
+        IdRead::Usable(id) => Some(id),
+        IdRead::Unusable(_) => None,
+    }
+}
+
+/// The answer to a batch: for each request in it (an element with a method and an id), an
+/// Invalid Request error, as one array; for an empty batch, one error with id `null`
+/// (JSON-RPC 2.0, section 6). `None` when nothing in it asked for an answer.
+pub fn batch_refusal(items: &[&RawValue]) -> Option<String> {
+    const REASON: &str =
+        "JSON-RPC batches are not part of MCP (removed in revision 2025-06-18); send one message a line";
+    if items.is_empty() {
+        return Some(error_response(&Id::null(), INVALID_REQUEST, "an empty JSON-RPC batch"));
+    }
+    let answers: Vec<String> = items
+        .iter()
+        .filter_map(|item| match Message::parse(item.get().as_bytes()) {
+            Ok(Message::Request { id, .. }) => Some(error_response(&id, INVALID_REQUEST, REASON)),
+            Ok(_) => None,
+            Err(malformed) => malformed.id.map(|id| error_response(&id, malformed.code, &malformed.reason)),
+        })
+        .collect();
+    (!answers.is_empty()).then(|| format!("[{}]", answers.join(",")))
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":…}` with the result's text as given.
@@ -218,7 +293,60 @@ mod tests {
         let invalid = Message::parse(br#"{"jsonrpc":"2.0","id":"q"}"#).unwrap_err();
         assert_eq!((invalid.code, invalid.id.unwrap().as_raw()), (INVALID_REQUEST, r#""q""#));
         assert!(Message::parse(b"\xff\xfe").is_err());
-        assert!(Message::parse(b"[1,2]").is_err());
+        assert!(matches!(Message::parse(b"[1,2]"), Ok(Message::Batch(items)) if items.len() == 2));
+        assert!(Message::parse(b"[1,").is_err());
+    }
+
+    #[test]
+    fn ids_are_strings_or_integers() {
+        for (line, answered) in [
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, Some("1.5")),
+            (r#"{"jsonrpc":"2.0","id":1e3,"method":"ping"}"#, Some("1e3")),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, Some("null")),
+            (r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#, Some("null")),
+            (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, Some("null")),
+            (r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#, None),
+        ] {
+            let malformed = Message::parse(line.as_bytes()).unwrap_err();
+            assert_eq!(malformed.code, INVALID_REQUEST, "{line}");
+            assert_eq!(malformed.id.as_ref().map(Id::as_raw), answered, "{line}");
+        }
+        assert!(matches!(Message::parse(br#"{"jsonrpc":"2.0","id":-7,"method":"ping"}"#), Ok(Message::Request { .. })));
+    }
+
+    #[test]
+    fn a_message_without_jsonrpc_2_0_is_refused() {
+        for line in [
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#,
+        ] {
+            let malformed = Message::parse(line.as_bytes()).unwrap_err();
+            assert_eq!(
+                (malformed.code, malformed.id.map(|id| id.as_raw().to_owned())),
+                (INVALID_REQUEST, Some("1".into()))
+            );
+        }
+        let notification = Message::parse(br#"{"method":"notifications/initialized"}"#).unwrap_err();
+        assert!(notification.id.is_none());
+    }
+
+    #[test]
+    fn a_batch_is_answered_request_by_request() {
+        let Ok(Message::Batch(items)) = Message::parse(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"tools/list"},{"id":3}]"#,
+        ) else {
+            panic!("a batch")
+        };
+        let answer: Value = serde_json::from_str(&batch_refusal(&items).unwrap()).unwrap();
+        let answers = answer.as_array().unwrap();
+        assert_eq!(answers.len(), 2);
+        assert_eq!((answers[0]["id"].clone(), answers[1]["id"].clone()), (json!(1), json!("b")));
+        assert!(answers.iter().all(|answer| answer["error"]["code"] == INVALID_REQUEST));
+        let empty: Value = serde_json::from_str(&batch_refusal(&[]).unwrap()).unwrap();
+        assert_eq!((empty["id"].clone(), empty["error"]["code"].clone()), (Value::Null, json!(INVALID_REQUEST)));
+        let Ok(Message::Batch(notes)) = Message::parse(br#"[{"jsonrpc":"2.0","method":"a"}]"#) else { panic!() };
+        assert!(batch_refusal(&notes).is_none());
     }
 
     #[test]

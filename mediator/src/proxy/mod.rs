@@ -18,20 +18,22 @@
 //! and, after another wait, SIGKILL.
 
 pub mod jsonrpc;
+mod lines;
 mod router;
+mod warnings;
 
 use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
 
 use crate::chain::Mediator;
 use crate::session::SessionPolicy;
-use router::{Outgoing, Router};
+use lines::{Outbox, read_lines};
+use router::Router;
 
 /// How the proxy mediates and how it ends.
 #[derive(Clone)]
@@ -42,11 +44,29 @@ pub struct ProxyOptions {
     pub source: Option<String>,
     /// How long the server has to exit after its input closes, and again after SIGTERM.
     pub grace: Duration,
+    /// The longest message either side may send, in bytes; a longer one is skipped and, when
+    /// its id can be read, answered with an error that names this limit.
+    pub max_message_bytes: usize,
+    /// How long the proxy waits for the server to answer a request of its own (a listing).
+    pub request_timeout: Duration,
 }
+
+/// The default [`ProxyOptions::max_message_bytes`]: 64 MiB.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many bytes may wait for one side before the other side's reader pauses.
+const OUTBOX_BYTES: usize = 16 * 1024 * 1024;
 
 impl ProxyOptions {
     pub fn new(mediator: Arc<Mediator>, policy: SessionPolicy) -> ProxyOptions {
-        ProxyOptions { mediator, policy, source: None, grace: Duration::from_secs(2) }
+        ProxyOptions {
+            mediator,
+            policy,
+            source: None,
+            grace: Duration::from_secs(2),
+            max_message_bytes: MAX_MESSAGE_BYTES,
+            request_timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -89,23 +109,35 @@ where
         unreachable!("both streams were asked for as pipes");
     };
 
-    let (to_client, client_queue) = mpsc::unbounded_channel();
-    let (to_server, server_queue) = mpsc::unbounded_channel();
-    let client_writer = tokio::spawn(write_lines(client_out, client_queue));
-    tokio::spawn(write_lines(server_in, server_queue));
+    let (to_client, client_queue) = Outbox::new(OUTBOX_BYTES);
+    let (to_server, server_queue) = Outbox::new(OUTBOX_BYTES);
     let fallback =
         std::path::Path::new(&program).file_name().map_or(program.clone(), |name| name.to_string_lossy().into_owned());
-    let router =
-        Arc::new(Router::new(options.mediator, options.policy, options.source, fallback, to_client, to_server));
-
-    let mut server_reader = tokio::spawn(read_lines(server_out, {
+    let (limit, grace) = (options.max_message_bytes, options.grace);
+    let router = Arc::new(Router::new(options, fallback, to_client, to_server));
+    let client_writer = tokio::spawn({
         let router = router.clone();
-        move |line| router.from_server(line)
-    }));
-    let client_reader = read_lines(client_in, {
-        let router = router.clone();
-        move |line| router.from_client(line)
+        async move { router.to_client.write_lines(client_out, client_queue).await }
     });
+    tokio::spawn({
+        let router = router.clone();
+        async move { router.to_server.write_lines(server_in, server_queue).await }
+    });
+
+    // Backpressure: the server is not read while the client's outbox is full, and the client
+    // is not read while either outbox is (its requests may be answered here or go upstream).
+    let mut server_reader = tokio::spawn({
+        let router = router.clone();
+        async move {
+            let wait_for = [&router.to_client];
+            read_lines(server_out, limit, &wait_for, |line| router.from_server(line)).await
+        }
+    });
+    let client_router = router.clone();
+    let client_reader = async {
+        let wait_for = [&client_router.to_server, &client_router.to_client];
+        read_lines(client_in, limit, &wait_for, |line| client_router.from_client(line)).await
+    };
 
     // Which side ended first.
     let client_ended = tokio::select! {
@@ -124,19 +156,20 @@ where
     };
     let ending = if client_ended {
         router.close_server_input();
-        let status = exit_within(&mut child, options.grace).await;
+        let status = exit_within(&mut child, grace).await;
         // Answers still coming from the server go on to the client meanwhile.
         let _ = tokio::time::timeout(Duration::from_millis(200), &mut server_reader).await;
         router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
         Ending::ClientClosed { server: status }
     } else {
-        let status = exit_within(&mut child, options.grace).await;
+        let status = exit_within(&mut child, grace).await;
         router.server_gone(format!("the MCP server exited ({status}) before answering"));
         // Requests the proxy made for the client (a listing) fail as their answers drop;
         // give those tasks a moment to answer the client.
         tokio::time::sleep(Duration::from_millis(50)).await;
         Ending::ServerExited(status)
     };
+    router.flush_warnings();
     // Answers already queued reach the client before the proxy ends.
     router.close_client_output();
     let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
@@ -227,47 +260,4 @@ async fn stop_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-/// Calls `each` with every line (without its end) until the input ends.
-async fn read_lines<R: AsyncRead + Unpin>(input: R, mut each: impl FnMut(&[u8])) -> io::Result<()> {
-    let mut input = BufReader::with_capacity(64 * 1024, input);
-    let mut line = Vec::with_capacity(8 * 1024);
-    loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line).await? == 0 {
-            return Ok(());
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        each(text);
-    }
-}
-
-/// Writes queued lines, flushing when the queue runs empty, until told to close.
-async fn write_lines<W: AsyncWrite + Unpin>(output: W, mut queue: mpsc::UnboundedReceiver<Outgoing>) -> io::Result<()> {
-    let mut output = BufWriter::with_capacity(64 * 1024, output);
-    while let Some(mut next) = queue.recv().await {
-        loop {
-            match next {
-                Outgoing::Line(line) => {
-                    output.write_all(line.as_bytes()).await?;
-                    output.write_all(b"\n").await?;
-                }
-                Outgoing::Close => {
-                    output.flush().await?;
-                    return output.shutdown().await;
-                }
-            }
-            match queue.try_recv() {
-                Ok(queued) => next = queued,
-                Err(_) => break,
-            }
-        }
-        output.flush().await?;
-    }
-    output.flush().await
 }

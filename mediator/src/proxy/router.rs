@@ -8,13 +8,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, oneshot};
 
+use super::ProxyOptions;
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
+use super::lines::{Line, Outbox};
+use super::warnings::Warnings;
 use crate::chain::Mediator;
 use crate::session::{ListChanged, Route, Session, SessionPolicy};
 use crate::tool::{SourceType, Tool, ToolContext};
@@ -27,11 +31,8 @@ const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
 
-/// A line on its way to one side, or the end of that side's input.
-pub(super) enum Outgoing {
-    Line(String),
-    Close,
-}
+/// Requests waiting for the server at once; past this a request is answered with an error.
+const MAX_WAITING: usize = 10_000;
 
 /// Why a request the proxy made upstream got no result.
 enum Upstream {
@@ -66,10 +67,13 @@ struct Pending {
     gone: Option<String>,
 }
 
-/// The server's tools as last listed, and the rest of its first page's result (cache hints,
-/// `resultType`, `_meta`), which the client's answer keeps.
+/// What the proxy keeps of the server's last listing: a fingerprint of its tools as written,
+/// to take in only a list that changed, and the rest of its first page's result (cache hints,
+/// `resultType`, `_meta`), which the client's answer keeps. The tools themselves live once,
+/// enhanced, in the session.
+#[derive(Clone)]
 struct Listing {
-    tools: Arc<Vec<Tool>>,
+    fingerprint: u64,
     rest: Map<String, Value>,
 }
 
@@ -83,13 +87,25 @@ struct Era {
     listeners: Vec<Id>,
 }
 
+/// Relisting after the server says its tools changed: at most one listing in flight and one
+/// more asked for, however many notifications arrive meanwhile.
+#[derive(Default)]
+struct Relisting {
+    running: bool,
+    again: bool,
+}
+
 pub(super) struct Router {
     mediator: Arc<Mediator>,
     policy: SessionPolicy,
     source: Option<String>,
     fallback_source: String,
-    to_client: mpsc::UnboundedSender<Outgoing>,
-    to_server: mpsc::UnboundedSender<Outgoing>,
+    max_message_bytes: usize,
+    request_timeout: Duration,
+    pub(super) to_client: Outbox,
+    pub(super) to_server: Outbox,
+    warnings: Warnings,
+    relisting: Mutex<Relisting>,
     pending: Mutex<Pending>,
     server_name: Mutex<Option<String>>,
     session: OnceLock<Arc<Session>>,
@@ -102,21 +118,18 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Router {
-    pub(super) fn new(
-        mediator: Arc<Mediator>,
-        policy: SessionPolicy,
-        source: Option<String>,
-        fallback_source: String,
-        to_client: mpsc::UnboundedSender<Outgoing>,
-        to_server: mpsc::UnboundedSender<Outgoing>,
-    ) -> Router {
+    pub(super) fn new(options: ProxyOptions, fallback_source: String, to_client: Outbox, to_server: Outbox) -> Router {
         Router {
-            mediator,
-            policy,
-            source,
+            mediator: options.mediator,
+            policy: options.policy,
+            source: options.source,
             fallback_source,
+            max_message_bytes: options.max_message_bytes,
+            request_timeout: options.request_timeout,
             to_client,
             to_server,
+            warnings: Warnings::default(),
+            relisting: Mutex::default(),
             pending: Mutex::default(),
             server_name: Mutex::default(),
             session: OnceLock::new(),
@@ -126,29 +139,54 @@ impl Router {
     }
 
     fn to_client(&self, line: String) {
-        // A closed channel means the client is gone; the proxy is ending anyway.
-        let _ = self.to_client.send(Outgoing::Line(line));
+        self.to_client.send(line);
     }
 
     fn to_server(&self, line: String) {
-        let _ = self.to_server.send(Outgoing::Line(line));
+        self.to_server.send(line);
     }
 
     pub(super) fn close_server_input(&self) {
-        let _ = self.to_server.send(Outgoing::Close);
+        self.to_server.close();
     }
 
     /// Ends the client's output once every queued line is written.
     pub(super) fn close_client_output(&self) {
-        let _ = self.to_client.send(Outgoing::Close);
+        self.to_client.close();
+    }
+
+    /// Logs the warnings held back since the last of their kind.
+    pub(super) fn flush_warnings(&self) {
+        self.warnings.flush();
+    }
+
+    /// Why a line was skipped for its length, for the log and for its sender.
+    fn too_long(&self, length: usize) -> String {
+        format!(
+            "a message of {length} bytes is longer than the proxy's limit of {} bytes (--max-message-size)",
+            self.max_message_bytes
+        )
     }
 
     /// One line from the client.
-    pub(super) fn from_client(self: &Arc<Self>, line: &[u8]) {
+    pub(super) fn from_client(self: &Arc<Self>, line: Line<'_>) {
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong { head, length } => {
+                let reason = self.too_long(length);
+                self.warnings.warn("client-too-long", || format!("skipped a line from the client: {reason}"));
+                if let Some(id) = jsonrpc::salvage_id(&String::from_utf8_lossy(head)) {
+                    self.to_client(jsonrpc::error_response(&id, INVALID_REQUEST, &reason));
+                }
+                return;
+            }
+        };
         let message = match Message::parse(line) {
             Ok(message) => message,
             Err(malformed) => {
-                tracing::warn!("malformed line from the client: {} ({} bytes)", malformed.reason, line.len());
+                self.warnings.warn("client-malformed", || {
+                    format!("malformed line from the client: {} ({} bytes)", malformed.reason, line.len())
+                });
                 if let Some(id) = malformed.id {
                     self.to_client(jsonrpc::error_response(&id, malformed.code, &malformed.reason));
                 }
@@ -156,6 +194,14 @@ impl Router {
             }
         };
         match message {
+            Message::Batch(items) => {
+                self.warnings.warn("client-batch", || {
+                    format!("the client sent a JSON-RPC batch of {} messages; refused", items.len())
+                });
+                if let Some(answer) = jsonrpc::batch_refusal(&items) {
+                    self.to_client(answer);
+                }
+            }
             Message::Request { id, method, params } => {
                 self.note_era(params);
                 match &*method {
@@ -187,7 +233,9 @@ impl Router {
             Message::Notification { .. } => self.to_server(lossless(line)),
             Message::Response { id, .. } => {
                 if !lock(&self.pending).downstream.remove(&id) {
-                    tracing::warn!("the client answered {id}, which the server did not ask; passed on anyway");
+                    self.warnings.warn("client-unasked", || {
+                        format!("the client answered {id}, which the server did not ask; passed on anyway")
+                    });
                 }
                 self.to_server(lossless(line));
             }
@@ -195,33 +243,45 @@ impl Router {
     }
 
     /// One line from the server.
-    pub(super) fn from_server(self: &Arc<Self>, line: &[u8]) {
+    pub(super) fn from_server(self: &Arc<Self>, line: Line<'_>) {
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong { head, length } => {
+                let reason = self.too_long(length);
+                self.warnings.warn("server-too-long", || format!("skipped a line from the server: {reason}"));
+                let text = String::from_utf8_lossy(head);
+                if let Some(id) = jsonrpc::salvage_id(&text) {
+                    self.broken_from_server(id, head, INVALID_REQUEST, &reason);
+                }
+                return;
+            }
+        };
         let message = match Message::parse(line) {
             Ok(message) => message,
             Err(malformed) => {
-                tracing::warn!(
-                    "malformed line from the server: {} ({} bytes): {}",
-                    malformed.reason,
-                    line.len(),
-                    String::from_utf8_lossy(&line[..line.len().min(200)])
-                );
-                let Some(id) = malformed.id else { return };
-                // A broken answer to a request someone is waiting for: the waiter hears of it.
-                let is_request = line.windows(8).any(|window| window == b"\"method\"");
-                let waiter = if is_request { None } else { lock(&self.pending).upstream.remove(&id) };
-                match waiter {
-                    Some(Waiter::Client(_)) => self.to_client(jsonrpc::error_response(
-                        &id,
-                        INTERNAL_ERROR,
-                        &format!("the MCP server's answer was malformed: {}", malformed.reason),
-                    )),
-                    Some(Waiter::Proxy(reply)) => drop(reply),
-                    None => self.to_server(jsonrpc::error_response(&id, malformed.code, &malformed.reason)),
+                self.warnings.warn("server-malformed", || {
+                    format!(
+                        "malformed line from the server: {} ({} bytes): {}",
+                        malformed.reason,
+                        line.len(),
+                        String::from_utf8_lossy(&line[..line.len().min(200)])
+                    )
+                });
+                if let Some(id) = malformed.id {
+                    self.broken_from_server(id, line, malformed.code, &malformed.reason);
                 }
                 return;
             }
         };
         match message {
+            Message::Batch(items) => {
+                self.warnings.warn("server-batch", || {
+                    format!("the server sent a JSON-RPC batch of {} messages; refused", items.len())
+                });
+                if let Some(answer) = jsonrpc::batch_refusal(&items) {
+                    self.to_server(answer);
+                }
+            }
             Message::Response { id, result, error } => {
                 let waiter = lock(&self.pending).upstream.remove(&id);
                 match waiter {
@@ -259,7 +319,11 @@ impl Router {
                         }
                         _ => self.to_client(lossless(line)),
                     },
-                    None => tracing::warn!("the server answered {id}, which nobody asked; dropped"),
+                    None => {
+                        self.warnings.warn("server-unasked", || {
+                            format!("the server answered {id}, which nobody asked (or asked too long ago); dropped")
+                        });
+                    }
                 }
             }
             Message::Request { id, .. } => {
@@ -267,12 +331,27 @@ impl Router {
                 self.to_client(lossless(line));
             }
             Message::Notification { method, params } => match &*method {
-                "notifications/tools/list_changed" => {
-                    tokio::spawn(self.clone().relist());
-                }
+                "notifications/tools/list_changed" => self.relist_soon(),
                 "notifications/subscriptions/acknowledged" => self.acknowledge(params, line),
                 _ => self.to_client(lossless(line)),
             },
+        }
+    }
+
+    /// A line from the server that could not be used but carries `id`: a broken answer to a
+    /// request someone is waiting for tells the waiter; a broken request is answered.
+    fn broken_from_server(&self, id: Id, line: &[u8], code: i64, reason: &str) {
+        let is_request = line.windows(8).any(|window| window == b"\"method\"");
+        let waiter = if is_request { None } else { lock(&self.pending).upstream.remove(&id) };
+        match waiter {
+            Some(Waiter::Client(_)) => self.to_client(jsonrpc::error_response(
+                &id,
+                INTERNAL_ERROR,
+                &format!("the MCP server's answer was unusable: {reason}"),
+            )),
+            Some(Waiter::Proxy(reply)) => drop(reply),
+            None if is_request => self.to_server(jsonrpc::error_response(&id, code, reason)),
+            None => {}
         }
     }
 
@@ -289,6 +368,8 @@ impl Router {
                 Some((INTERNAL_ERROR, reason.clone()))
             } else if pending.upstream.contains_key(&id) {
                 Some((INVALID_REQUEST, format!("request id {id} is already waiting for an answer")))
+            } else if pending.upstream.len() >= MAX_WAITING {
+                Some((INTERNAL_ERROR, format!("{MAX_WAITING} requests are already waiting for the MCP server")))
             } else {
                 pending.upstream.insert(id.clone(), Waiter::Client(purpose));
                 None
@@ -325,12 +406,19 @@ impl Router {
             id
         };
         self.to_server(jsonrpc::request(&id, method, &params));
-        match answer.await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(Upstream::Refused(error)),
-            Err(_) => Err(Upstream::Failed(
+        match tokio::time::timeout(self.request_timeout, answer).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(Upstream::Refused(error)),
+            Ok(Err(_)) => Err(Upstream::Failed(
                 lock(&self.pending).gone.clone().unwrap_or_else(|| "the server is gone".to_owned()),
             )),
+            Err(_) => {
+                lock(&self.pending).upstream.remove(&id);
+                Err(Upstream::Failed(format!(
+                    "the MCP server did not answer {method} within {}s",
+                    self.request_timeout.as_secs_f64()
+                )))
+            }
         }
     }
 
@@ -446,10 +534,10 @@ impl Router {
         }
     }
 
-    /// Lists every page of the server's tools.
-    async fn fetch(&self, meta: Option<Value>) -> Result<Listing, Upstream> {
+    /// Lists every page of the server's tools, as the server wrote them.
+    async fn fetch(&self, meta: Option<Value>) -> Result<Fetched, Upstream> {
         let meta = meta.or_else(|| lock(&self.era).envelope.clone());
-        let mut tools = Vec::new();
+        let mut pages = Vec::new();
         let mut rest = None;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -461,58 +549,64 @@ impl Router {
                 params.insert("_meta".to_owned(), meta.clone());
             }
             let raw = self.ask("tools/list", Value::Object(params)).await?;
-            let mut page: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|error| {
-                Upstream::Failed(format!("the server's tools/list result is not an object: {error}"))
-            })?;
-            let listed = match page.shift_remove("tools") {
-                Some(Value::Array(listed)) => listed,
-                _ => return Err(Upstream::Failed("the server's tools/list result has no `tools` array".to_owned())),
+            let unusable = |error: serde_json::Error| {
+                Upstream::Failed(format!("the server's tools/list result is not a JSON object: {error}"))
             };
-            for (index, tool) in listed.into_iter().enumerate() {
-                match serde_json::from_value::<Tool>(tool) {
-                    Ok(tool) => tools.push(tool),
-                    Err(error) => {
-                        tracing::warn!("the server listed a tool that is not one, left out: /tools/{index}: {error}")
-                    }
+            let mut page = Map::new();
+            let mut has_tools = false;
+            for (key, value) in crate::json::object_members(raw.get()).map_err(unusable)? {
+                if key == "tools" {
+                    has_tools = value.get().starts_with('[');
+                } else {
+                    page.insert(key, crate::json::from_str(value.get()).map_err(unusable)?);
                 }
             }
+            if !has_tools {
+                return Err(Upstream::Failed("the server's tools/list result has no `tools` array".to_owned()));
+            }
+            pages.push(raw);
             let next = page.shift_remove("nextCursor");
             rest.get_or_insert(page);
             match next {
                 Some(Value::String(next)) if !next.is_empty() && cursor.as_deref() != Some(next.as_str()) => {
                     cursor = Some(next)
                 }
-                _ => return Ok(Listing { tools: Arc::new(tools), rest: rest.unwrap_or_default() }),
+                _ => return Ok(Fetched { pages, rest: rest.unwrap_or_default() }),
             }
         }
         tracing::warn!("the server handed out {MAX_PAGES} pages of tools; listed those");
-        Ok(Listing { tools: Arc::new(tools), rest: rest.unwrap_or_default() })
+        Ok(Fetched { pages, rest: rest.unwrap_or_default() })
     }
 
-    /// Lists upstream and hands the list to the session; returns the tools.
-    async fn refresh(self: &Arc<Self>, meta: Option<Value>) -> Result<(Arc<Vec<Tool>>, Map<String, Value>), Upstream> {
-        let listing = self.fetch(meta).await?;
-        let tools = listing.tools.clone();
+    /// Lists upstream and hands the list to the session if it changed; returns what the
+    /// client's answer keeps of the server's result.
+    async fn refresh(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
+        let fetched = self.fetch(meta).await?;
+        let listing = Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone() };
+        let known = lock(&self.listing).as_ref().map(|known| known.fingerprint);
+        if known != Some(listing.fingerprint) {
+            // Tools are read only from a list that changed.
+            let tools = fetched.tools(&self.warnings);
+            drop(fetched);
+            self.session().take_in(tools).await;
+        }
         let rest = listing.rest.clone();
         *lock(&self.listing) = Some(listing);
-        Ok((tools, rest))
+        Ok(rest)
     }
 
     async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
         let session = self.session();
-        let stored = if cursor.is_some() {
-            lock(&self.listing).as_ref().map(|listing| (listing.tools.clone(), listing.rest.clone()))
-        } else {
-            None
-        };
-        let (tools, rest) = match stored {
-            Some(stored) => stored,
+        let stored =
+            if cursor.is_some() { lock(&self.listing).as_ref().map(|listing| listing.rest.clone()) } else { None };
+        let rest = match stored {
+            Some(rest) => rest,
             None => match self.refresh(meta).await {
-                Ok(listed) => listed,
+                Ok(rest) => rest,
                 Err(failure) => return self.fail(&id, failure),
             },
         };
-        match session.list_tools(&tools, cursor.as_deref()).await {
+        match session.page(cursor.as_deref()) {
             Ok(page) => {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
                 match serde_json::to_string(&result) {
@@ -524,25 +618,50 @@ impl Router {
         }
     }
 
-    /// The server said its tools changed: list again; the session tells the client if what it
-    /// sees changed.
-    async fn relist(self: Arc<Self>) {
-        let session = self.session();
+    /// The server said its tools changed: list again, unless a listing is already under way,
+    /// in which case one more follows it. A flood of notifications costs two listings.
+    fn relist_soon(self: &Arc<Self>) {
+        {
+            let mut relisting = lock(&self.relisting);
+            if relisting.running {
+                relisting.again = true;
+                return;
+            }
+            relisting.running = true;
+        }
+        let router = self.clone();
+        tokio::spawn(async move {
+            loop {
+                router.relist().await;
+                let mut relisting = lock(&router.relisting);
+                if !std::mem::take(&mut relisting.again) {
+                    relisting.running = false;
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Lists again; the session tells the client if what it sees changed.
+    async fn relist(self: &Arc<Self>) {
         match self.refresh(None).await {
-            Ok((tools, _)) => {
-                // A cursor is not passed, so this cannot fail.
-                let _ = session.list_tools(&tools, None).await;
-            }
+            Ok(_) => {}
             Err(Upstream::Refused(error)) => {
-                tracing::warn!("the server refused to list its tools again: {}", error.get())
+                self.warnings.warn("relist", || format!("the server refused to list its tools again: {}", error.get()));
             }
-            Err(Upstream::Failed(reason)) => tracing::warn!("cannot list the server's tools again: {reason}"),
+            Err(Upstream::Failed(reason)) => {
+                self.warnings.warn("relist", || format!("cannot list the server's tools again: {reason}"));
+            }
         }
     }
 
     async fn call_tool(self: Arc<Self>, id: Id, params: Option<String>, line: Vec<u8>) {
-        let mut params = match params.as_deref().map(serde_json::from_str::<Map<String, Value>>) {
-            Some(Ok(params)) => params,
+        let mut params = match params.as_deref().map(crate::json::from_str) {
+            Some(Ok(Value::Object(params))) => params,
+            Some(Err(error)) => {
+                let reason = format!("tools/call params: {error}");
+                return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &reason));
+            }
             _ => return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "tools/call needs params")),
         };
         let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
@@ -564,11 +683,8 @@ impl Router {
             // The client calls before it lists (it knows the tools from elsewhere): the
             // session needs the list to know the names.
             let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-            match self.refresh(meta).await {
-                Ok((tools, _)) => {
-                    let _ = session.list_tools(&tools, None).await;
-                }
-                Err(failure) => return self.fail(&id, failure),
+            if let Err(failure) = self.refresh(meta).await {
+                return self.fail(&id, failure);
             }
         }
         let stateless = params.get("_meta").is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
@@ -594,6 +710,51 @@ impl Router {
                 self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")))
             }
         }
+    }
+}
+
+/// Every page of a `tools/list`, as the server wrote them, and the rest of the first page.
+struct Fetched {
+    pages: Vec<Box<RawValue>>,
+    rest: Map<String, Value>,
+}
+
+impl Fetched {
+    fn tools_of(page: &RawValue) -> Vec<&RawValue> {
+        #[derive(serde::Deserialize)]
+        struct Page<'a> {
+            #[serde(borrow)]
+            tools: Vec<&'a RawValue>,
+        }
+        serde_json::from_str::<Page<'_>>(page.get()).map(|page| page.tools).unwrap_or_default()
+    }
+
+    /// The tools as written, hashed: equal for a list that did not change.
+    fn fingerprint(&self) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        for tool in self.pages.iter().flat_map(|page| Fetched::tools_of(page)) {
+            std::hash::Hash::hash(tool.get(), &mut hasher);
+        }
+        std::hash::Hasher::finish(&hasher)
+    }
+
+    /// The tools, each read on its own: one that does not parse (a duplicate key, a missing
+    /// name) is left out with a warning rather than costing the whole list.
+    fn tools(&self, warnings: &Warnings) -> Vec<Tool> {
+        let mut tools = Vec::new();
+        for page in &self.pages {
+            for (index, tool) in Fetched::tools_of(page).into_iter().enumerate() {
+                match serde_json::from_str::<Tool>(tool.get()) {
+                    Ok(tool) => tools.push(tool),
+                    Err(error) => {
+                        warnings.warn("bad-tool", || {
+                            format!("the server listed a tool that is not one, left out: /tools/{index}: {error}")
+                        });
+                    }
+                }
+            }
+        }
+        tools
     }
 }
 

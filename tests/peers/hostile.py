@@ -1,0 +1,105 @@
+"""A hostile MCP server for the proxy's limit tests: standard library only.
+
+    python3 hostile.py [--flood N] [--burst-on-list M] [--garbage N] [--tools N]
+
+Speaks just enough MCP over stdio (initialize, tools/list, tools/call, ping) and misbehaves:
+  --flood N          after `notifications/initialized`, sends N notifications/tools/list_changed
+  --burst-on-list M  answers every tools/list, then sends M more list_changed notifications
+  --garbage N        after `notifications/initialized`, writes N lines that are not JSON-RPC
+  --tools N          lists N more tools, `item_tool_<i>`, each with a small schema
+Tools:
+  stats              the counts so far: tools/list requests, and messages it received that were
+                     not JSON-RPC 2.0 requests or notifications (the proxy must not forward any)
+  big {bytes}        answers with a result line of about `bytes` bytes
+  spew {bytes}       first writes about `bytes` of notifications/message lines, then answers
+"""
+
+import json
+import sys
+
+out = sys.stdout.buffer
+
+
+def send(message):
+    out.write(json.dumps(message).encode() + b"\n")
+    out.flush()
+
+
+def option(name, default=0):
+    args = sys.argv[1:]
+    return int(args[args.index(name) + 1]) if name in args else default
+
+
+def main():
+    flood, burst, garbage = option("--flood"), option("--burst-on-list"), option("--garbage")
+    lists, unexpected = 0, 0
+    tools = [
+        {"name": name, "description": description, "inputSchema": {"type": "object", "properties": {}}}
+        for name, description in [
+            ("stats", "Counts what this server has seen."),
+            ("big", "Answers with one very long line."),
+            ("spew", "Writes many log notifications before answering."),
+        ]
+    ]
+    tools += [
+        {"name": f"item_tool_{i}", "description": f"Reads item {i} of the store by its id.",
+         "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}
+        for i in range(option("--tools"))
+    ]
+    for line in sys.stdin.buffer:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            unexpected += 1
+            continue
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            unexpected += 1
+            continue
+        method, id = message.get("method"), message.get("id")
+        if method is None:
+            continue
+        if "id" in message and not (isinstance(id, str) or (isinstance(id, int) and not isinstance(id, bool))):
+            unexpected += 1
+            continue
+        params = message.get("params") or {}
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "hostile", "version": "1"},
+            }})
+        elif method == "notifications/initialized":
+            for _ in range(flood):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            for n in range(garbage):
+                out.write(b"not JSON-RPC, line %d\n" % n)
+            out.flush()
+        elif method == "tools/list":
+            lists += 1
+            send({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
+            for _ in range(burst):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif method == "tools/call":
+            name, arguments = params.get("name"), params.get("arguments") or {}
+            text = ""
+            if name == "stats":
+                text = json.dumps({"lists": lists, "unexpected": unexpected})
+            elif name == "big":
+                text = "x" * int(arguments.get("bytes", 0))
+            elif name == "spew":
+                chunk = {"jsonrpc": "2.0", "method": "notifications/message",
+                         "params": {"level": "info", "data": "y" * 1000}}
+                line = json.dumps(chunk).encode() + b"\n"
+                for _ in range(int(arguments.get("bytes", 0)) // len(line)):
+                    out.write(line)
+                out.flush()
+                text = "spewed"
+            send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+        elif method == "ping":
+            send({"jsonrpc": "2.0", "id": id, "result": {}})
+        elif id is not None:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+
+
+if __name__ == "__main__":
+    main()
