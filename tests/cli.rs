@@ -1,6 +1,7 @@
 //! End-to-end tests of the `tool-mediator` binary: real files, real exit codes.
 
 use std::fs;
+use std::io::Write as _;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -199,6 +200,93 @@ fn bad_input_names_the_file_and_place_and_exits_2() {
         assert!(stderr(&output).contains(expected), "{name}: {}", stderr(&output));
         assert!(output.stdout.is_empty(), "{name}: wrote output on failure");
     }
+}
+
+#[test]
+fn numbers_pass_through_with_every_digit_and_check_sees_no_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("numbers.json");
+    // A tool the rules rename, and one nothing touches; numbers a double cannot hold in both,
+    // in defaults, enums, bounds, const and an unknown field.
+    let numbers = r#"{"type": "object", "properties": {"n": {"type": "integer", "default": 18446744073709551616,
+        "enum": [3.14159265358979323846, -0.0, 1e400], "minimum": -99999999999999999999, "const": 0.1000000000000000055511151231257827}},
+        "x-big": 123456789012345678901234567890}"#;
+    let text = format!(
+        r#"{{"tools": [{{"name": "gt_usr", "description": "gets user", "inputSchema": {numbers}}},
+        {{"name": "echo", "description": "Echoes back the input text.", "inputSchema": {numbers}, "x-vendor": 2.50}}]}}"#
+    );
+    fs::write(&path, &text).unwrap();
+    let output = run(&["enhance", path.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let written = stdout(&output);
+    for digits in [
+        "18446744073709551616",
+        "3.14159265358979323846",
+        "-0.0",
+        "1e+400",
+        "-99999999999999999999",
+        "0.1000000000000000055511151231257827",
+        "123456789012345678901234567890",
+        "2.50",
+    ] {
+        assert_eq!(written.matches(digits).count(), if digits == "2.50" { 1 } else { 2 }, "{digits}:\n{written}");
+    }
+    assert!(written.contains("get_user"), "{written}");
+    // Written as enhance writes it, the file passes --check: nothing is reported as changed.
+    fs::write(&path, &written).unwrap();
+    let check = run(&["enhance", "--check", path.to_str().unwrap()], None);
+    assert_eq!(check.status.code(), Some(0), "{}{}", stdout(&check), stderr(&check));
+}
+
+#[test]
+fn duplicate_keys_are_refused_with_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("tool.json", "{\"tools\": [\n  {\"name\": \"a\",\n   \"name\": \"b\"}\n]}", "tool.json:3:"),
+        (
+            "schema.json",
+            "{\"tools\": [{\"name\": \"a\", \"inputSchema\": {\"type\": \"object\", \"type\": \"string\"}}]}",
+            "schema.json:1:",
+        ),
+        ("envelope.json", "{\"tools\": [],\n\"tools\": [{\"name\": \"a\"}]}", "envelope.json:2:"),
+    ];
+    for (name, text, place) in cases {
+        let path = dir.path().join(name);
+        fs::write(&path, text).unwrap();
+        let output = run(&["enhance", path.to_str().unwrap()], None);
+        assert_eq!(output.status.code(), Some(2), "{name}");
+        assert!(
+            stderr(&output).contains(place) && stderr(&output).contains("duplicate key"),
+            "{name}: {}",
+            stderr(&output)
+        );
+        assert!(output.stdout.is_empty());
+    }
+    // In override files and dictionaries too.
+    let overrides = dir.path().join("overrides");
+    fs::create_dir(&overrides).unwrap();
+    fs::write(overrides.join("s.json"), "{\"source\": \"s\",\n \"source\": \"t\", \"tools\": {}}").unwrap();
+    let manifest = dir.path().join("s.json");
+    fs::write(&manifest, r#"{"tools": [{"name": "a"}]}"#).unwrap();
+    let output = run(&["enhance", manifest.to_str().unwrap(), "--overrides", overrides.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("s.json:2:") && stderr(&output).contains("duplicate key `source`"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn an_input_over_the_size_limit_is_refused_before_it_fills_memory() {
+    let output = run(&["enhance", "/dev/zero", "--max-input-size", "1MiB"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("/dev/zero: larger than the limit of 1048576 bytes"), "{}", stderr(&output));
+    let output = run(&["enhance", "--max-input-size", "10", "-"], Some(r#"{"tools": [{"name": "a"}]}"#));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("<stdin>: larger than the limit of 10 bytes"), "{}", stderr(&output));
+    let output = run(&["enhance", "--max-input-size", "lots", "-"], Some("{}"));
+    assert_eq!(output.status.code(), Some(2));
 }
 
 #[test]
@@ -496,4 +584,269 @@ fn tokens_counts_the_listing_with_and_without_disclosure() {
         .map(|t| t["tokens"].as_u64().unwrap())
         .sum();
     assert!(per_tool.abs_diff(plain) * 20 < plain, "per tool {per_tool}, whole {plain}: within 5%");
+}
+
+/// A manifest the rules change (`del` becomes `delete`), and what it becomes.
+#[cfg(unix)]
+const RENAMED: &str = r#"[{"name": "del", "inputSchema": {"type": "object"}}]"#;
+
+#[cfg(unix)]
+fn is_rewritten(path: &Path) -> bool {
+    let document: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    document[0]["name"] == "delete"
+}
+
+/// The names in a directory.
+#[cfg(unix)]
+fn listing(dir: &Path) -> std::collections::BTreeSet<std::ffi::OsString> {
+    fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().file_name()).collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_writes_through_a_symlink_and_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("real")).unwrap();
+    let target = dir.path().join("real/tools.json");
+    let link = dir.path().join("link.json");
+    fs::write(&target, RENAMED).unwrap();
+    std::os::unix::fs::symlink("real/tools.json", &link).unwrap();
+
+    let output = run(&["enhance", "--in-place", link.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is still a link");
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("real/tools.json"));
+    assert!(is_rewritten(&target), "the link's target has the new text");
+    assert_eq!(listing(&dir.path().join("real")), ["tools.json".into()].into());
+
+    // -o onto an existing link writes its target too.
+    let out_target = dir.path().join("real/out.json");
+    let out_link = dir.path().join("out-link.json");
+    fs::write(&out_target, "stale").unwrap();
+    std::os::unix::fs::symlink(&out_target, &out_link).unwrap();
+    let source = dir.path().join("source.json");
+    fs::write(&source, RENAMED).unwrap();
+    let output = run(&["enhance", source.to_str().unwrap(), "-o", out_link.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(fs::symlink_metadata(&out_link).unwrap().file_type().is_symlink());
+    assert!(is_rewritten(&out_target));
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_writes_through_links_met_in_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (walked, outside) = (dir.path().join("walked"), dir.path().join("outside"));
+    fs::create_dir(&walked).unwrap();
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("a.json"), RENAMED).unwrap();
+    fs::write(walked.join("b.json"), RENAMED).unwrap();
+    std::os::unix::fs::symlink("../outside/a.json", walked.join("a-link.json")).unwrap();
+    // A link to a file the walk also meets: one file, written once.
+    std::os::unix::fs::symlink("b.json", walked.join("b-link.json")).unwrap();
+
+    let output = run(&["enhance", "--in-place", walked.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for link in ["a-link.json", "b-link.json"] {
+        assert!(fs::symlink_metadata(walked.join(link)).unwrap().file_type().is_symlink(), "{link} is still a link");
+    }
+    assert!(is_rewritten(&outside.join("a.json")) && is_rewritten(&walked.join("b.json")));
+    assert_eq!(listing(&walked), ["a-link.json".into(), "b-link.json".into(), "b.json".into()].into());
+    assert_eq!(listing(&outside), ["a.json".into()].into());
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_keeps_owner_group_and_mode() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.json");
+    fs::write(&path, RENAMED).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    // As root the file is given to another user and group, so keeping them is seen; otherwise
+    // they must stay the runner's.
+    let _ = std::os::unix::fs::chown(&path, Some(4321), Some(4321));
+    let before = fs::metadata(&path).unwrap();
+
+    let output = run(&["enhance", "--in-place", path.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let after = fs::metadata(&path).unwrap();
+    assert!(is_rewritten(&path));
+    assert_ne!(after.ino(), before.ino(), "replaced by a rename");
+    assert_eq!(after.mode() & 0o7777, 0o640);
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_keeps_hard_links_together() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, other) = (dir.path().join("tools.json"), dir.path().join("other-name.json"));
+    fs::write(&path, RENAMED).unwrap();
+    fs::hard_link(&path, &other).unwrap();
+    let inode = fs::metadata(&path).unwrap().ino();
+
+    let output = run(&["enhance", "--in-place", path.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let after = fs::metadata(&path).unwrap();
+    assert_eq!((after.ino(), after.nlink()), (inode, 2), "the same file, still linked twice");
+    assert!(is_rewritten(&path));
+    assert_eq!(fs::read(&path).unwrap(), fs::read(&other).unwrap(), "both names see the new text");
+    assert_eq!(listing(dir.path()).len(), 2, "no temporary file is left");
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_leaves_an_unchanged_file_untouched() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.json");
+    // Compact, where the tool would write it indented: only what --check compares counts.
+    let text = r#"{"tools":[{"name":"echo","description":"Echoes back the input text.","inputSchema":{"type":"object","properties":{}}}]}"#;
+    fs::write(&path, text).unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+    let check = run(&["enhance", "--check", path.to_str().unwrap()], None);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+
+    let output = run(&["enhance", "--in-place", path.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let after = fs::metadata(&path).unwrap();
+    assert_eq!(after.modified().unwrap(), old, "not written");
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    let inode = after.ino();
+    let output = run(&["enhance", path.to_str().unwrap(), "-o", path.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!((fs::metadata(&path).unwrap().ino(), fs::metadata(&path).unwrap().modified().unwrap()), (inode, old));
+
+    // Written elsewhere, it is written.
+    let copy = dir.path().join("copy.json");
+    let output = run(&["enhance", path.to_str().unwrap(), "-o", copy.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(serde_json::from_str::<Value>(&fs::read_to_string(&copy).unwrap()).unwrap()["tools"][0]["name"], "echo");
+}
+
+/// 200 manifests of 50 kB, each with a tool to rename: writing them (a synced temporary file
+/// each, all before the first rename) takes long enough to be caught in the middle.
+#[cfg(unix)]
+fn many_manifests(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let padding = "x".repeat(50_000);
+    (0..200)
+        .map(|number| {
+            let path = dir.join(format!("m{number:03}.json"));
+            let text = json!({"tools": [{"name": "gt_usr", "inputSchema": {"type": "object"}, "x-padding": padding}]})
+                .to_string();
+            fs::write(&path, &text).unwrap();
+            (path, text)
+        })
+        .collect()
+}
+
+/// Runs `enhance --in-place DIR`, calls `then` with its process id as soon as a file that was
+/// not there (a temporary file) appears in DIR, and waits for it to end.
+#[cfg(unix)]
+fn while_writing(dir: &Path, then: impl FnOnce(u32)) -> std::process::Output {
+    use std::process::{Command, Stdio};
+    let known = listing(dir);
+    let mut child = Command::new(tool_mediator_tests::binary())
+        .args(["enhance", "--in-place", dir.to_str().unwrap()])
+        .current_dir(root())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TOOL_MEDIATOR_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        let entries = fs::read_dir(dir).unwrap().filter_map(Result::ok);
+        if entries.into_iter().any(|entry| !known.contains(&entry.file_name())) {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended ({status}) before a temporary file was seen");
+        }
+        std::thread::yield_now();
+    }
+    then(child.id());
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+fn send(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill").args(["-s", signal, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill -s {signal} {pid}");
+}
+
+/// How often a run is caught in the middle before the test gives up: on a fast file system
+/// (tmpfs) writing the temporary files can be over before the test acts.
+#[cfg(unix)]
+const ATTEMPTS: usize = 5;
+
+#[cfg(unix)]
+#[test]
+fn a_signal_while_writing_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt as _;
+    for _ in 0..ATTEMPTS {
+        let dir = tempfile::tempdir().unwrap();
+        let manifests = many_manifests(dir.path());
+        let known = listing(dir.path());
+        let output = while_writing(dir.path(), |pid| send("TERM", pid));
+        let left: Vec<_> = listing(dir.path()).difference(&known).cloned().collect();
+        assert!(left.is_empty(), "temporary files left: {left:?} ({:?}) {}", output.status, stderr(&output));
+        let replaced = manifests.iter().filter(|(path, text)| fs::read_to_string(path).unwrap() != *text).count();
+        if output.status.code() != Some(143) {
+            // Too late: the files were all in place and the signal got its default action.
+            assert!(output.status.success() || output.status.signal() == Some(15), "{:?}", output.status);
+            assert_eq!(replaced, manifests.len(), "{:?} {}", output.status, stderr(&output));
+            eprintln!("too late: the run was over ({:?}); again", output.status);
+            continue;
+        }
+        // A signal during the renames waits for them all.
+        assert!(replaced == 0 || replaced == manifests.len(), "{replaced} files of {} replaced", manifests.len());
+        return;
+    }
+    panic!("in {ATTEMPTS} runs, SIGTERM never came while the files were written");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_changed_while_working_is_not_overwritten() {
+    for _ in 0..ATTEMPTS {
+        let dir = tempfile::tempdir().unwrap();
+        let manifests = many_manifests(dir.path());
+        let known = listing(dir.path());
+        let (victim, _) = &manifests[150];
+        let output = while_writing(dir.path(), |pid| {
+            // Stopped while it writes its temporary files, after it read every input.
+            send("STOP", pid);
+            fs::OpenOptions::new().append(true).open(victim).unwrap().write_all(b"\n").unwrap();
+            send("CONT", pid);
+        });
+        let left: Vec<_> = listing(dir.path()).difference(&known).cloned().collect();
+        assert!(left.is_empty(), "temporary files left: {left:?} ({:?}) {}", output.status, stderr(&output));
+        if output.status.success() {
+            // Too late: stopped after the check, the change was overwritten as it came after it.
+            eprintln!("too late: the run was over; again");
+            continue;
+        }
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let expected = format!(
+            "{}: changed by another process while tool-mediator was working; nothing was written",
+            victim.display()
+        );
+        assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+        for (path, text) in &manifests {
+            let now = fs::read_to_string(path).unwrap();
+            if path == victim {
+                assert_eq!(now, format!("{text}\n"), "the other process's change is kept");
+            } else {
+                assert_eq!(&now, text, "{}: nothing was written", path.display());
+            }
+        }
+        return;
+    }
+    panic!("in {ATTEMPTS} runs, a file changed while the files were written was never refused");
 }

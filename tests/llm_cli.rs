@@ -2,7 +2,9 @@
 //! format, a real sled cache on disk.
 
 use std::fs;
+use std::io::Read as _;
 use std::process::Output;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_mediator_tests::{fixture, root, run_with, stderr, stdout};
@@ -174,4 +176,60 @@ async fn categorize_asks_the_model_for_categories_with_its_own_prompt() {
     assert_eq!(categories["categories"]["navigation"][0]["name"], "ChaScr");
     let sent: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
     assert!(sent.to_string().contains("You group tools"), "the categorize prompt was used");
+}
+
+/// A server on 127.0.0.1 that accepts connections, reads what comes, and never answers.
+fn silent_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut sink = [0; 4096];
+                while stream.read(&mut sink).is_ok_and(|read| read > 0) {}
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_model_that_never_answers_is_given_up_at_the_deadline() {
+    let url = silent_server();
+    let dir = tempfile::tempdir().unwrap();
+    let page = manifest(dir.path());
+    let started = Instant::now();
+    let output = run_with(
+        dir.path(),
+        &["enhance", &page, "--llm", "openai-compatible", "--llm-url", &url, "--llm-deadline", "2s", "--no-cache"],
+        None,
+        &[],
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "the run did not hang: {:?}", started.elapsed());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["tools"][1]["name"], "get_user", "the rules still spell it out");
+    let log = stderr(&output);
+    assert_eq!(log.matches("the language model did not answer within 2s").count(), 1, "{log}");
+    assert!(log.contains("tools fell through to the rules"), "{log}");
+    assert!(!log.contains("fall through"), "no second warning for the same tools: {log}");
+}
+
+#[tokio::test]
+async fn a_reply_over_the_configured_limit_falls_through() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(vec![b' '; 2 * 1024 * 1024], "application/json"))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("tool-mediator.toml"), "llm_max_response_bytes = 1048576\n").unwrap();
+    let output = enhance(&server, dir.path(), &dir.path().join("cache"), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = stderr(&output);
+    assert!(log.contains("over the limit of 1 MiB (llm_max_response_bytes)"), "{log}");
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["tools"][1]["name"], "get_user", "the rules still spell it out");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "a reply over the limit is not retried");
 }

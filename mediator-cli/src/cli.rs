@@ -71,6 +71,10 @@ pub struct InputArgs {
     /// Standard input when none is given.
     #[arg(value_name = "FILES|DIRS|-")]
     pub inputs: Vec<PathBuf>,
+
+    /// The largest manifest read, file or standard input (bytes, or with KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = byte_size)]
+    pub max_input_size: u64,
 }
 
 /// How the chain is built.
@@ -119,6 +123,12 @@ pub struct ChainArgs {
     /// built-in ones.
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
+
+    /// How long the language model may take in all, retries included: `90s`, `2m` (the
+    /// configuration's `llm_deadline_secs`, 60 s, by default). What is unanswered by then
+    /// falls through to the rules; answers that came in time are kept.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub llm_deadline: Option<std::time::Duration>,
 
     /// Show what would be sent to the model, and its estimated size, without sending it.
     #[arg(long)]
@@ -193,6 +203,11 @@ pub struct ProxyArgs {
     /// How long the server has to exit after its input closes, and again after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub grace: std::time::Duration,
+
+    /// The longest message either side may send (bytes, or with KiB, MiB, GiB); a longer one is
+    /// skipped and its sender, when its id can be read, gets an error naming this limit.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = byte_size)]
+    pub max_message_size: u64,
 
     /// The MCP server's command and its arguments: everything from the first word that is not
     /// an option of the proxy's (or everything after `--`).
@@ -380,6 +395,22 @@ fn confidence(text: &str) -> Result<f64, String> {
         Ok(_) => Err("a confidence is between 0 and 1".into()),
         Err(error) => Err(error.to_string()),
     }
+}
+
+/// `1048576`, `512KiB`, `64MiB`, `1GiB` (also `KB`, `MB`, `GB` as powers of 1024, and `B`).
+fn byte_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a size like 4096, 512KiB or 64MiB"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown unit `{unit}` (use KiB, MiB or GiB)")),
+    };
+    number.checked_mul(scale).filter(|&size| size > 0).ok_or_else(|| format!("`{text}` is not a usable size"))
 }
 
 /// A duration: a number and a unit (`s`, `m`, `h`, `d`).

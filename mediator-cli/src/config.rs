@@ -47,7 +47,7 @@ pub fn load(args: &ConfigArgs) -> Result<(MediatorConfig, Option<PathBuf>)> {
 fn parse(path: &Path) -> Result<MediatorConfig> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     if path.extension().is_some_and(|ext| ext == "json") {
-        return serde_json::from_str(&text)
+        return tool_mediator::json::from_str_as(&text)
             .map_err(|error| anyhow::anyhow!("{}:{}:{}: {error}", path.display(), error.line(), error.column()));
     }
     toml::from_str(&text).map_err(|error| {
@@ -86,6 +86,9 @@ pub fn effective(chain: &ChainArgs) -> Result<(MediatorConfig, Option<PathBuf>)>
     }
     if chain.llm_url.is_some() {
         config.llm_url.clone_from(&chain.llm_url);
+    }
+    if let Some(deadline) = chain.llm_deadline {
+        config.llm_deadline_secs = deadline.as_secs();
     }
     apply_cache_flags(&mut config, &chain.cache);
     config.override_dirs.extend(chain.overrides.iter().cloned());
@@ -242,12 +245,13 @@ fn llm(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> Result<
     }
     let key = config.api_key();
     let model = config.model.clone().unwrap_or_else(|| provider.default_model().to_owned());
-    let client = LlmClient::new(provider, model, config.llm_url.clone(), key);
+    let client = LlmClient::new(provider, model, config.llm_url.clone(), key)
+        .with_max_response_bytes(config.llm_max_response_bytes);
     let prompts = match &args.prompts {
         Some(dir) => Prompts::from_dir(dir)?,
         None => Prompts::default(),
     };
-    Ok(LlmTransformer::new(client, prompts).dry_run(args.dry_run))
+    Ok(LlmTransformer::new(client, prompts).deadline(config.llm_deadline()).dry_run(args.dry_run))
 }
 
 fn needs_key(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> bool {

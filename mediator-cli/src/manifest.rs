@@ -10,11 +10,15 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use std::cell::RefCell;
+
 use anyhow::{Context as _, Result, bail};
+use serde::ser::{Error as _, Serialize, SerializeMap as _, SerializeSeq as _, Serializer};
 use serde_json::{Map, Value};
 use tool_mediator::Tool;
 
 use crate::cli::FormatArg;
+use crate::output::FileIdentity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -87,11 +91,14 @@ pub struct Manifest {
     pub origin: Origin,
     pub dialect: Dialect,
     envelope: Envelope,
-    /// The document as read, for comparing with what would be written.
-    pub original: Value,
+    /// The tools as read. Writing them back unchanged gives the text `--check` compares with:
+    /// the manifest keeps no second copy of the document.
     pub tools: Vec<Tool>,
     /// Per tool, how it was written, so it is written back the same way.
     layouts: Vec<Layout>,
+    /// For a file: which file it was and its state when it was read, so that rewriting it can
+    /// refuse when another process has changed it since.
+    pub identity: Option<FileIdentity>,
 }
 
 /// The keys of a tool as it was written, in order, each with whether it was `null`; and an
@@ -151,19 +158,17 @@ impl Manifest {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let value: Value = serde_json::from_str(line)
+                let value: Value = tool_mediator::json::from_str(line)
                     .map_err(|error| anyhow::anyhow!("{origin}:{}:{}: {error}", number + 1, error.column()))?;
                 items.push(value);
                 lines.push(number + 1);
             }
-            let original = Value::Array(items.clone());
-            return Manifest::from_items(items, Envelope::Lines, original, origin, Places::Lines(lines));
+            return Manifest::from_items(items, Envelope::Lines, origin, Places::Lines(lines));
         }
-        let document: Value = serde_json::from_str(text)
+        let document: Value = tool_mediator::json::from_str(text)
             .map_err(|error| anyhow::anyhow!("{origin}:{}:{}: {error}", error.line(), error.column()))?;
-        let original = document.clone();
         match document {
-            Value::Array(items) => Manifest::from_items(items, Envelope::Array, original, origin, Places::Pointer("")),
+            Value::Array(items) => Manifest::from_items(items, Envelope::Array, origin, Places::Pointer("")),
             Value::Object(mut object) => {
                 if object.contains_key("jsonrpc") {
                     let Some(Value::Object(result)) = object.get_mut("result") else {
@@ -174,13 +179,7 @@ impl Manifest {
                     let Some(Value::Array(items)) = result.get_mut("tools").map(Value::take) else {
                         bail!("{origin}: `/result/tools`: the JSON-RPC result has no `tools` array");
                     };
-                    Manifest::from_items(
-                        items,
-                        Envelope::JsonRpc(object),
-                        original,
-                        origin,
-                        Places::Pointer("/result/tools"),
-                    )
+                    Manifest::from_items(items, Envelope::JsonRpc(object), origin, Places::Pointer("/result/tools"))
                 } else {
                     let Some(Value::Array(items)) = object.get_mut("tools").map(Value::take) else {
                         if object.contains_key("tools") {
@@ -191,20 +190,14 @@ impl Manifest {
                              or a JSON-RPC response carrying a tools/list result"
                         );
                     };
-                    Manifest::from_items(items, Envelope::Object(object), original, origin, Places::Pointer("/tools"))
+                    Manifest::from_items(items, Envelope::Object(object), origin, Places::Pointer("/tools"))
                 }
             }
             _ => bail!("{origin}: ``: not a tool manifest: the document is neither an object nor an array"),
         }
     }
 
-    fn from_items(
-        items: Vec<Value>,
-        envelope: Envelope,
-        original: Value,
-        origin: Origin,
-        places: Places<'_>,
-    ) -> Result<Manifest> {
+    fn from_items(items: Vec<Value>, envelope: Envelope, origin: Origin, places: Places<'_>) -> Result<Manifest> {
         let dialect = detect(&items);
         let mut tools = Vec::with_capacity(items.len());
         let mut layouts = Vec::with_capacity(items.len());
@@ -214,46 +207,99 @@ impl Manifest {
             tools.push(tool);
             layouts.push(rest);
         }
-        Ok(Manifest { origin, dialect, envelope, original, tools, layouts })
+        Ok(Manifest { origin, dialect, envelope, tools, layouts, identity: None })
     }
 
-    /// The document with `tools` in place of the manifest's tools, written in `dialect`.
-    /// A tool written in its input's dialect keeps its original key order, `null`s and an
-    /// OpenAI tool's outer fields, so an unchanged tool comes out as it came in.
-    pub fn render(&self, tools: &[(usize, Tool)], dialect: Dialect) -> Value {
-        let items: Vec<Value> = tools
-            .iter()
-            .map(|(index, tool)| {
-                let layout = self.layouts.get(*index).filter(|_| dialect == self.dialect);
-                write_tool(tool, dialect, layout)
-            })
-            .collect();
+    /// The manifest as it was read, written the way [`Manifest::text`] writes: what `--check`
+    /// compares with.
+    pub fn original_text(&self) -> String {
+        self.text(self.tools.iter().cloned().enumerate(), self.dialect)
+    }
+
+    /// The document with `tools` (each with its position in the manifest) in place of the
+    /// manifest's tools, written in `dialect`: pretty JSON, or one compact line per tool for
+    /// JSON Lines. A tool written in its input's dialect keeps its original key order, `null`s
+    /// and an OpenAI tool's outer fields, so an unchanged tool comes out as it came in. Tools
+    /// are written one at a time as they are taken, so no second copy of the document is made.
+    pub fn text(&self, tools: impl ExactSizeIterator<Item = (usize, Tool)>, dialect: Dialect) -> String {
+        let mut out = Vec::new();
+        self.write(tools, dialect, &mut out).expect("writing to memory does not fail");
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+
+    /// [`Manifest::text`], written to `out` as it is made.
+    pub fn write(
+        &self,
+        tools: impl ExactSizeIterator<Item = (usize, Tool)>,
+        dialect: Dialect,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let written = WrittenTools { manifest: self, dialect, tools: RefCell::new(Some(tools)) };
         match &self.envelope {
-            Envelope::Array | Envelope::Lines => Value::Array(items),
+            Envelope::Lines => {
+                let mut tools = written.tools.borrow_mut().take().expect("written once");
+                return tools.try_for_each(|(index, tool)| {
+                    serde_json::to_writer(&mut *out, &written.item(index, &tool))?;
+                    out.write_all(b"\n")
+                });
+            }
+            Envelope::Array => serde_json::to_writer_pretty(&mut *out, &written)?,
             // The `tools` key was left in place holding null, so the document keeps its key order.
             Envelope::Object(object) => {
-                let mut object = object.clone();
-                object.insert("tools".into(), Value::Array(items));
-                Value::Object(object)
+                serde_json::to_writer_pretty(&mut *out, &Around { object, path: &["tools"], tools: &written })?
             }
-            Envelope::JsonRpc(response) => {
-                let mut response = response.clone();
-                if let Some(Value::Object(result)) = response.get_mut("result") {
-                    result.insert("tools".into(), Value::Array(items));
-                }
-                Value::Object(response)
-            }
+            Envelope::JsonRpc(response) => serde_json::to_writer_pretty(
+                &mut *out,
+                &Around { object: response, path: &["result", "tools"], tools: &written },
+            )?,
         }
+        out.write_all(b"\n")
     }
+}
 
-    /// Text to write: pretty JSON, or one compact line per tool for JSON Lines.
-    pub fn to_text(&self, document: &Value) -> String {
-        match (&self.envelope, document) {
-            (Envelope::Lines, Value::Array(items)) => {
-                items.iter().map(|item| serde_json::to_string(item).expect("JSON values serialize") + "\n").collect()
+/// The tools of a document being written, taken as they are written.
+struct WrittenTools<'a, I> {
+    manifest: &'a Manifest,
+    dialect: Dialect,
+    tools: RefCell<Option<I>>,
+}
+
+impl<I> WrittenTools<'_, I> {
+    fn item(&self, index: usize, tool: &Tool) -> Value {
+        let layout = self.manifest.layouts.get(index).filter(|_| self.dialect == self.manifest.dialect);
+        write_tool(tool, self.dialect, layout)
+    }
+}
+
+impl<I: ExactSizeIterator<Item = (usize, Tool)>> Serialize for WrittenTools<'_, I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut tools = self.tools.borrow_mut().take().ok_or_else(|| S::Error::custom("tools written twice"))?;
+        let mut items = serializer.serialize_seq(Some(tools.len()))?;
+        tools.try_for_each(|(index, tool)| items.serialize_element(&self.item(index, &tool)))?;
+        items.end()
+    }
+}
+
+/// An object written as it is, but for the member at `path`, which holds the tools.
+struct Around<'a, T> {
+    object: &'a Map<String, Value>,
+    path: &'a [&'a str],
+    tools: &'a T,
+}
+
+impl<T: Serialize> Serialize for Around<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.object.len()))?;
+        for (key, value) in self.object {
+            match (self.path, value) {
+                ([last], _) if key == last => map.serialize_entry(key, self.tools)?,
+                ([first, rest @ ..], Value::Object(inner)) if key == first => {
+                    map.serialize_entry(key, &Around { object: inner, path: rest, tools: self.tools })?
+                }
+                _ => map.serialize_entry(key, value)?,
             }
-            _ => serde_json::to_string_pretty(document).expect("JSON values serialize") + "\n",
         }
+        map.end()
     }
 }
 
@@ -350,16 +396,29 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
     }
 }
 
-/// Reads a manifest from a file or standard input.
-pub fn read(origin: Origin) -> Result<Manifest> {
-    let bytes = match &origin {
-        Origin::File(path) => std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
-        Origin::Stdin => {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).context("cannot read standard input")?;
-            bytes
+/// The largest manifest read unless a command says otherwise (`--max-input-size`).
+pub const MAX_INPUT_SIZE: u64 = 1 << 30;
+
+/// Reads a manifest from a file or standard input, refusing one larger than `limit` bytes
+/// (a device such as /dev/zero never ends).
+pub fn read(origin: Origin, limit: u64) -> Result<Manifest> {
+    let mut identity = None;
+    let input: Box<dyn std::io::Read> = match &origin {
+        Origin::File(path) => {
+            let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+            // Taken before reading, so that a change made after the read shows.
+            let metadata = file.metadata().with_context(|| format!("cannot read {}", path.display()))?;
+            identity = Some(FileIdentity::of(&metadata));
+            Box::new(file)
         }
+        Origin::Stdin => Box::new(std::io::stdin()),
     };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(input, limit.saturating_add(1)), &mut bytes)
+        .with_context(|| format!("cannot read {origin}"))?;
+    if bytes.len() as u64 > limit {
+        bail!("{origin}: larger than the limit of {limit} bytes (raise it with --max-input-size)");
+    }
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
         Err(error) => {
@@ -369,7 +428,9 @@ pub fn read(origin: Origin) -> Result<Manifest> {
             bail!("{origin}:{line}:{column}: not UTF-8 text (JSON must be UTF-8)");
         }
     };
-    Manifest::parse(text, origin)
+    let mut manifest = Manifest::parse(text, origin)?;
+    manifest.identity = identity;
+    Ok(manifest)
 }
 
 /// Expands the command line's inputs: files as given, directories to their `.json` and
@@ -429,9 +490,18 @@ mod tests {
     }
 
     fn round_trip(value: Value) -> Value {
-        let manifest = parse(value);
-        let tools: Vec<(usize, Tool)> = manifest.tools.iter().cloned().enumerate().collect();
-        manifest.render(&tools, manifest.dialect)
+        let manifest = parse(value.clone());
+        let text = manifest.original_text();
+        // Written as serde_json pretty-prints the document, to the byte.
+        assert_eq!(text, serde_json::to_string_pretty(&value).unwrap() + "\n");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn json_lines_round_trip_to_the_byte() {
+        let text = "{\"name\":\"a\",\"inputSchema\":{\"type\":\"object\"}}\n{\"name\":\"b\",\"x\":1.50}\n";
+        let manifest = Manifest::parse(text, Origin::File("m.jsonl".into())).unwrap();
+        assert_eq!(manifest.original_text(), text);
     }
 
     #[test]
@@ -461,15 +531,14 @@ mod tests {
     #[test]
     fn conversion_between_dialects() {
         let manifest = parse(json!({"tools": [{"name": "a", "title": "A", "inputSchema": {"type": "object"}}]}));
-        let tools: Vec<(usize, Tool)> = manifest.tools.iter().cloned().enumerate().collect();
+        let render = |dialect| -> Value {
+            serde_json::from_str(&manifest.text(manifest.tools.iter().cloned().enumerate(), dialect)).unwrap()
+        };
         assert_eq!(
-            manifest.render(&tools, Dialect::OpenAiTool),
+            render(Dialect::OpenAiTool),
             json!({"tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]})
         );
-        assert_eq!(
-            manifest.render(&tools, Dialect::Anthropic),
-            json!({"tools": [{"name": "a", "input_schema": {"type": "object"}}]})
-        );
+        assert_eq!(render(Dialect::Anthropic), json!({"tools": [{"name": "a", "input_schema": {"type": "object"}}]}));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
@@ -25,49 +26,87 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     }
     let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
     // Everything is read and checked before anything is written.
-    let manifests = origins.into_iter().map(manifest::read).collect::<Result<Vec<_>>>()?;
+    let limit = args.input.max_input_size;
+    let mut manifests = origins.into_iter().map(|origin| manifest::read(origin, limit)).collect::<Result<Vec<_>>>()?;
     let targets = targets(&args, &manifests)?;
 
-    let mut results = Vec::with_capacity(manifests.len());
-    for manifest in &manifests {
+    let compare = args.check || args.diff;
+    // Files are staged as they are made (each tool written as it is taken, straight into a
+    // temporary file beside its target) and put in place only when all of them are.
+    let mut writing = match &targets {
+        Some(paths) if !compare && !paths.is_empty() => Some(output::Writing::start(&paths[0])?),
+        _ => None,
+    };
+    let mut diffs = Vec::new();
+    for (position, manifest) in manifests.iter_mut().enumerate() {
         let dialect = args.to.map(Dialect::from).unwrap_or(manifest.dialect);
         let mediator = chain.mediator(args.min_confidence, dialect);
         let context = chain.context(&manifest.origin);
-        let enhancement = mediator.enhance_with_report(manifest.tools.clone(), &context).await;
+        // The text to compare with is written before the tools go into the chain, which takes
+        // them without a copy.
+        let before = compare.then(|| manifest.original_text());
+        let enhancement = mediator.enhance_with_report(std::mem::take(&mut manifest.tools), &context).await;
         log_events(&manifest.origin, &enhancement.events);
         if args.report {
             eprint!("{}", report(manifest, &context.source, &enhancement));
         }
+        // Unchanged: every tool written as it was read, in the dialect it was read in.
+        let unchanged =
+            dialect == manifest.dialect && enhancement.tools.iter().all(|tool| !tool.hidden && !tool.changes.any());
         let provenance = dialect == Dialect::Mcp && !args.no_provenance;
-        let tools = visible_tools(&manifest.tools, &enhancement.tools, provenance);
-        let document = manifest.render(&tools, dialect);
-        results.push(manifest.to_text(&document));
+        let tools = visible_tools(enhancement.tools, provenance).into_iter();
+        match (&mut writing, &targets, before) {
+            (_, _, Some(before)) => diffs.push((before, manifest.text(tools, dialect))),
+            (Some(writing), Some(paths), None) => {
+                let path = &paths[position];
+                // A file rewritten where it was read from (by `--in-place`, or by `-o` naming the
+                // input itself) is left untouched, same bytes, inode and time, when `--check` would
+                // call it unchanged, and is not overwritten if another process changed it since.
+                let read_as = manifest.identity.filter(|_| args.in_place || is_input(manifest, path));
+                if read_as.is_some() && unchanged {
+                    tracing::info!("{}: unchanged, not written", path.display());
+                    continue;
+                }
+                writing.stage(path, read_as, |out| manifest.write(tools, dialect, out))?;
+            }
+            _ => {
+                let mut stdout = std::io::BufWriter::with_capacity(256 * 1024, std::io::stdout().lock());
+                manifest.write(tools, dialect, &mut stdout).and_then(|()| stdout.flush())?;
+            }
+        }
     }
 
     if let Some(llm) = chain.finish() {
         report_llm(llm, args.report);
     }
-
-    if args.check || args.diff {
-        let mut changed = false;
-        for (manifest, new) in manifests.iter().zip(&results) {
-            let old = manifest.to_text(&manifest.original);
-            if let Some(diff) = output::diff(&old, new, &manifest.origin.to_string()) {
-                changed = true;
-                // A reader that stopped reading (`| head`) must not turn "changed" into success.
-                match output::print(&diff) {
-                    Err(error) if output::is_broken_pipe(&error) => {}
-                    other => other?,
-                }
+    if let Some(writing) = writing {
+        writing.finish()?;
+    }
+    if !compare {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut changed = false;
+    for (manifest, (before, after)) in manifests.iter().zip(&diffs) {
+        if let Some(diff) = output::diff(before, after, &manifest.origin.to_string()) {
+            changed = true;
+            // A reader that stopped reading (`| head`) must not turn "changed" into success.
+            match output::print(&diff) {
+                Err(error) if output::is_broken_pipe(&error) => {}
+                other => other?,
             }
         }
-        return Ok(if args.check && changed { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
-    match targets {
-        Some(paths) => output::write_atomically(&paths.into_iter().zip(results).collect::<Vec<_>>())?,
-        None => output::print(&results[0])?,
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(if args.check && changed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Whether `path` names the file `manifest` was read from: the same file, or the same path
+/// once links are resolved (the file may have been replaced since).
+fn is_input(manifest: &Manifest, path: &Path) -> bool {
+    let Origin::File(input) = &manifest.origin else {
+        return false;
+    };
+    manifest.identity.is_some_and(|identity| identity.is_file_at(path))
+        || std::fs::canonicalize(input).is_ok_and(|input| std::fs::canonicalize(path).is_ok_and(|path| path == input))
 }
 
 /// The files to write, one per manifest, or `None` for standard output.
@@ -106,26 +145,15 @@ fn targets(args: &EnhanceArgs, manifests: &[Manifest]) -> Result<Option<Vec<Path
     Ok(Some(paths))
 }
 
-/// Whether the mediator changed anything a consumer sees.
-pub fn changed(original: &Tool, enhanced: &Tool) -> bool {
-    original.name != enhanced.name
-        || original.title != enhanced.title
-        || original.description != enhanced.description
-        || original.input_schema != enhanced.input_schema
-        || original.annotations != enhanced.annotations
-}
-
 /// The tools to write, with their input positions: hidden ones left out, provenance under
 /// `_meta` for the ones the mediator changed.
-pub fn visible_tools(originals: &[Tool], enhanced: &[EnhancedTool], provenance: bool) -> Vec<(usize, Tool)> {
-    originals
-        .iter()
-        .zip(enhanced)
+pub fn visible_tools(enhanced: Vec<EnhancedTool>, provenance: bool) -> Vec<(usize, Tool)> {
+    enhanced
+        .into_iter()
         .enumerate()
-        .filter(|(_, (_, tool))| !tool.hidden)
-        .map(|(index, (original, tool))| {
-            let written =
-                if provenance && changed(original, &tool.tool) { tool.to_consumer_tool() } else { tool.tool.clone() };
+        .filter(|(_, tool)| !tool.hidden)
+        .map(|(index, tool)| {
+            let written = if provenance && tool.changes.any() { tool.into_consumer_tool() } else { tool.tool };
             (index, written)
         })
         .collect()
@@ -151,24 +179,25 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
     let mut out = String::new();
     let mut counts = [0usize; 4];
     let mut lines = String::new();
-    for (original, tool) in manifest.tools.iter().zip(&enhancement.tools) {
+    for tool in &enhancement.tools {
         let mut fields = Vec::new();
-        if original.name != tool.tool.name {
+        let changes = tool.changes;
+        if changes.name {
             fields.push("name");
             counts[0] += 1;
         }
-        if original.description != tool.tool.description {
+        if changes.description {
             fields.push("description");
             counts[1] += 1;
         }
-        if original.input_schema != tool.tool.input_schema {
+        if changes.input_schema {
             fields.push("inputSchema");
             counts[2] += 1;
         }
-        if original.title != tool.tool.title {
+        if changes.title {
             fields.push("title");
         }
-        if original.annotations != tool.tool.annotations {
+        if changes.annotations {
             fields.push("annotations");
         }
         if tool.hidden {
@@ -197,7 +226,7 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
         out,
         "{} (source `{source}`): {} tools, {} renamed, {} described, {} schemas changed, {} hidden",
         manifest.origin,
-        manifest.tools.len(),
+        enhancement.tools.len(),
         counts[0],
         counts[1],
         counts[2],
@@ -210,7 +239,8 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
     out
 }
 
-/// Reads the one manifest a command takes and runs it through the chain.
+/// Reads the one manifest a command takes and runs it through the chain; the manifest comes
+/// back without its tools (they are in the answer) but can still write tools in its shape.
 pub async fn enhance_one(
     input: &InputArgs,
     chain_args: &ChainArgs,
@@ -221,9 +251,9 @@ pub async fn enhance_one(
         bail!("{} inputs: this command reads one manifest", origins.len());
     }
     let chain = Chain::from_args(chain_args, task).await?;
-    let manifest = manifest::read(origins.into_iter().next().expect("one input"))?;
+    let mut manifest = manifest::read(origins.into_iter().next().expect("one input"), input.max_input_size)?;
     let context = chain.context(&manifest.origin);
-    let enhanced = chain.mediator(0.0, manifest.dialect).enhance(manifest.tools.clone(), &context).await;
+    let enhanced = chain.mediator(0.0, manifest.dialect).enhance(std::mem::take(&mut manifest.tools), &context).await;
     Ok((manifest, enhanced))
 }
 

@@ -37,13 +37,11 @@ pub async fn run(args: FilterArgs) -> Result<ExitCode> {
         })
         .collect();
     let positions: Vec<usize> = (0..kept.len()).filter(|&index| criteria.matches(&kept[index])).collect();
-    let originals: Vec<_> = positions.iter().map(|&index| manifest.tools[index].clone()).collect();
     let chosen: Vec<EnhancedTool> = positions.iter().map(|&index| kept[index].clone()).collect();
-    let tools = visible_tools(&originals, &chosen, manifest.dialect == manifest::Dialect::Mcp)
+    let tools = visible_tools(chosen, manifest.dialect == manifest::Dialect::Mcp)
         .into_iter()
-        .map(|(slot, tool)| (positions[slot], tool))
-        .collect::<Vec<_>>();
-    let text = manifest.to_text(&manifest.render(&tools, manifest.dialect));
+        .map(|(slot, tool)| (positions[slot], tool));
+    let text = manifest.text(tools, manifest.dialect);
     match &args.output {
         Some(path) => output::write_atomically(&[(path.clone(), text)])?,
         None => output::print(&text)?,

@@ -21,8 +21,12 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
         disclosure: (!args.no_disclosure).then_some(threshold.max(2)),
         ..SessionPolicy::mediated(threshold)
     };
-    let options =
-        ProxyOptions { source: args.chain.source.clone(), grace: args.grace, ..ProxyOptions::new(mediator, policy) };
+    let options = ProxyOptions {
+        source: args.chain.source.clone(),
+        grace: args.grace,
+        max_message_bytes: usize::try_from(args.max_message_size).unwrap_or(usize::MAX),
+        ..ProxyOptions::new(mediator, policy)
+    };
 
     let (program, rest) = args.command.split_first().expect("clap requires a command");
     let mut server = tokio::process::Command::new(program);

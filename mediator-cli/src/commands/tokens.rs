@@ -17,7 +17,7 @@ use crate::output;
 
 pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(std::slice::from_ref(&args.manifest))?;
-    let manifest = manifest::read(origins.into_iter().next().context("one manifest")?)?;
+    let manifest = manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
     let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
     let mediator = Arc::new(chain.mediator(0.0, Dialect::Mcp));
     let context = chain.context(&manifest.origin);
