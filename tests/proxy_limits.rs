@@ -136,7 +136,7 @@ fn a_flood_of_list_changes_costs_a_few_listings_and_requests_keep_flowing() {
     let mut proxy = Proxy::start(&["--no-disclosure"], &["--flood", "5000", "--burst-on-list", "200"]);
     proxy.initialize();
     let listed = proxy.request(1, "tools/list", json!({}));
-    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 4);
     // The server answers every listing with 200 more notifications, for ever: the proxy keeps
     // relisting, one at a time, and a ping still goes through.
     let started = Instant::now();
@@ -258,6 +258,9 @@ fn batches_and_invalid_messages_are_answered_and_never_forwarded() {
     proxy.send(r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"stats","name":"big"}}"#);
     let duplicate = proxy.answer(&json!(13));
     assert!(duplicate["error"]["message"].as_str().unwrap().contains("duplicate key `name`"), "{duplicate}");
+    // An answer from the server without "jsonrpc": "2.0" is not passed on, but its asker hears.
+    let sloppy = proxy.call(16, "sloppy", json!({}));
+    assert_eq!(sloppy["error"]["code"], -32603, "{sloppy}");
     // None of it reached the server.
     assert_eq!(proxy.stats(14)["unexpected"], 0);
     assert_eq!(proxy.request(15, "ping", json!({}))["result"], json!({}));

@@ -12,6 +12,7 @@ Tools:
                      not JSON-RPC 2.0 requests or notifications (the proxy must not forward any)
   big {bytes}        answers with a result line of about `bytes` bytes
   spew {bytes}       first writes about `bytes` of notifications/message lines, then answers
+  sloppy             answers without `"jsonrpc": "2.0"`
 """
 
 import json
@@ -39,6 +40,7 @@ def main():
             ("stats", "Counts what this server has seen."),
             ("big", "Answers with one very long line."),
             ("spew", "Writes many log notifications before answering."),
+            ("sloppy", "Answers without saying which JSON-RPC it speaks."),
         ]
     ]
     tools += [
@@ -86,6 +88,10 @@ def main():
                 text = json.dumps({"lists": lists, "unexpected": unexpected})
             elif name == "big":
                 text = "x" * int(arguments.get("bytes", 0))
+            elif name == "sloppy":
+                out.write(json.dumps({"id": id, "result": {"content": []}}).encode() + b"\n")
+                out.flush()
+                continue
             elif name == "spew":
                 chunk = {"jsonrpc": "2.0", "method": "notifications/message",
                          "params": {"level": "info", "data": "y" * 1000}}

@@ -117,6 +117,8 @@ pub struct Malformed {
     pub id: Option<Id>,
     pub code: i64,
     pub reason: String,
+    /// The line was meant as the answer to request `answers`, which its asker must hear of.
+    pub answers: Option<Id>,
 }
 
 impl<'a> Message<'a> {
@@ -125,23 +127,31 @@ impl<'a> Message<'a> {
             id: None,
             code: PARSE_ERROR,
             reason: format!("not UTF-8 ({error})"),
+            answers: None,
         })?;
         if text.trim_start().starts_with('[') {
             return match serde_json::from_str::<Vec<&'a RawValue>>(text) {
                 Ok(items) => Ok(Message::Batch(items)),
-                Err(error) => {
-                    Err(Malformed { id: None, code: PARSE_ERROR, reason: format!("not a JSON-RPC batch: {error}") })
-                }
+                Err(error) => Err(Malformed {
+                    id: None,
+                    code: PARSE_ERROR,
+                    reason: format!("not a JSON-RPC batch: {error}"),
+                    answers: None,
+                }),
             };
         }
         let envelope: Envelope<'a> = serde_json::from_str(text).map_err(|error| Malformed {
             id: salvage_id(text),
             code: PARSE_ERROR,
             reason: format!("not a JSON-RPC object: {error}"),
+            answers: None,
         })?;
         let is_request = envelope.method.is_some();
+        let is_response = !is_request && (envelope.result.is_some() || envelope.error.is_some());
         let invalid = |id: Option<Id>, reason: &str| Malformed {
-            // Only a request is answered; an answer to a broken answer would never end.
+            // Only a request is answered; an answer to a broken answer would never end. A broken
+            // answer is reported to whoever waits for it instead.
+            answers: id.clone().filter(|_| is_response),
             id: id.filter(|_| is_request),
             code: INVALID_REQUEST,
             reason: reason.to_owned(),
@@ -154,10 +164,7 @@ impl<'a> Message<'a> {
             }
         };
         if envelope.jsonrpc.map(RawValue::get) != Some(r#""2.0""#) {
-            return Err(Malformed {
-                id: id.filter(|_| is_request),
-                ..invalid(None, r#"`"jsonrpc": "2.0"` is missing"#)
-            });
+            return Err(invalid(id, r#"`"jsonrpc": "2.0"` is missing"#));
         }
         match (envelope.method, id, envelope.result.is_some() || envelope.error.is_some()) {
             (Some(method), Some(id), _) => Ok(Message::Request { id, method, params: envelope.params }),
@@ -167,6 +174,7 @@ impl<'a> Message<'a> {
                 id,
                 code: INVALID_REQUEST,
                 reason: "neither a request, a notification nor a response".to_owned(),
+                answers: None,
             }),
         }
     }
@@ -329,6 +337,9 @@ mod tests {
         }
         let notification = Message::parse(br#"{"method":"notifications/initialized"}"#).unwrap_err();
         assert!(notification.id.is_none());
+        // A broken answer is not answered, but its asker is named.
+        let answer = Message::parse(br#"{"id":4,"result":{}}"#).unwrap_err();
+        assert_eq!((answer.id, answer.answers.map(|id| id.as_raw().to_owned())), (None, Some("4".into())));
     }
 
     #[test]

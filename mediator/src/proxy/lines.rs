@@ -125,7 +125,8 @@ impl Outbox {
 
     /// Waits until the outbox holds no more than its limit, or its writer is gone.
     pub(super) async fn has_room(&self) {
-        loop {
+        // The common case, checked without registering a waiter.
+        while self.queued() > self.limit && !self.queue.is_closed() {
             let drained = self.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();

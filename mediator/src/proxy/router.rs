@@ -190,6 +190,13 @@ impl Router {
                 if let Some(id) = malformed.id {
                     self.to_client(jsonrpc::error_response(&id, malformed.code, &malformed.reason));
                 }
+                // A broken answer to a request of the server's: the server hears of it.
+                if let Some(id) = malformed.answers
+                    && lock(&self.pending).downstream.remove(&id)
+                {
+                    let reason = format!("the client's answer was unusable: {}", malformed.reason);
+                    self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+                }
                 return;
             }
         };
@@ -267,7 +274,7 @@ impl Router {
                         String::from_utf8_lossy(&line[..line.len().min(200)])
                     )
                 });
-                if let Some(id) = malformed.id {
+                if let Some(id) = malformed.id.or(malformed.answers) {
                     self.broken_from_server(id, line, malformed.code, &malformed.reason);
                 }
                 return;
