@@ -5,10 +5,13 @@
 use std::sync::LazyLock;
 
 use divan::Bencher;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tool_mediator::{
     Mediator, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, Tool, ToolContext,
 };
+
+#[path = "data/github.rs"]
+mod github;
 
 fn main() {
     divan::main();
@@ -16,26 +19,8 @@ fn main() {
 
 const SIZES: &[usize] = &[1_000, 10_000];
 
-/// A manifest of `n` tools: the real github-mcp-server tools with numbered names (well made,
-/// large schemas), and every fourth one a cryptic tool in the seed's style.
-fn manifest(n: usize) -> String {
-    let github: Value = serde_json::from_str(include_str!("data/github.json")).expect("github.json is JSON");
-    let real = github["tools"].as_array().expect("a tools array");
-    let tools: Vec<Value> = (0..n)
-        .map(|i| {
-            if i % 4 == 3 {
-                json!({"name": format!("gt_usr_{i}"), "description": "gets user", "inputSchema": {"type": "dict", "properties": {"uid": {"type": "int"}}}})
-            } else {
-                let mut tool = real[i % real.len()].clone();
-                tool["name"] = Value::from(format!("{}_{i}", tool["name"].as_str().unwrap()));
-                tool
-            }
-        })
-        .collect();
-    serde_json::to_string(&json!({"tools": tools})).expect("serializes")
-}
-
-static MANIFESTS: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| SIZES.iter().map(|&n| (n, manifest(n))).collect());
+static MANIFESTS: LazyLock<Vec<(usize, String)>> =
+    LazyLock::new(|| SIZES.iter().map(|&n| (n, github::manifest(n))).collect());
 
 fn text(n: usize) -> &'static str {
     &MANIFESTS.iter().find(|(size, _)| *size == n).expect("a prepared size").1

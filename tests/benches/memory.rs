@@ -1,0 +1,163 @@
+//! Peak resident memory, against the size of what came in.
+//!
+//! `cargo bench -p tool-mediator-tests --bench memory`
+//!
+//! - `enhance` of the enhance benchmark's manifests (10,000 and 100,000 real github tools, every
+//!   fourth one cryptic, compact JSON), to standard output and `--in-place`: the peak of the
+//!   process (`ru_maxrss` from `wait4`), beside the manifest's size.
+//! - The proxy in front of a server listing 50,000 small tools (`tests/peers/hostile.py
+//!   --tools 50000`): the proxy's peak (`VmHWM`) after three listings, beside the size of the
+//!   server's own `tools/list` result, asked of it directly.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{binary, root};
+
+#[path = "../../mediator/benches/data/github.rs"]
+mod github;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn main() {
+    // Linux counts the memory of the process that starts a child into the child's peak (the
+    // peak of the old address space is kept across exec), so each run is started from a fresh,
+    // small copy of this benchmark: `memory --peak-of ARGS...` prints the peak of one run.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(run) = args.iter().position(|arg| arg == "--peak-of") {
+        let run: Vec<&str> = args[run + 1..].iter().map(String::as_str).collect();
+        println!("{}", peak_kib(&run));
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    println!("{:<44} {:>10} {:>12} {:>8}", "what", "input", "peak RSS", "ratio");
+    for n in [10_000, 100_000] {
+        let manifest = dir.path().join(format!("github-{n}.json"));
+        std::fs::write(&manifest, github::manifest(n)).expect("writes the manifest");
+        let size = std::fs::metadata(&manifest).expect("written").len() as f64;
+        let to_stdout = peak_of(&["enhance", path(&manifest), "--source", "bench"]);
+        report(&format!("enhance, {n} tools, to stdout"), size, to_stdout);
+        let copy = dir.path().join(format!("in-place-{n}.json"));
+        std::fs::copy(&manifest, &copy).expect("copies");
+        let in_place = peak_of(&["enhance", "--in-place", path(&copy), "--source", "bench"]);
+        report(&format!("enhance, {n} tools, --in-place"), size, in_place);
+    }
+
+    let tools = 50_000;
+    let hostile = root().join("tests/peers/hostile.py");
+    let mut server = Client::start(Command::new("python3").arg(&hostile).args(["--tools", &tools.to_string()]));
+    let listed = server.request("tools/list", json!({}));
+    let list_size = listed["result"].to_string().len() as f64;
+    drop(server);
+    let mut proxy = Command::new(binary());
+    proxy.args(["proxy", "--", "python3"]).arg(&hostile).args(["--tools", &tools.to_string()]);
+    let mut client = Client::start(&mut proxy);
+    for _ in 0..3 {
+        let page = client.request("tools/list", json!({}));
+        assert!(page["result"]["tools"].is_array(), "{page}");
+    }
+    let peak = client.peak_kib();
+    report(&format!("proxy, {tools} tools listed 3 times"), list_size, peak);
+}
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temporary path")
+}
+
+fn report(what: &str, input_bytes: f64, peak_kib: u64) {
+    let peak = peak_kib as f64 * 1024.0;
+    println!("{what:<44} {:>7.1} MiB {:>8.1} MiB {:>7.1}x", input_bytes / MIB, peak / MIB, peak / input_bytes);
+}
+
+/// [`peak_kib`] in a fresh process of this benchmark.
+fn peak_of(args: &[&str]) -> u64 {
+    let binary = binary();
+    let output = Command::new(std::env::current_exe().expect("the benchmark knows its path"))
+        .env("TOOL_MEDIATOR_BENCH_BINARY", &binary)
+        .arg("--peak-of")
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the benchmark runs itself");
+    assert!(output.status.success(), "measuring {args:?} failed");
+    String::from_utf8_lossy(&output.stdout).trim().parse().expect("a peak in KiB")
+}
+
+/// Runs the binary to the end, output to /dev/null; its peak resident set in KiB.
+#[allow(clippy::zombie_processes)] // waited for with wait4, which also gives its resource usage
+fn peak_kib(args: &[&str]) -> u64 {
+    let binary = std::env::var_os("TOOL_MEDIATOR_BENCH_BINARY").map_or_else(binary, Into::into);
+    let child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the binary starts");
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; both pointers are valid for the call.
+    let waited = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(waited, child.id() as libc::pid_t, "wait4 failed");
+    let status = std::process::ExitStatus::from_raw(status);
+    assert!(status.success(), "tool-mediator {args:?} failed: {status}");
+    usage.ru_maxrss as u64
+}
+
+/// A minimal line-by-line JSON-RPC client over a child's standard streams.
+struct Client {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Client {
+    fn start(command: &mut Command) -> Client {
+        let mut child =
+            command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("starts");
+        let input = child.stdin.take().expect("piped");
+        let output = BufReader::new(child.stdout.take().expect("piped"));
+        let mut client = Client { child, input, output, next_id: 0 };
+        client.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        writeln!(client.input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("writes");
+        client
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        writeln!(self.input, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .expect("writes");
+        self.input.flush().expect("flushes");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.output.read_line(&mut line).expect("reads") > 0, "the peer hung up");
+            let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    fn peak_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("/proc");
+        let line = status.lines().find(|line| line.starts_with("VmHWM:")).expect("VmHWM");
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a number")
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
