@@ -2,10 +2,8 @@
 //! provider's wire format. Whatever the server does, every input tool comes out present and
 //! valid.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -14,6 +12,9 @@ use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider};
 use tool_mediator::{EnhancedTool, Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+mod raw_http;
+use raw_http::{never_answer, raw_server, respond_with};
 
 fn tools() -> Vec<Tool> {
     let schema = json!({"type": "object", "properties": {"uid": {"type": "string"}}, "required": ["uid"]});
@@ -280,71 +281,11 @@ async fn dry_run_sends_nothing_and_shows_what_it_would() {
     assert!(planned[0].estimated_tokens > 100);
 }
 
-/// A server on 127.0.0.1 that reads each request whole, counts it, and hands the connection
-/// to `respond` (on a thread of its own). For what wiremock cannot do: never answer, or send
-/// a body with no Content-Length.
-fn raw_server(respond: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let requests = Arc::new(AtomicUsize::new(0));
-    let counted = requests.clone();
-    let respond = Arc::new(respond);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let (counted, respond) = (counted.clone(), respond.clone());
-            std::thread::spawn(move || {
-                if read_request(&mut stream).is_some() {
-                    counted.fetch_add(1, Ordering::SeqCst);
-                    respond(&mut stream);
-                }
-            });
-        }
-    });
-    (url, requests)
-}
-
-fn read_request(stream: &mut TcpStream) -> Option<()> {
-    let mut reader = BufReader::new(stream);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if line == "\r\n" {
-            break;
-        }
-        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()
-}
-
-/// Accepts, reads the request, and never writes a byte.
-fn never_answer(_: &mut TcpStream) {
-    std::thread::sleep(Duration::from_secs(3600));
-}
-
-/// `200 OK` with `body` in chunks of `size` bytes and no Content-Length; stops when the client
-/// hangs up.
-fn chunked(body: Vec<u8>, size: usize) -> impl Fn(&mut TcpStream) + Send + Sync + 'static {
-    move |stream| {
-        let mut send = || -> std::io::Result<()> {
-            stream.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
-            )?;
-            for piece in body.chunks(size) {
-                stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes())?;
-                stream.write_all(piece)?;
-                stream.write_all(b"\r\n")?;
-            }
-            stream.write_all(b"0\r\n\r\n")
-        };
-        let _ = send();
-    }
+/// `200 OK` with `body` in chunks of `size` bytes and no Content-Length.
+fn chunked(body: Vec<u8>, size: usize) -> impl Fn(&mut std::net::TcpStream) + Send + Sync + 'static {
+    const HEAD: &str =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    respond_with(HEAD, Arc::new(body), Some(size))
 }
 
 /// The warnings logged on this thread while the guard lives.

@@ -1,7 +1,5 @@
 //! Remote override collections against a real HTTP server on 127.0.0.1.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -11,6 +9,9 @@ use tool_mediator::cache::{Cache, Clock, MemoryStore};
 use tool_mediator::remote::{MAX_COLLECTION_BYTES, RemoteState, fetch};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+mod raw_http;
+use raw_http::{raw_server, respond_with};
 
 struct TestClock(AtomicU64);
 
@@ -101,76 +102,24 @@ async fn invalid_collections_and_no_copy_leave_the_run_without_them() {
     }
 }
 
-/// A server on 127.0.0.1 that reads each request whole and answers with `head` then `body`,
-/// in 64 KiB chunks when `chunked`: for what wiremock cannot send.
-fn raw_server(head: &'static str, body: Arc<Vec<u8>>, chunked: bool) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/o.json", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let body = body.clone();
-            std::thread::spawn(move || {
-                if read_request(&mut stream).is_none() {
-                    return;
-                }
-                let mut send = || -> std::io::Result<()> {
-                    stream.write_all(head.as_bytes())?;
-                    if !chunked {
-                        return stream.write_all(&body);
-                    }
-                    for piece in body.chunks(64 * 1024) {
-                        stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes())?;
-                        stream.write_all(piece)?;
-                        stream.write_all(b"\r\n")?;
-                    }
-                    stream.write_all(b"0\r\n\r\n")
-                };
-                // The client hangs up once it has had enough.
-                let _ = send();
-            });
-        }
-    });
-    url
-}
-
-fn read_request(stream: &mut TcpStream) -> Option<()> {
-    let mut reader = BufReader::new(stream);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if line == "\r\n" {
-            break;
-        }
-        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()
-}
-
 #[tokio::test]
 async fn a_collection_over_the_limit_is_not_read_and_the_last_good_copy_serves() {
     // Announced too large (only its first byte is ever sent), and streamed past the limit with
     // no Content-Length.
-    let announced = raw_server(
+    let (announced, _) = raw_server(respond_with(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 40000000\r\n\r\n",
         Arc::new(b"[".to_vec()),
-        false,
-    );
+        None,
+    ));
     let mut streamed = b"[".to_vec();
     streamed.resize(usize::try_from(MAX_COLLECTION_BYTES).unwrap() + 1024 * 1024, b' ');
-    let streamed = raw_server(
+    let (streamed, _) = raw_server(respond_with(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
         Arc::new(streamed),
-        true,
-    );
+        Some(64 * 1024),
+    ));
     let http = reqwest::Client::new();
-    for (url, announced) in [(announced, true), (streamed, false)] {
+    for (url, announced) in [(format!("{announced}/o.json"), true), (format!("{streamed}/o.json"), false)] {
         let result = fetch(&url, None, &http).await;
         assert_eq!(result.state, RemoteState::Unavailable);
         let warning = result.warning.unwrap();
