@@ -1,7 +1,11 @@
 //! Shared pieces of the end-to-end tests: the built binary, fixtures, the evaluation data.
 
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
 use std::sync::OnceLock;
 
 /// The workspace root.
@@ -165,5 +169,66 @@ impl Peers {
             .args(arguments)
             .output()
             .expect("the Inspector starts")
+    }
+}
+
+/// A minimal line-by-line JSON-RPC client over a child's standard streams, for the benchmarks:
+/// the same for a server asked directly and through the proxy.
+pub struct JsonRpcClient {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl JsonRpcClient {
+    /// Starts `command` (its stderr discarded) and opens an MCP session with it.
+    pub fn start(mut command: Command) -> JsonRpcClient {
+        let mut child =
+            command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("starts");
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        let mut client = JsonRpcClient { child, input, output, next_id: 0 };
+        client.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
+        writeln!(client.input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        client
+    }
+
+    /// Sends a request and waits for its answer; returns the answer and the round trip.
+    pub fn request(&mut self, method: &str, params: Value) -> (Value, Duration) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let started = Instant::now();
+        writeln!(self.input, "{line}").unwrap();
+        self.input.flush().unwrap();
+        let mut buffer = String::new();
+        loop {
+            buffer.clear();
+            assert!(self.output.read_line(&mut buffer).unwrap() > 0, "the server hung up");
+            if buffer.contains("\"method\"") && !buffer.contains("\"result\"") {
+                continue; // a notification
+            }
+            let elapsed = started.elapsed();
+            let answer: Value = serde_json::from_str(&buffer).expect("JSON-RPC");
+            if answer["id"] == json!(id) {
+                assert!(answer.get("error").is_none(), "{method} failed: {answer}");
+                return (answer, elapsed);
+            }
+        }
+    }
+
+    /// The peer's peak resident memory so far (VmHWM), in KiB.
+    pub fn peak_memory_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+}
+
+impl Drop for JsonRpcClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -9,13 +9,12 @@
 //!   --tools 50000`): the proxy's peak (`VmHWM`) after three listings, beside the size of the
 //!   server's own `tools/list` result, asked of it directly.
 
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use serde_json::{Value, json};
-use tool_mediator_tests::{binary, root};
+use serde_json::json;
+use tool_mediator_tests::{JsonRpcClient, binary, root};
 
 #[path = "../../mediator/benches/data/github.rs"]
 mod github;
@@ -48,18 +47,20 @@ fn main() {
 
     let tools = 50_000;
     let hostile = root().join("tests/peers/hostile.py");
-    let mut server = Client::start(Command::new("python3").arg(&hostile).args(["--tools", &tools.to_string()]));
-    let listed = server.request("tools/list", json!({}));
+    let mut server = Command::new("python3");
+    server.arg(&hostile).args(["--tools", &tools.to_string()]);
+    let mut server = JsonRpcClient::start(server);
+    let (listed, _) = server.request("tools/list", json!({}));
     let list_size = listed["result"].to_string().len() as f64;
     drop(server);
     let mut proxy = Command::new(binary());
     proxy.args(["proxy", "--", "python3"]).arg(&hostile).args(["--tools", &tools.to_string()]);
-    let mut client = Client::start(&mut proxy);
+    let mut client = JsonRpcClient::start(proxy);
     for _ in 0..3 {
-        let page = client.request("tools/list", json!({}));
+        let (page, _) = client.request("tools/list", json!({}));
         assert!(page["result"]["tools"].is_array(), "{page}");
     }
-    let peak = client.peak_kib();
+    let peak = client.peak_memory_kib().expect("the proxy's /proc status");
     report(&format!("proxy, {tools} tools listed 3 times"), list_size, peak);
 }
 
@@ -106,58 +107,4 @@ fn peak_kib(args: &[&str]) -> u64 {
     let status = std::process::ExitStatus::from_raw(status);
     assert!(status.success(), "tool-mediator {args:?} failed: {status}");
     usage.ru_maxrss as u64
-}
-
-/// A minimal line-by-line JSON-RPC client over a child's standard streams.
-struct Client {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn start(command: &mut Command) -> Client {
-        let mut child =
-            command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("starts");
-        let input = child.stdin.take().expect("piped");
-        let output = BufReader::new(child.stdout.take().expect("piped"));
-        let mut client = Client { child, input, output, next_id: 0 };
-        client.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-        );
-        writeln!(client.input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("writes");
-        client
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        writeln!(self.input, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .expect("writes");
-        self.input.flush().expect("flushes");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(self.output.read_line(&mut line).expect("reads") > 0, "the peer hung up");
-            let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    fn peak_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("/proc");
-        let line = status.lines().find(|line| line.starts_with("VmHWM:")).expect("VmHWM");
-        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a number")
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

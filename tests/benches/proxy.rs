@@ -4,77 +4,18 @@
 //!
 //! `cargo bench -p tool-mediator-tests --bench proxy` (needs `tests/peers/install`).
 //!
-//! The client is a minimal line-by-line JSON-RPC client written here, the same for both paths,
+//! The client is the harness's minimal line-by-line JSON-RPC client, the same for both paths,
 //! so the difference between the two is the proxy. Rounds alternate direct and proxied calls so
 //! that a busy machine slows both alike.
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{Peers, binary, peers};
+use tool_mediator_tests::{JsonRpcClient, Peers, binary, peers};
 
 const ROUNDS: usize = 10;
 const CALLS_PER_ROUND: usize = 300;
 const LISTS_PER_ROUND: usize = 30;
-
-struct Client {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn start(mut command: Command) -> Client {
-        let mut child =
-            command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("starts");
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::new(child.stdout.take().unwrap());
-        let mut client = Client { child, input, output, next_id: 0 };
-        client.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
-        writeln!(client.input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
-        client
-    }
-
-    /// Sends a request and waits for its answer; returns the answer and the round trip.
-    fn request(&mut self, method: &str, params: Value) -> (Value, Duration) {
-        self.next_id += 1;
-        let id = self.next_id;
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        let started = Instant::now();
-        writeln!(self.input, "{line}").unwrap();
-        self.input.flush().unwrap();
-        let mut buffer = String::new();
-        loop {
-            buffer.clear();
-            assert!(self.output.read_line(&mut buffer).unwrap() > 0, "the server hung up");
-            if buffer.contains("\"method\"") && !buffer.contains("\"result\"") {
-                continue; // a notification
-            }
-            let elapsed = started.elapsed();
-            let answer: Value = serde_json::from_str(&buffer).expect("JSON-RPC");
-            if answer["id"] == json!(id) {
-                assert!(answer.get("error").is_none(), "{method} failed: {answer}");
-                return (answer, elapsed);
-            }
-        }
-    }
-
-    fn peak_memory_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
     samples.sort();
@@ -101,13 +42,13 @@ fn main() {
 
 fn measure(peers: &Peers, label: &str, program: &str, tool: &str, arguments: impl Fn(usize) -> Value) {
     let server = peers.bin(program);
-    let mut direct = Client::start(peers.command(&server));
+    let mut direct = JsonRpcClient::start(peers.command(&server));
     let mut proxied = {
         let mut command = peers.command(binary());
         command.args(["proxy", "--overrides", "overrides"]).arg(&server);
-        Client::start(command)
+        JsonRpcClient::start(command)
     };
-    let call = |client: &mut Client, n: usize| {
+    let call = |client: &mut JsonRpcClient, n: usize| {
         client.request("tools/call", json!({"name": tool, "arguments": arguments(n)})).1
     };
     // Warm both: the server, the proxy's first listing (enhancement) and its caches.
