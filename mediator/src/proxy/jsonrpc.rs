@@ -388,4 +388,62 @@ mod tests {
         let answer = response(&Id("0".into()), r#"{"n":123456789012345678901234567890}"#);
         assert_eq!(answer, r#"{"jsonrpc":"2.0","id":0,"result":{"n":123456789012345678901234567890}}"#);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn id() -> impl Strategy<Value = String> {
+            prop_oneof![
+                any::<i64>().prop_map(|n| n.to_string()),
+                "[1-9][0-9]{18,29}",
+                "[a-z0-9 \\-]{0,12}".prop_map(|text| Value::from(text).to_string()),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn any_bytes_parse_or_are_malformed_without_panicking(line in prop::collection::vec(any::<u8>(), 0..200)) {
+                let _ = Message::parse(&line);
+            }
+
+            #[test]
+            fn a_request_keeps_its_id_to_the_byte(id in id(), method in "[a-z/]{1,12}") {
+                let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"n":1.50}}}}"#);
+                match Message::parse(line.as_bytes()) {
+                    Ok(Message::Request { id: read, params, .. }) => {
+                        prop_assert_eq!(read.as_raw(), id.as_str());
+                        prop_assert_eq!(params.unwrap().get(), r#"{"n":1.50}"#);
+                    }
+                    other => prop_assert!(false, "{:?}", other),
+                }
+            }
+
+            #[test]
+            fn a_batch_gets_one_answer_per_request_in_it(ids in prop::collection::vec(prop::option::of(id()), 1..8)) {
+                let items: Vec<String> = ids
+                    .iter()
+                    .map(|id| match id {
+                        Some(id) => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+                        None => r#"{"jsonrpc":"2.0","method":"notifications/x"}"#.to_owned(),
+                    })
+                    .collect();
+                let batch = format!("[{}]", items.join(","));
+                let Ok(Message::Batch(parsed)) = Message::parse(batch.as_bytes()) else {
+                    return Err(TestCaseError::fail("a batch"));
+                };
+                let requests: Vec<&String> = ids.iter().flatten().collect();
+                match batch_refusal(&parsed) {
+                    None => prop_assert!(requests.is_empty()),
+                    Some(answer) => {
+                        let answers: Vec<Value> = serde_json::from_str(&answer).unwrap();
+                        prop_assert_eq!(answers.len(), requests.len());
+                        for (answer, id) in answers.iter().zip(requests) {
+                            prop_assert_eq!(answer["id"].to_string(), serde_json::from_str::<Value>(id).unwrap().to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

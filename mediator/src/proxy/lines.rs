@@ -236,4 +236,41 @@ mod tests {
         tokio::io::AsyncReadExt::read_to_string(&mut read, &mut written).await.unwrap();
         assert_eq!(written, format!("{}\n", "x".repeat(20)));
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Whatever the line lengths and the limit, every line comes out once, in order:
+            /// whole within the limit, as its head and true length past it.
+            #[test]
+            fn every_line_is_delivered_or_reported_in_order(
+                lengths in prop::collection::vec(0usize..300, 0..30),
+                limit in 1usize..200,
+            ) {
+                let lines: Vec<String> =
+                    lengths.iter().enumerate().map(|(n, &length)| format!("{n:03}{}", "x".repeat(length))).collect();
+                let input = lines.iter().map(|line| format!("{line}\n")).collect::<String>();
+                let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                let mut seen = Vec::new();
+                runtime
+                    .block_on(read_lines(input.as_bytes(), limit, &[], |line| {
+                        seen.push(match line {
+                            Line::Whole(text) => (String::from_utf8_lossy(text).into_owned(), text.len(), false),
+                            Line::TooLong { head, length } => (String::from_utf8_lossy(head).into_owned(), length, true),
+                        })
+                    }))
+                    .unwrap();
+                prop_assert_eq!(seen.len(), lines.len());
+                for ((text, length, too_long), line) in seen.iter().zip(&lines) {
+                    prop_assert_eq!(*length, line.len());
+                    prop_assert_eq!(*too_long, line.len() > limit);
+                    prop_assert!(line.starts_with(text.as_str()));
+                    prop_assert!(*too_long || text == line);
+                    prop_assert!(text.len() <= line.len().min(limit + 2));
+                }
+            }
+        }
+    }
 }
