@@ -136,7 +136,7 @@ fn a_flood_of_list_changes_costs_a_few_listings_and_requests_keep_flowing() {
     let mut proxy = Proxy::start(&["--no-disclosure"], &["--flood", "5000", "--burst-on-list", "200"]);
     proxy.initialize();
     let listed = proxy.request(1, "tools/list", json!({}));
-    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 6);
     // The server answers every listing with 200 more notifications, for ever: the proxy keeps
     // relisting, one at a time, and a ping still goes through.
     let started = Instant::now();
@@ -186,6 +186,12 @@ fn a_line_over_the_limit_is_answered_and_the_proxy_goes_on() {
     proxy.send(&format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"stats","arguments":{{"pad":"{padding}"}}}}}}"#));
     let refused = proxy.answer(&json!(2));
     assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    // The client's too long answer to a request of the server's: the server hears of it.
+    proxy.call(5, "ask_client", json!({}));
+    proxy.send(&format!(r#"{{"jsonrpc":"2.0","id":"s1","result":{{"roots":[{{"uri":"file:///{padding}"}}]}}}}"#));
+    let answers = proxy.stats(6)["client_answers"].clone();
+    assert_eq!(answers[0]["id"], "s1", "{answers}");
+    assert_eq!(answers[0]["error"]["code"], -32603, "{answers}");
     // Both sides go on.
     assert_eq!(
         proxy.call(3, "big", json!({"bytes": 1000}))["result"]["content"][0]["text"].as_str().unwrap().len(),
@@ -234,6 +240,25 @@ fn a_client_that_does_not_read_pauses_the_server_and_loses_nothing() {
     );
     let line_length = line.len() + 1;
     assert_eq!(logged, (200 << 20) / line_length);
+}
+
+#[test]
+fn cancelled_requests_stop_waiting() {
+    let mut proxy = Proxy::start(&["--no-disclosure"], &[]);
+    proxy.initialize();
+    proxy.request(1, "tools/list", json!({}));
+    // Far more than the proxy lets wait at once (10,000), each cancelled: none is left waiting.
+    let mut batch = String::new();
+    for id in 100..10_300 {
+        batch.push_str(&format!(
+            "{}\n{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}})
+        ));
+    }
+    proxy.send(batch.trim_end());
+    assert_eq!(proxy.request(2, "ping", json!({}))["result"], json!({}));
+    assert_eq!(proxy.stats(3)["unexpected"], 0);
 }
 
 #[test]

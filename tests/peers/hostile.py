@@ -9,10 +9,15 @@ Speaks just enough MCP over stdio (initialize, tools/list, tools/call, ping) and
   --tools N          lists N more tools, `item_tool_<i>`, each with a small schema
 Tools:
   stats              the counts so far: tools/list requests, and messages it received that were
-                     not JSON-RPC 2.0 requests or notifications (the proxy must not forward any)
-  big {bytes}        answers with a result line of about `bytes` bytes
+                     not JSON-RPC 2.0 requests, notifications or answers (the proxy must not
+                     forward any)
+  big {bytes}        answers with a result line of about `bytes` bytes (whose structured
+                     content has a key named `method`, as an HTTP tool's might)
   spew {bytes}       first writes about `bytes` of notifications/message lines, then answers
   sloppy             answers without `"jsonrpc": "2.0"`
+  hang               never answers
+  ask_client         sends the client a roots/list request, then answers; what the client
+                     answered to it shows in `stats` (`client_answers`)
 """
 
 import json
@@ -33,7 +38,7 @@ def option(name, default=0):
 
 def main():
     flood, burst, garbage = option("--flood"), option("--burst-on-list"), option("--garbage")
-    lists, unexpected = 0, 0
+    lists, unexpected, client_answers = 0, 0, []
     tools = [
         {"name": name, "description": description, "inputSchema": {"type": "object", "properties": {}}}
         for name, description in [
@@ -41,6 +46,8 @@ def main():
             ("big", "Answers with one very long line."),
             ("spew", "Writes many log notifications before answering."),
             ("sloppy", "Answers without saying which JSON-RPC it speaks."),
+            ("hang", "Never answers."),
+            ("ask_client", "Asks the client for its roots."),
         ]
     ]
     tools += [
@@ -59,6 +66,7 @@ def main():
             continue
         method, id = message.get("method"), message.get("id")
         if method is None:
+            client_answers.append(message)
             continue
         if "id" in message and not (isinstance(id, str) or (isinstance(id, int) and not isinstance(id, bool))):
             unexpected += 1
@@ -85,9 +93,18 @@ def main():
             name, arguments = params.get("name"), params.get("arguments") or {}
             text = ""
             if name == "stats":
-                text = json.dumps({"lists": lists, "unexpected": unexpected})
+                text = json.dumps({"lists": lists, "unexpected": unexpected, "client_answers": client_answers})
             elif name == "big":
                 text = "x" * int(arguments.get("bytes", 0))
+                send({"jsonrpc": "2.0", "id": id, "result": {
+                    "structuredContent": {"method": "GET", "status": 200},
+                    "content": [{"type": "text", "text": text}]}})
+                continue
+            elif name == "hang":
+                continue
+            elif name == "ask_client":
+                send({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
+                text = "asked"
             elif name == "sloppy":
                 out.write(json.dumps({"id": id, "result": {"content": []}}).encode() + b"\n")
                 out.flush()

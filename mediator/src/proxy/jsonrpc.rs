@@ -140,11 +140,17 @@ impl<'a> Message<'a> {
                 }),
             };
         }
-        let envelope: Envelope<'a> = serde_json::from_str(text).map_err(|error| Malformed {
-            id: salvage_id(text),
-            code: PARSE_ERROR,
-            reason: format!("not a JSON-RPC object: {error}"),
-            answers: None,
+        let envelope: Envelope<'a> = serde_json::from_str(text).map_err(|error| {
+            let salvaged = salvage(text);
+            // What it was meant as decides who hears of it; when nothing shows, it is taken
+            // for a request, to be answered.
+            let answer = salvaged.answer && !salvaged.request;
+            Malformed {
+                answers: salvaged.id.clone().filter(|_| answer),
+                id: salvaged.id.filter(|_| !answer),
+                code: PARSE_ERROR,
+                reason: format!("not a JSON-RPC object: {error}"),
+            }
         })?;
         let is_request = envelope.method.is_some();
         let is_response = !is_request && (envelope.result.is_some() || envelope.error.is_some());
@@ -180,10 +186,19 @@ impl<'a> Message<'a> {
     }
 }
 
-/// The id of a line that did not parse, when it plainly carries one at the top level of its
-/// object: the sender may be waiting for an answer to it. An `"id"` nested in params is not it.
-pub(super) fn salvage_id(text: &str) -> Option<Id> {
+/// What a line that did not parse (or was cut) shows at the top level of its object: its id,
+/// and whether it is a request (`"method"`) or an answer (`"result"`, `"error"`), so that the
+/// right side hears of it. Keys nested in params or a result are not the message's.
+#[derive(Debug, Default, PartialEq)]
+pub struct Salvaged {
+    pub id: Option<Id>,
+    pub request: bool,
+    pub answer: bool,
+}
+
+pub fn salvage(text: &str) -> Salvaged {
     let bytes = text.as_bytes();
+    let mut salvaged = Salvaged::default();
     let (mut depth, mut index) = (0usize, 0usize);
     while index < bytes.len() {
         match bytes[index] {
@@ -195,15 +210,20 @@ pub(super) fn salvage_id(text: &str) -> Option<Id> {
                 while index < bytes.len() && bytes[index] != b'"' {
                     index += if bytes[index] == b'\\' { 2 } else { 1 };
                 }
-                if depth == 1 && text.get(start..=index) == Some("\"id\"") {
-                    return id_after(&text[index + 1..]);
+                let rest = text.get(index + 1..).unwrap_or_default();
+                let is_key = rest.trim_start().starts_with(':');
+                match text.get(start..=index) {
+                    Some("\"id\"") if depth == 1 && is_key && salvaged.id.is_none() => salvaged.id = id_after(rest),
+                    Some("\"method\"") if depth == 1 && is_key => salvaged.request = true,
+                    Some("\"result\"" | "\"error\"") if depth == 1 && is_key => salvaged.answer = true,
+                    _ => {}
                 }
             }
             _ => {}
         }
         index += 1;
     }
-    None
+    salvaged
 }
 
 /// The id value after an `"id"` key: `: 12` or `: "a"`.
@@ -216,6 +236,20 @@ fn id_after(rest: &str) -> Option<Id> {
     };
     let parsed: &RawValue = serde_json::from_str(&rest[..end]).ok()?;
     match Id::read(parsed) {
+        IdRead::Usable(id) => Some(id),
+        IdRead::Unusable(_) => None,
+    }
+}
+
+/// The request a `notifications/cancelled` names (`params.requestId`).
+pub fn cancelled_request(params: Option<&RawValue>) -> Option<Id> {
+    #[derive(Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(borrow, rename = "requestId")]
+        request_id: &'a RawValue,
+    }
+    let cancelled: Cancelled<'_> = serde_json::from_str(params?.get()).ok()?;
+    match Id::read(cancelled.request_id) {
         IdRead::Usable(id) => Some(id),
         IdRead::Unusable(_) => None,
     }

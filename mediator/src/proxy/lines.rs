@@ -22,18 +22,25 @@ pub(super) enum Line<'a> {
 }
 
 /// Calls `each` with every line until the input ends. No more than `limit` bytes of one line are
-/// ever held; before each line it waits until every outbox in `wait_for` has room.
+/// ever held; before each line it waits until `ready` says the line can be taken on (the
+/// outboxes it fills have room). The end of the input is noticed while it waits.
 pub(super) async fn read_lines<R: AsyncRead + Unpin>(
     input: R,
     limit: usize,
-    wait_for: &[&Outbox],
+    ready: &impl Ready,
     mut each: impl FnMut(Line<'_>),
 ) -> io::Result<()> {
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::with_capacity(8 * 1024);
     loop {
-        for outbox in wait_for {
-            outbox.has_room().await;
+        tokio::select! {
+            biased;
+            () = ready.ready() => {}
+            filled = input.fill_buf() => match filled {
+                Ok([]) => return Ok(()),
+                Ok(_) => ready.ready().await,
+                Err(error) => return Err(error),
+            },
         }
         line.clear();
         // Keep at most the limit and a "\r\n"; count the rest.
@@ -77,6 +84,22 @@ pub(super) async fn read_lines<R: AsyncRead + Unpin>(
             continue;
         }
         each(Line::Whole(text));
+    }
+}
+
+/// What a reader waits for before it takes on its next line.
+pub(super) trait Ready: Sync {
+    fn ready(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Nothing to wait for.
+impl Ready for () {
+    async fn ready(&self) {}
+}
+
+impl Ready for Outbox {
+    fn ready(&self) -> impl Future<Output = ()> + Send {
+        self.has_room()
     }
 }
 
@@ -182,7 +205,7 @@ mod tests {
 
     async fn lines(input: &[u8], limit: usize) -> Vec<String> {
         let mut seen = Vec::new();
-        read_lines(input, limit, &[], |line| {
+        read_lines(input, limit, &(), |line| {
             seen.push(match line {
                 Line::Whole(text) => String::from_utf8_lossy(text).into_owned(),
                 Line::TooLong { head, length } => format!("too long ({length}): {}", String::from_utf8_lossy(head)),
@@ -255,7 +278,7 @@ mod tests {
                 let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
                 let mut seen = Vec::new();
                 runtime
-                    .block_on(read_lines(input.as_bytes(), limit, &[], |line| {
+                    .block_on(read_lines(input.as_bytes(), limit, &(), |line| {
                         seen.push(match line {
                             Line::Whole(text) => (String::from_utf8_lossy(text).into_owned(), text.len(), false),
                             Line::TooLong { head, length } => (String::from_utf8_lossy(head).into_owned(), length, true),

@@ -125,19 +125,15 @@ where
     });
 
     // Backpressure: the server is not read while the client's outbox is full, and the client
-    // is not read while either outbox is (its requests may be answered here or go upstream).
+    // is not read while either outbox is (its requests may be answered here or go upstream), or
+    // while as many tool requests as the proxy serves at once are under way.
     let mut server_reader = tokio::spawn({
         let router = router.clone();
-        async move {
-            let wait_for = [&router.to_client];
-            read_lines(server_out, limit, &wait_for, |line| router.from_server(line)).await
-        }
+        async move { read_lines(server_out, limit, &router.to_client, |line| router.from_server(line)).await }
     });
     let client_router = router.clone();
-    let client_reader = async {
-        let wait_for = [&client_router.to_server, &client_router.to_client];
-        read_lines(client_in, limit, &wait_for, |line| client_router.from_client(line)).await
-    };
+    let client_reader =
+        async { read_lines(client_in, limit, &*client_router, |line| client_router.from_client(line)).await };
 
     // Which side ended first.
     let client_ended = tokio::select! {

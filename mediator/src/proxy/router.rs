@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::ProxyOptions;
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
-use super::lines::{Line, Outbox};
+use super::lines::{Line, Outbox, Ready};
 use super::warnings::Warnings;
 use crate::chain::Mediator;
 use crate::session::{ListChanged, Route, Session, SessionPolicy};
@@ -33,6 +33,9 @@ const MAX_PAGES: usize = 1_000;
 
 /// Requests waiting for the server at once; past this a request is answered with an error.
 const MAX_WAITING: usize = 10_000;
+
+/// `tools/list` and `tools/call` requests served at once; the client is not read meanwhile.
+const TOOL_TASKS: usize = 64;
 
 /// Why a request the proxy made upstream got no result.
 enum Upstream {
@@ -62,6 +65,9 @@ struct Pending {
     upstream: HashMap<Id, Waiter>,
     /// Requests the server sent the client.
     downstream: HashSet<Id>,
+    /// Client requests being worked on here before they go upstream (tools/list, tools/call),
+    /// and whether the client cancelled one meanwhile: then it is not sent at all.
+    in_tasks: HashMap<Id, bool>,
     counter: u64,
     /// Set once the server is gone: why, for every answer from then on.
     gone: Option<String>,
@@ -95,6 +101,18 @@ struct Relisting {
     again: bool,
 }
 
+/// The client's next line can be taken on when both outboxes have room and a tool request
+/// could be served.
+impl Ready for Router {
+    async fn ready(&self) {
+        self.to_server.has_room().await;
+        self.to_client.has_room().await;
+        if self.tool_tasks.available_permits() == 0 {
+            drop(self.tool_tasks.acquire().await);
+        }
+    }
+}
+
 pub(super) struct Router {
     mediator: Arc<Mediator>,
     policy: SessionPolicy,
@@ -105,11 +123,15 @@ pub(super) struct Router {
     pub(super) to_client: Outbox,
     pub(super) to_server: Outbox,
     warnings: Warnings,
+    tool_tasks: Arc<tokio::sync::Semaphore>,
     relisting: Mutex<Relisting>,
     pending: Mutex<Pending>,
     server_name: Mutex<Option<String>>,
     session: OnceLock<Arc<Session>>,
     listing: Mutex<Option<Listing>>,
+    /// Listings started, and (behind the gate) the number of the last one that finished.
+    listings_started: std::sync::atomic::AtomicU64,
+    listing_gate: tokio::sync::Mutex<u64>,
     era: Mutex<Era>,
 }
 
@@ -129,11 +151,14 @@ impl Router {
             to_client,
             to_server,
             warnings: Warnings::default(),
+            tool_tasks: Arc::new(tokio::sync::Semaphore::new(TOOL_TASKS)),
             relisting: Mutex::default(),
             pending: Mutex::default(),
             server_name: Mutex::default(),
             session: OnceLock::new(),
             listing: Mutex::default(),
+            listings_started: std::sync::atomic::AtomicU64::new(0),
+            listing_gate: tokio::sync::Mutex::new(0),
             era: Mutex::default(),
         }
     }
@@ -153,6 +178,25 @@ impl Router {
     /// Ends the client's output once every queued line is written.
     pub(super) fn close_client_output(&self) {
         self.to_client.close();
+    }
+
+    /// Runs a tool request's work in a task of its own, within [`TOOL_TASKS`].
+    fn spawn_tool_task(self: &Arc<Self>, id: Id, work: impl Future<Output = ()> + Send + 'static) {
+        match self.tool_tasks.clone().try_acquire_owned() {
+            Ok(permit) => {
+                lock(&self.pending).in_tasks.insert(id.clone(), false);
+                let router = self.clone();
+                tokio::spawn(async move {
+                    work.await;
+                    lock(&router.pending).in_tasks.remove(&id);
+                    drop(permit);
+                });
+            }
+            Err(_) => {
+                let reason = format!("{TOOL_TASKS} tool requests are already being served");
+                self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+            }
+        }
     }
 
     /// Logs the warnings held back since the last of their kind.
@@ -175,8 +219,15 @@ impl Router {
             Line::TooLong { head, length } => {
                 let reason = self.too_long(length);
                 self.warnings.warn("client-too-long", || format!("skipped a line from the client: {reason}"));
-                if let Some(id) = jsonrpc::salvage_id(&String::from_utf8_lossy(head)) {
-                    self.to_client(jsonrpc::error_response(&id, INVALID_REQUEST, &reason));
+                let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
+                if let Some(id) = salvaged.id {
+                    let answer = match (salvaged.request, salvaged.answer) {
+                        (true, _) => false,
+                        (false, true) => true,
+                        // Its head shows neither: an answer if the server waits for that id.
+                        (false, false) => lock(&self.pending).downstream.contains(&id),
+                    };
+                    self.unusable_from_client(id, answer, INVALID_REQUEST, &reason);
                 }
                 return;
             }
@@ -188,14 +239,10 @@ impl Router {
                     format!("malformed line from the client: {} ({} bytes)", malformed.reason, line.len())
                 });
                 if let Some(id) = malformed.id {
-                    self.to_client(jsonrpc::error_response(&id, malformed.code, &malformed.reason));
+                    self.unusable_from_client(id, false, malformed.code, &malformed.reason);
                 }
-                // A broken answer to a request of the server's: the server hears of it.
-                if let Some(id) = malformed.answers
-                    && lock(&self.pending).downstream.remove(&id)
-                {
-                    let reason = format!("the client's answer was unusable: {}", malformed.reason);
-                    self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+                if let Some(id) = malformed.answers {
+                    self.unusable_from_client(id, true, malformed.code, &malformed.reason);
                 }
                 return;
             }
@@ -215,11 +262,11 @@ impl Router {
                     "tools/list" => {
                         let cursor = params.and_then(|raw| cursor_of(raw.get()));
                         let meta = params.and_then(|raw| meta_of(raw.get()));
-                        tokio::spawn(self.clone().list_tools(id, cursor, meta));
+                        self.spawn_tool_task(id.clone(), self.clone().list_tools(id, cursor, meta));
                     }
                     "tools/call" => {
                         let params = params.map(|raw| raw.get().to_owned());
-                        tokio::spawn(self.clone().call_tool(id, params, line.to_vec()));
+                        self.spawn_tool_task(id.clone(), self.clone().call_tool(id, params, line.to_vec()));
                     }
                     "initialize" => self.forward_request(id, Purpose::Initialize, line),
                     "server/discover" => self.forward_request(id, Purpose::Discover, line),
@@ -237,7 +284,21 @@ impl Router {
                     _ => self.forward_request(id, Purpose::Other, line),
                 }
             }
-            Message::Notification { .. } => self.to_server(lossless(line)),
+            Message::Notification { method, params } => {
+                // A cancelled request may never be answered: it waits no more.
+                if method == "notifications/cancelled"
+                    && let Some(id) = jsonrpc::cancelled_request(params)
+                {
+                    let mut pending = lock(&self.pending);
+                    if matches!(pending.upstream.get(&id), Some(Waiter::Client(_))) {
+                        pending.upstream.remove(&id);
+                    } else if let Some(cancelled) = pending.in_tasks.get_mut(&id) {
+                        // Still being worked on here: it will not be sent.
+                        *cancelled = true;
+                    }
+                }
+                self.to_server(lossless(line));
+            }
             Message::Response { id, .. } => {
                 if !lock(&self.pending).downstream.remove(&id) {
                     self.warnings.warn("client-unasked", || {
@@ -256,9 +317,15 @@ impl Router {
             Line::TooLong { head, length } => {
                 let reason = self.too_long(length);
                 self.warnings.warn("server-too-long", || format!("skipped a line from the server: {reason}"));
-                let text = String::from_utf8_lossy(head);
-                if let Some(id) = jsonrpc::salvage_id(&text) {
-                    self.broken_from_server(id, head, INVALID_REQUEST, &reason);
+                let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
+                if let Some(id) = salvaged.id {
+                    let answer = match (salvaged.request, salvaged.answer) {
+                        (true, _) => false,
+                        (false, true) => true,
+                        // Its head shows neither: an answer if someone waits for that id.
+                        (false, false) => lock(&self.pending).upstream.contains_key(&id),
+                    };
+                    self.unusable_from_server(id, answer, INVALID_REQUEST, &reason);
                 }
                 return;
             }
@@ -274,8 +341,11 @@ impl Router {
                         String::from_utf8_lossy(&line[..line.len().min(200)])
                     )
                 });
-                if let Some(id) = malformed.id.or(malformed.answers) {
-                    self.broken_from_server(id, line, malformed.code, &malformed.reason);
+                if let Some(id) = malformed.id {
+                    self.unusable_from_server(id, false, malformed.code, &malformed.reason);
+                }
+                if let Some(id) = malformed.answers {
+                    self.unusable_from_server(id, true, malformed.code, &malformed.reason);
                 }
                 return;
             }
@@ -334,7 +404,24 @@ impl Router {
                 }
             }
             Message::Request { id, .. } => {
-                lock(&self.pending).downstream.insert(id);
+                let refused = {
+                    let mut pending = lock(&self.pending);
+                    let refused = pending.downstream.len() >= MAX_WAITING && !pending.downstream.contains(&id);
+                    if !refused {
+                        pending.downstream.insert(id.clone());
+                    }
+                    refused
+                };
+                if refused {
+                    let reason = format!("{MAX_WAITING} requests are already waiting for the client");
+                    return self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+                }
+                self.to_client(lossless(line));
+            }
+            Message::Notification { method, params } if method == "notifications/cancelled" => {
+                if let Some(id) = jsonrpc::cancelled_request(params) {
+                    lock(&self.pending).downstream.remove(&id);
+                }
                 self.to_client(lossless(line));
             }
             Message::Notification { method, params } => match &*method {
@@ -345,19 +432,31 @@ impl Router {
         }
     }
 
-    /// A line from the server that could not be used but carries `id`: a broken answer to a
-    /// request someone is waiting for tells the waiter; a broken request is answered.
-    fn broken_from_server(&self, id: Id, line: &[u8], code: i64, reason: &str) {
-        let is_request = line.windows(8).any(|window| window == b"\"method\"");
-        let waiter = if is_request { None } else { lock(&self.pending).upstream.remove(&id) };
+    /// A line from the client that could not be used but carries `id`: a broken request is
+    /// answered; a broken answer to one of the server's requests is reported to the server.
+    fn unusable_from_client(&self, id: Id, answer: bool, code: i64, reason: &str) {
+        if !answer {
+            return self.to_client(jsonrpc::error_response(&id, code, reason));
+        }
+        if lock(&self.pending).downstream.remove(&id) {
+            let reason = format!("the client's answer was unusable: {reason}");
+            self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+        }
+    }
+
+    /// A line from the server that could not be used but carries `id`: a broken request is
+    /// answered; whoever waits for a broken answer hears of it.
+    fn unusable_from_server(&self, id: Id, answer: bool, code: i64, reason: &str) {
+        if !answer {
+            return self.to_server(jsonrpc::error_response(&id, code, reason));
+        }
+        let waiter = lock(&self.pending).upstream.remove(&id);
         match waiter {
-            Some(Waiter::Client(_)) => self.to_client(jsonrpc::error_response(
-                &id,
-                INTERNAL_ERROR,
-                &format!("the MCP server's answer was unusable: {reason}"),
-            )),
+            Some(Waiter::Client(_)) => {
+                let reason = format!("the MCP server's answer was unusable: {reason}");
+                self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+            }
             Some(Waiter::Proxy(reply)) => drop(reply),
-            None if is_request => self.to_server(jsonrpc::error_response(&id, code, reason)),
             None => {}
         }
     }
@@ -371,6 +470,9 @@ impl Router {
     fn forward(&self, id: Id, purpose: Purpose, line: String) -> bool {
         let refusal = {
             let mut pending = lock(&self.pending);
+            if pending.in_tasks.remove(&id) == Some(true) {
+                return false;
+            }
             if let Some(reason) = &pending.gone {
                 Some((INTERNAL_ERROR, reason.clone()))
             } else if pending.upstream.contains_key(&id) {
@@ -401,6 +503,9 @@ impl Router {
             let mut pending = lock(&self.pending);
             if let Some(reason) = &pending.gone {
                 return Err(Upstream::Failed(reason.clone()));
+            }
+            if pending.upstream.len() >= MAX_WAITING {
+                return Err(Upstream::Failed(format!("{MAX_WAITING} requests are already waiting for the MCP server")));
             }
             // A client is free to use the same ids; skip those that are waiting.
             let mut id = Id::own(pending.counter);
@@ -545,6 +650,7 @@ impl Router {
     async fn fetch(&self, meta: Option<Value>) -> Result<Fetched, Upstream> {
         let meta = meta.or_else(|| lock(&self.era).envelope.clone());
         let mut pages = Vec::new();
+        let mut listed_bytes = 0usize;
         let mut rest = None;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -556,6 +662,16 @@ impl Router {
                 params.insert("_meta".to_owned(), meta.clone());
             }
             let raw = self.ask("tools/list", Value::Object(params)).await?;
+            // Every page is held until the listing is whole: together they are held to the
+            // limit of one message.
+            listed_bytes += raw.get().len();
+            if listed_bytes > self.max_message_bytes {
+                return Err(Upstream::Failed(format!(
+                    "the server's tools/list passed {} bytes over its pages, the proxy's limit for one \
+                     message (--max-message-size)",
+                    self.max_message_bytes
+                )));
+            }
             let unusable = |error: serde_json::Error| {
                 Upstream::Failed(format!("the server's tools/list result is not a JSON object: {error}"))
             };
@@ -587,7 +703,19 @@ impl Router {
 
     /// Lists upstream and hands the list to the session if it changed; returns what the
     /// client's answer keeps of the server's result.
+    ///
+    /// One listing at a time: a listing asked for while another runs waits for it, and is served
+    /// by the next one that starts after it was asked for, so an older list never overwrites a
+    /// newer one and concurrent askers share one listing (and one pass through the chain).
     async fn refresh(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
+        let asked = self.listings_started.load(std::sync::atomic::Ordering::SeqCst);
+        let mut finished = self.listing_gate.lock().await;
+        if *finished > asked
+            && let Some(listing) = lock(&self.listing).as_ref()
+        {
+            return Ok(listing.rest.clone());
+        }
+        let number = self.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let fetched = self.fetch(meta).await?;
         let listing = Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone() };
         let known = lock(&self.listing).as_ref().map(|known| known.fingerprint);
@@ -599,6 +727,7 @@ impl Router {
         }
         let rest = listing.rest.clone();
         *lock(&self.listing) = Some(listing);
+        *finished = number;
         Ok(rest)
     }
 
@@ -636,8 +765,18 @@ impl Router {
             }
             relisting.running = true;
         }
-        let router = self.clone();
+        /// Lets the next notification start a relist if this one panicked (in a transformer).
+        struct Relister(Arc<Router>);
+        impl Drop for Relister {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    lock(&self.0.relisting).running = false;
+                }
+            }
+        }
+        let router = Relister(self.clone());
         tokio::spawn(async move {
+            let router = &router.0;
             loop {
                 router.relist().await;
                 let mut relisting = lock(&router.relisting);
@@ -749,13 +888,22 @@ impl Fetched {
     /// name) is left out with a warning rather than costing the whole list.
     fn tools(&self, warnings: &Warnings) -> Vec<Tool> {
         let mut tools = Vec::new();
-        for page in &self.pages {
+        for (number, page) in self.pages.iter().enumerate() {
             for (index, tool) in Fetched::tools_of(page).into_iter().enumerate() {
                 match serde_json::from_str::<Tool>(tool.get()) {
                     Ok(tool) => tools.push(tool),
                     Err(error) => {
+                        #[derive(serde::Deserialize)]
+                        struct Named {
+                            name: String,
+                        }
+                        let name = serde_json::from_str::<Named>(tool.get()).map(|tool| tool.name).unwrap_or_default();
                         warnings.warn("bad-tool", || {
-                            format!("the server listed a tool that is not one, left out: /tools/{index}: {error}")
+                            format!(
+                                "the server listed a tool that is not one, left out: page {}, /tools/{index} \
+                                 (`{name}`): {error}",
+                                number + 1
+                            )
                         });
                     }
                 }

@@ -227,9 +227,7 @@ impl Session {
     pub async fn list_tools(&self, upstream: &[Tool], cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
         let position = decode(cursor)?;
         if self.state().upstream.as_deref() != Some(upstream) {
-            let tools = upstream.to_vec();
-            self.take_in(upstream.to_vec()).await;
-            self.state().upstream = Some(tools);
+            self.take_in_keeping(upstream.to_vec(), Some(upstream.to_vec())).await;
         }
         self.page_at(position, cursor)
     }
@@ -237,10 +235,15 @@ impl Session {
     /// Takes in a new upstream list: enhances it and works out what the client sees; the
     /// client is told if that changed.
     pub async fn take_in(&self, upstream: Vec<Tool>) {
+        self.take_in_keeping(upstream, None).await;
+    }
+
+    /// [`Session::take_in`], keeping `kept` as the list given last, under the same lock.
+    async fn take_in_keeping(&self, upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
         let enhanced = self.mediator.enhance(upstream, &self.context).await;
         let changed = {
             let mut state = self.state();
-            state.upstream = None;
+            state.upstream = kept;
             state.tools = Some(enhanced);
             state.derived = None;
             self.refresh(&mut state).1
