@@ -93,10 +93,14 @@ impl Proxy {
     }
 
     fn initialize(&mut self) {
+        self.initialize_at("2025-06-18");
+    }
+
+    fn initialize_at(&mut self, revision: &str) {
         let answer = self.request(
             0,
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            json!({"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
         );
         assert_eq!(answer["result"]["serverInfo"]["name"], "hostile");
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
@@ -240,6 +244,16 @@ fn a_client_that_does_not_read_pauses_the_server_and_loses_nothing() {
     );
     let line_length = line.len() + 1;
     assert_eq!(logged, (200 << 20) / line_length);
+}
+
+#[test]
+fn in_the_revision_that_has_batches_each_message_of_one_is_served() {
+    let mut proxy = Proxy::start(&["--no-disclosure"], &[]);
+    proxy.initialize_at("2025-03-26");
+    proxy.send(r#"[{"jsonrpc":"2.0","id":10,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":11,"method":"tools/list"}]"#);
+    assert_eq!(proxy.answer(&json!(10))["result"], json!({}));
+    assert_eq!(proxy.answer(&json!(11))["result"]["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(proxy.stats(12)["unexpected"], 0);
 }
 
 #[test]

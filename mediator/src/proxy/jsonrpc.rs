@@ -105,8 +105,8 @@ pub enum Message<'a> {
         result: Option<&'a RawValue>,
         error: Option<&'a RawValue>,
     },
-    /// A JSON-RPC batch: MCP has none since revision 2025-06-18, and this proxy answers each
-    /// request in one with an error (see [`batch_refusal`]).
+    /// A JSON-RPC batch: only revision 2025-03-26 has them (its messages are then taken one by
+    /// one); in any other, each request in one is answered with an error ([`batch_refusal`]).
     Batch(Vec<&'a RawValue>),
 }
 

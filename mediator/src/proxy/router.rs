@@ -91,7 +91,12 @@ struct Era {
     envelope: Option<Value>,
     /// `subscriptions/listen` streams that asked for tool list changes.
     listeners: Vec<Id>,
+    /// The protocol revision `initialize` agreed on.
+    revision: Option<String>,
 }
+
+/// The one revision whose peers must accept JSON-RPC batches (2025-06-18 removed them).
+const BATCHING_REVISION: &str = "2025-03-26";
 
 /// Relisting after the server says its tools changed: at most one listing in flight and one
 /// more asked for, however many notifications arrive meanwhile.
@@ -199,6 +204,11 @@ impl Router {
         }
     }
 
+    /// Whether the revision in use has JSON-RPC batches (only 2025-03-26 does).
+    fn batches_allowed(&self) -> bool {
+        lock(&self.era).revision.as_deref() == Some(BATCHING_REVISION)
+    }
+
     /// Logs the warnings held back since the last of their kind.
     pub(super) fn flush_warnings(&self) {
         self.warnings.flush();
@@ -249,6 +259,10 @@ impl Router {
         };
         match message {
             Message::Batch(items) => {
+                if self.batches_allowed() {
+                    // Each message on its own, answered on its own as its answer comes.
+                    return items.iter().for_each(|item| self.from_client(Line::Whole(item.get().as_bytes())));
+                }
                 self.warnings.warn("client-batch", || {
                     format!("the client sent a JSON-RPC batch of {} messages; refused", items.len())
                 });
@@ -352,6 +366,9 @@ impl Router {
         };
         match message {
             Message::Batch(items) => {
+                if self.batches_allowed() {
+                    return items.iter().for_each(|item| self.from_server(Line::Whole(item.get().as_bytes())));
+                }
                 self.warnings.warn("server-batch", || {
                     format!("the server sent a JSON-RPC batch of {} messages; refused", items.len())
                 });
@@ -569,10 +586,14 @@ impl Router {
     /// The handshake's answer (`initialize` or `server/discover`): the server's name chooses
     /// the override file, and the client learns that the tool list can change.
     fn answer_handshake(self: &Arc<Self>, id: &Id, result: &RawValue, server_info: &str) {
-        let Ok(mut result) = serde_json::from_str::<Value>(result.get()) else {
+        // One that cannot be read exactly (a key written twice) passes as it came.
+        let Ok(mut result) = crate::json::from_str(result.get()) else {
             self.to_client(jsonrpc::response(id, result.get()));
             return;
         };
+        if let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) {
+            lock(&self.era).revision = Some(revision.to_owned());
+        }
         if let Some(name) = result.pointer(&format!("{server_info}/name")).and_then(Value::as_str) {
             *lock(&self.server_name) = Some(name.to_owned());
         }
@@ -587,7 +608,7 @@ impl Router {
 
     /// A stream's acknowledgment: the proxy honours tool list changes itself.
     fn acknowledge(&self, params: Option<&RawValue>, line: &[u8]) {
-        let parsed = params.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        let parsed = params.and_then(|raw| crate::json::from_str(raw.get()).ok());
         let stream = parsed
             .as_ref()
             .and_then(|params| params.pointer(&format!("/_meta/{}", SUBSCRIPTION_ID_KEY.replace('/', "~1"))));
