@@ -276,6 +276,41 @@ fn cancelled_requests_stop_waiting() {
 }
 
 #[test]
+fn a_client_that_leaves_while_the_server_does_not_read_ends_the_proxy() {
+    // The client: a process that writes far more than the pipes and the proxy's outbox for the
+    // server hold, to a server that reads nothing after `initialize`; it goes while stuck.
+    let writer = r#"
+import json, sys
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+line = json.dumps({"jsonrpc": "2.0", "method": "notifications/x", "params": {"pad": "p" * 65536}}) + "\n"
+while True:
+    sys.stdout.write(line)
+"#;
+    let mut client = Command::new("python3").args(["-c", writer]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut proxy = Command::new(binary())
+        .args(["proxy", "--no-disclosure", "--grace", "1s", "--", "python3"])
+        .arg(root().join("tests/peers/hostile.py"))
+        .arg("--deaf")
+        .stdin(Stdio::from(client.stdout.take().unwrap()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until the proxy holds its limit for the server and stops reading the client.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(proxy.try_wait().unwrap().is_none(), "the proxy is still serving");
+    // The client goes: it stops writing, and nothing reads what the proxy writes to it.
+    client.kill().unwrap();
+    client.wait().unwrap();
+    drop(proxy.stdout.take());
+    let deadline = Instant::now() + PATIENCE;
+    while proxy.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the proxy did not end after its client left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn batches_and_invalid_messages_are_answered_and_never_forwarded() {
     let mut proxy = Proxy::start(&["--no-disclosure"], &[]);
     proxy.initialize();

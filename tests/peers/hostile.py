@@ -1,12 +1,13 @@
 """A hostile MCP server for the proxy's limit tests: standard library only.
 
-    python3 hostile.py [--flood N] [--burst-on-list M] [--garbage N] [--tools N]
+    python3 hostile.py [--flood N] [--burst-on-list M] [--garbage N] [--tools N] [--deaf]
 
 Speaks just enough MCP over stdio (initialize, tools/list, tools/call, ping) and misbehaves:
   --flood N          after `notifications/initialized`, sends N notifications/tools/list_changed
   --burst-on-list M  answers every tools/list, then sends M more list_changed notifications
   --garbage N        after `notifications/initialized`, writes N lines that are not JSON-RPC
   --tools N          lists N more tools, `item_tool_<i>`, each with a small schema
+  --deaf             after answering `initialize`, reads nothing more (and never exits by itself)
 Tools:
   stats              the counts so far: tools/list requests, and messages it received that were
                      not JSON-RPC 2.0 requests, notifications or answers (the proxy must not
@@ -22,6 +23,7 @@ Tools:
 
 import json
 import sys
+import time
 
 out = sys.stdout.buffer
 
@@ -78,6 +80,9 @@ def main():
                 "capabilities": {"tools": {"listChanged": True}},
                 "serverInfo": {"name": "hostile", "version": "1"},
             }})
+            if "--deaf" in sys.argv:
+                while True:
+                    time.sleep(3600)
         elif method == "notifications/initialized":
             for _ in range(flood):
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -31,8 +31,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     let (program, rest) = args.command.split_first().expect("clap requires a command");
     let mut server = tokio::process::Command::new(program);
     server.args(rest);
-    let (input, output) = proxy::stdio();
-    let ending = proxy::run(options, server, input, output).await?;
+    let ending = proxy::run_until_gone(options, server, proxy::stdio()).await?;
     chain.finish();
     match ending {
         Ending::ClientClosed { server } => {

@@ -91,7 +91,7 @@ pub enum ProxyError {
 /// one side ends.
 pub async fn run<R, W>(
     options: ProxyOptions,
-    mut server: Command,
+    server: Command,
     client_in: R,
     client_out: W,
 ) -> Result<Ending, ProxyError>
@@ -99,6 +99,30 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    run_until_gone(options, server, Client { input: client_in, output: client_out, gone: std::future::pending() }).await
+}
+
+/// The client's side of a proxy: what it writes, where its answers go, and what tells that it
+/// is gone even while its input is not being read (a full outbox for a server that does not
+/// read stops the proxy reading the client, and with it the end of the client's input).
+pub struct Client<R, W, G> {
+    pub input: R,
+    pub output: W,
+    pub gone: G,
+}
+
+/// [`run`], ending also when `client.gone` completes.
+pub async fn run_until_gone<R, W, G>(
+    options: ProxyOptions,
+    mut server: Command,
+    client: Client<R, W, G>,
+) -> Result<Ending, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+    G: Future<Output = ()> + Send,
+{
+    let Client { input: client_in, output: client_out, gone: client_gone } = client;
     let program = server.as_std().get_program().to_string_lossy().into_owned();
     server.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
     // Its own process group, so ending it reaches what it started (npx, uvx and the like).
@@ -147,6 +171,10 @@ where
             tracing::info!("asked to stop; ending the server");
             true
         }
+        () = client_gone => {
+            tracing::info!("the client is gone; ending the server");
+            true
+        }
         // Its output closed: it has exited or is about to.
         _ = &mut server_reader => false,
     };
@@ -172,10 +200,17 @@ where
     Ok(ending)
 }
 
-/// The proxy's own stdin and stdout, for the client. When they are pipes (as an MCP client
-/// makes them) they are read and written through the event loop; otherwise (a file, a
+/// The client of [`stdio`], its parts boxed.
+pub type StdioClient = Client<Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>, Gone>;
+
+/// What completes when a client is gone.
+pub type Gone = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The client behind the proxy's own stdin and stdout. When they are pipes (as an MCP client
+/// makes them) they are read and written through the event loop, and the client is known to
+/// be gone when nothing reads its end of the output pipe any more; otherwise (a file, a
 /// terminal) through tokio's blocking standard streams, which cost a thread hop per read.
-pub fn stdio() -> (Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
+pub fn stdio() -> StdioClient {
     #[cfg(unix)]
     {
         use std::os::fd::AsFd as _;
@@ -186,15 +221,45 @@ pub fn stdio() -> (Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin
             Ok(pipe) => Box::new(pipe),
             Err(_) => Box::new(tokio::io::stdin()),
         };
-        let output: Box<dyn AsyncWrite + Unpin + Send> = match output {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdout()),
+        let (output, gone): (Box<dyn AsyncWrite + Unpin + Send>, Gone) = match output {
+            Ok(pipe) => (Box::new(pipe), Box::pin(output_closed())),
+            Err(_) => (Box::new(tokio::io::stdout()), Box::pin(std::future::pending())),
         };
-        (input, output)
+        Client { input, output, gone }
     }
     #[cfg(not(unix))]
     {
-        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+        Client {
+            input: Box::new(tokio::io::stdin()),
+            output: Box::new(tokio::io::stdout()),
+            gone: Box::pin(std::future::pending()),
+        }
+    }
+}
+
+/// Completes when the read end of the proxy's stdout pipe is closed: the client has gone.
+#[cfg(unix)]
+async fn output_closed() {
+    use std::os::fd::AsFd as _;
+    use tokio::io::Interest;
+    use tokio::io::unix::AsyncFd;
+    // A second descriptor of the same pipe, watched for readiness only; nothing is written to it.
+    let Ok(watched) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return std::future::pending().await;
+    };
+    // SAFETY: `watched` is an OwnedFd the AsyncFd takes ownership of: it stays open, and names
+    // the same pipe, until the AsyncFd is dropped.
+    let Ok(watched) = (unsafe { AsyncFd::register_with_interest(watched, Interest::WRITABLE) }) else {
+        return std::future::pending().await;
+    };
+    loop {
+        let Ok(mut ready) = watched.writable().await else {
+            return std::future::pending().await;
+        };
+        if ready.ready().is_write_closed() {
+            return;
+        }
+        ready.clear_ready();
     }
 }
 
