@@ -247,16 +247,18 @@ async fn output_closed() {
     let Ok(watched) = std::io::stdout().as_fd().try_clone_to_owned() else {
         return std::future::pending().await;
     };
+    // Errors only: a pipe's write end reports one when its reader closes, and nothing else,
+    // so the proxy's own writes wake nothing here.
     // SAFETY: `watched` is an OwnedFd the AsyncFd takes ownership of: it stays open, and names
     // the same pipe, until the AsyncFd is dropped.
-    let Ok(watched) = (unsafe { AsyncFd::register_with_interest(watched, Interest::WRITABLE) }) else {
+    let Ok(watched) = (unsafe { AsyncFd::register_with_interest(watched, Interest::ERROR) }) else {
         return std::future::pending().await;
     };
     loop {
-        let Ok(mut ready) = watched.writable().await else {
+        let Ok(mut ready) = watched.ready(Interest::ERROR).await else {
             return std::future::pending().await;
         };
-        if ready.ready().is_write_closed() {
+        if ready.ready().is_error() {
             return;
         }
         ready.clear_ready();
