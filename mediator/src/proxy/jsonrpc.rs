@@ -196,6 +196,19 @@ pub struct Salvaged {
     pub answer: bool,
 }
 
+impl Salvaged {
+    /// Whether the line was an answer: what its keys say, or, when they say neither, whether
+    /// someone waits for an answer with its id.
+    pub fn is_answer(&self, waited_for: impl FnOnce(&Id) -> bool) -> bool {
+        match (self.request, self.answer, &self.id) {
+            (true, _, _) => false,
+            (false, true, _) => true,
+            (false, false, Some(id)) => waited_for(id),
+            (false, false, None) => false,
+        }
+    }
+}
+
 pub fn salvage(text: &str) -> Salvaged {
     let bytes = text.as_bytes();
     let mut salvaged = Salvaged::default();
@@ -404,6 +417,18 @@ mod tests {
         assert!(nested_only.id.is_none());
         let escaped = Message::parse(br#"{"a":"\"id\":4","id":"x\"y","#).unwrap_err();
         assert!(escaped.id.is_none() || escaped.id.unwrap().as_raw() != "4");
+    }
+
+    #[test]
+    fn a_cut_line_is_an_answer_or_a_request_by_its_top_level_keys() {
+        let answer = salvage(r#"{"jsonrpc":"2.0","id":3,"result":{"structuredContent":{"method":"GET"#);
+        assert_eq!(answer.id.as_ref().map(Id::as_raw), Some("3"));
+        assert!(answer.is_answer(|_| false));
+        let request = salvage(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"result":"#);
+        assert!(!request.is_answer(|_| true));
+        // Neither shows yet: an answer only if someone waits for that id.
+        let unknown = salvage(r#"{"jsonrpc":"2.0","id":"a","params":{"#);
+        assert!(unknown.is_answer(|id| id.as_raw() == r#""a""#) && !unknown.is_answer(|_| false));
     }
 
     #[test]

@@ -230,13 +230,8 @@ impl Router {
                 let reason = self.too_long(length);
                 self.warnings.warn("client-too-long", || format!("skipped a line from the client: {reason}"));
                 let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
+                let answer = salvaged.is_answer(|id| lock(&self.pending).downstream.contains(id));
                 if let Some(id) = salvaged.id {
-                    let answer = match (salvaged.request, salvaged.answer) {
-                        (true, _) => false,
-                        (false, true) => true,
-                        // Its head shows neither: an answer if the server waits for that id.
-                        (false, false) => lock(&self.pending).downstream.contains(&id),
-                    };
                     self.unusable_from_client(id, answer, INVALID_REQUEST, &reason);
                 }
                 return;
@@ -332,13 +327,8 @@ impl Router {
                 let reason = self.too_long(length);
                 self.warnings.warn("server-too-long", || format!("skipped a line from the server: {reason}"));
                 let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
+                let answer = salvaged.is_answer(|id| lock(&self.pending).upstream.contains_key(id));
                 if let Some(id) = salvaged.id {
-                    let answer = match (salvaged.request, salvaged.answer) {
-                        (true, _) => false,
-                        (false, true) => true,
-                        // Its head shows neither: an answer if someone waits for that id.
-                        (false, false) => lock(&self.pending).upstream.contains_key(&id),
-                    };
                     self.unusable_from_server(id, answer, INVALID_REQUEST, &reason);
                 }
                 return;
