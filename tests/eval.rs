@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use tool_mediator::{Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
+use tool_mediator::{Mediator, RuleTransformer, Schema, SourceType, Tool, ToolContext, schema};
 use tool_mediator_tests::eval_dir;
 
 fn lines(path: &Path) -> Vec<Value> {
@@ -139,14 +139,15 @@ fn bfcl_schemas_come_out_valid() {
         .map(|row| {
             let mut tool = Tool::new(row["name"].as_str().unwrap());
             tool.description = row["description"].as_str().map(str::to_owned);
-            tool.input_schema = row.get("parameters").cloned();
+            tool.input_schema = row.get("parameters").cloned().map(Schema::from);
             tool
         })
         .collect();
-    let invalid_before = tools.iter().filter(|t| !t.input_schema.as_ref().is_some_and(schema::is_valid)).count();
+    let invalid_before =
+        tools.iter().filter(|t| !t.input_schema_value().as_ref().is_some_and(schema::is_valid)).count();
     let enhanced = enhance(tools.clone());
     assert_eq!(enhanced.len(), tools.len());
-    let valid = enhanced.iter().filter(|t| t.tool.input_schema.as_ref().is_some_and(schema::is_valid)).count();
+    let valid = enhanced.iter().filter(|t| t.tool.input_schema_value().as_ref().is_some_and(schema::is_valid)).count();
     // BFCL repeats function names across its categories; in one batch the chain suffixes them.
     let spelled_out = enhanced
         .iter()

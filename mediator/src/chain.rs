@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::naming::NameRules;
-use crate::schema::{self, Repair};
+use crate::schema::{self, Repair, Schema};
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer};
 use serde_json::Value;
@@ -206,7 +206,11 @@ impl Mediator {
                         match self.check(answer, &batch, &mut answered, transformer.name()) {
                             Ok(answer) => {
                                 accepted[slot] = answer.confidence >= self.acceptance;
-                                candidates[pending[slot]].push(Candidate { transformer: position, answer });
+                                // Most tools get one answer or none: room for exactly one, where
+                                // a first push would make room for four.
+                                let answers = &mut candidates[pending[slot]];
+                                answers.reserve_exact(1);
+                                answers.push(Candidate { transformer: position, answer });
                             }
                             Err(Some(event)) => events.push(event),
                             Err(None) => {}
@@ -397,46 +401,52 @@ fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> Stri
 }
 
 /// An answer may not replace a schema with an invalid one; it may leave the source's as it was.
-fn broken_schema(original: &Tool, proposed: &Option<Value>) -> Option<String> {
+fn broken_schema(original: &Tool, proposed: &Option<Schema>) -> Option<String> {
     if *proposed == original.input_schema {
         return None;
     }
     match proposed {
         None => Some("it removed the input schema".into()),
-        Some(schema) => schema::check(schema).err().map(|error| format!("its input schema is invalid: {error}")),
+        Some(schema) => {
+            schema::check(&schema.to_value()).err().map(|error| format!("its input schema is invalid: {error}"))
+        }
     }
 }
 
 /// A replacement schema keeps the source's `$schema` and `$defs`.
-fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Value>) {
-    let (Some(Value::Object(source)), Some(Value::Object(proposed))) = (&original.input_schema, proposed) else {
+fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Schema>) {
+    let (Some(Value::Object(source)), Some(Value::Object(mut replacement))) =
+        (original.input_schema_value(), proposed.as_ref().map(Schema::to_value))
+    else {
         return;
     };
+    let mut kept = false;
     for key in ["$schema", "$defs"] {
         match source.get(key) {
-            Some(value) if proposed.get(key) != Some(value) => {
-                proposed.insert(key.to_owned(), value.clone());
+            Some(value) if replacement.get(key) != Some(value) => {
+                replacement.insert(key.to_owned(), value.clone());
+                kept = true;
             }
             _ => {}
         }
+    }
+    if kept {
+        *proposed = Some(Schema::from(Value::Object(replacement)));
     }
 }
 
 /// The last guard: a schema that is missing or invalid here is repaired (see
 /// [`schema::make_valid`]).
 fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
-    match &tool.tool.input_schema {
-        Some(schema) if schema::is_valid(schema) => return,
-        _ => {}
-    }
-    let repairs = match tool.tool.input_schema.take() {
+    let repairs = match tool.tool.input_schema_value() {
+        Some(schema) if schema::is_valid(&schema) => return,
         None => {
-            tool.tool.input_schema = Some(schema::empty_object());
+            tool.tool.input_schema = Some(Schema::from(schema::empty_object()));
             vec![Repair { pointer: String::new(), what: "added the empty object schema".into() }]
         }
         Some(mut schema) => {
             let repairs = schema::make_valid(&mut schema);
-            tool.tool.input_schema = Some(schema);
+            tool.tool.input_schema = Some(Schema::from(schema));
             repairs
         }
     };
@@ -680,10 +690,10 @@ mod tests {
         ];
         let out = run(&Mediator::builder().build(), input);
         for tool in &out.tools {
-            assert!(schema::is_valid(tool.tool.input_schema.as_ref().unwrap()), "{:?}", tool.tool);
+            assert!(schema::is_valid(&tool.tool.input_schema_value().unwrap()), "{:?}", tool.tool);
         }
-        assert_eq!(out.tools[1].tool.input_schema.as_ref().unwrap()["properties"]["x"]["type"], "number");
-        assert_eq!(out.tools[2].tool.input_schema, Some(schema::empty_object()));
+        assert_eq!(out.tools[1].tool.input_schema_value().unwrap()["properties"]["x"]["type"], "number");
+        assert_eq!(out.tools[2].tool.input_schema, Some(Schema::from(schema::empty_object())));
     }
 
     #[test]
@@ -693,7 +703,7 @@ mod tests {
             priority: 1,
             answer: |index, tool: &Tool| {
                 let mut bare = Tool::new(tool.name.clone()).with_description("new");
-                bare.input_schema = Some(json!({"type": "object", "properties": {}}));
+                bare.input_schema = Some(Schema::from(json!({"type": "object", "properties": {}})));
                 Some(Answer::proposing(index, tool, &bare, 1.0))
             },
         };
@@ -712,7 +722,7 @@ mod tests {
         assert_eq!(result.output_schema, tool.output_schema);
         assert_eq!(result.meta, tool.meta);
         assert_eq!(result.extra, tool.extra);
-        let schema = result.input_schema.as_ref().unwrap();
+        let schema = result.input_schema_value().unwrap();
         assert_eq!(schema["$defs"], json!({"a": {}}));
         assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
     }

@@ -82,6 +82,155 @@ pub fn deserialize_object<'de, D: Deserializer<'de>>(deserializer: D) -> Result<
     }
 }
 
+/// Any JSON value as compact text, refusing duplicate keys at every depth: the form a tool list
+/// keeps what it mostly passes through (schemas), at about the size of the text, where a
+/// [`Value`] tree takes seven to twelve times as much. Written as serde_json writes compact
+/// JSON, so the text is the same whether it came from pretty or compact input.
+pub fn deserialize_compact<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Box<RawValue>, D::Error> {
+    let mut text = Vec::new();
+    Compact { out: &mut text }.deserialize(deserializer)?;
+    let text = String::from_utf8(text).map_err(de::Error::custom)?;
+    RawValue::from_string(text).map_err(de::Error::custom)
+}
+
+/// Writes the value it reads as compact JSON text into `out`.
+struct Compact<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Compact<'_> {
+    fn string(&mut self, text: &str) {
+        serde_json::to_writer(&mut *self.out, text).expect("writing to memory does not fail");
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Compact<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Compact<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<(), E> {
+        self.out.extend_from_slice(if value { b"true" } else { b"false" });
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<(), E> {
+        self.out.extend_from_slice(value.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<(), E> {
+        self.out.extend_from_slice(value.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_i128<E>(self, value: i128) -> Result<(), E> {
+        self.out.extend_from_slice(value.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_u128<E>(self, value: u128) -> Result<(), E> {
+        self.out.extend_from_slice(value.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<(), E> {
+        let number = Number::from_f64(value).map_or(Value::Null, Value::Number);
+        self.out.extend_from_slice(number.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_str<E>(mut self, value: &str) -> Result<(), E> {
+        self.string(value);
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        self.out.push(b'[');
+        let mut first = true;
+        loop {
+            let mark = self.out.len();
+            if !first {
+                self.out.push(b',');
+            }
+            if items.next_element_seed(Compact { out: &mut *self.out })?.is_none() {
+                self.out.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut entries: A) -> Result<(), A::Error> {
+        // A short object is checked for repeated keys by looking along it, a long one through a
+        // hash set.
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: Option<std::collections::HashSet<Cow<'de, str>>> = None;
+        let mut members = 0usize;
+        while let Some(key) = entries.next_key::<Cow<'de, str>>()? {
+            if members == 0 && key == NUMBER_TOKEN {
+                // A number, its text as written (see `ExactValue`).
+                let text: Cow<'de, str> = entries.next_value()?;
+                let number = serde_json::from_str::<Number>(&text).map_err(de::Error::custom)?;
+                self.out.extend_from_slice(number.to_string().as_bytes());
+                return Ok(());
+            }
+            let repeated = match &many {
+                Some(seen) => seen.contains(&key),
+                None => keys.contains(&key),
+            };
+            if repeated {
+                return Err(de::Error::custom(format_args!("duplicate key `{key}` in one object")));
+            }
+            self.out.push(if members == 0 { b'{' } else { b',' });
+            members += 1;
+            self.string(&key);
+            self.out.push(b':');
+            if let Some(seen) = &mut many {
+                seen.insert(key);
+            } else if keys.len() == 16 {
+                let mut seen: std::collections::HashSet<_> = keys.drain(..).collect();
+                seen.insert(key);
+                many = Some(seen);
+            } else {
+                keys.push(key);
+            }
+            entries.next_value_seed(Compact { out: &mut *self.out })?;
+        }
+        if members == 0 {
+            self.out.push(b'{');
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+}
+
 fn unexpected(value: &Value) -> de::Unexpected<'_> {
     match value {
         Value::Null => de::Unexpected::Unit,
@@ -93,7 +242,8 @@ fn unexpected(value: &Value) -> de::Unexpected<'_> {
     }
 }
 
-struct ExactValue;
+/// A seed for any JSON value, refusing duplicate keys at every depth.
+pub(crate) struct ExactValue;
 
 impl<'de> DeserializeSeed<'de> for ExactValue {
     type Value = Value;
@@ -253,7 +403,41 @@ mod tests {
         })
     }
 
+    fn compact(text: &str) -> Result<String, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let raw = deserialize_compact(&mut deserializer)?;
+        deserializer.end()?;
+        Ok(raw.get().to_owned())
+    }
+
+    #[test]
+    fn compact_text_refuses_what_a_value_refuses() {
+        let error = compact("{\n  \"a\": 1,\n  \"a\": 2\n}").unwrap_err();
+        assert!(error.to_string().contains("duplicate key `a`"), "{error}");
+        assert_eq!(error.line(), 3);
+        // Past sixteen members the keys are looked up in a set; a repeat is still found.
+        let members: Vec<String> = (0..40).map(|n| format!("\"k{n}\": {n}")).collect();
+        let long = format!("{{{}, \"k3\": 0}}", members.join(", "));
+        assert!(compact(&long).unwrap_err().to_string().contains("duplicate key `k3`"));
+        assert!(compact(&format!("{{{}}}", members.join(", "))).is_ok());
+        assert!(compact(r#"{"a": 1, "\u0061": 2}"#).is_err());
+        assert!(compact("[1,").is_err());
+        assert_eq!(compact("{ }").unwrap(), "{}");
+        assert_eq!(compact(" [ ] ").unwrap(), "[]");
+        assert_eq!(compact(r#"{"s": "\u00e9\n", "n": 1E400}"#).unwrap(), r#"{"s":"é\n","n":1e+400}"#);
+    }
+
     proptest! {
+        #[test]
+        fn compact_text_is_what_serde_json_writes(value in json_value()) {
+            let text = value.to_string();
+            prop_assert_eq!(&compact(&text).unwrap(), &text);
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            prop_assert_eq!(&compact(&pretty).unwrap(), &text);
+            let raw = deserialize_compact(&value).unwrap();
+            prop_assert_eq!(raw.get(), &text);
+        }
+
         #[test]
         fn text_survives_a_round_trip(value in json_value()) {
             let text = value.to_string();

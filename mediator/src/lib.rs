@@ -22,7 +22,7 @@
 //!
 //! assert_eq!(tools[0].name(), "get_user");
 //! assert_eq!(tools[0].original_name, "gt_usr");
-//! assert_eq!(tools[0].tool.input_schema, Some(json!({"type": "object", "properties": {}})));
+//! assert_eq!(tools[0].tool.input_schema_value(), Some(json!({"type": "object", "properties": {}})));
 //! # });
 //! ```
 
@@ -57,6 +57,7 @@ pub use overrides::{
     SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides, override_files,
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
+pub use schema::Schema;
 pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};
 pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

@@ -6,6 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::schema::Schema;
+
 /// The `_meta` key under which a consumer-facing tool carries its provenance.
 ///
 /// Namespaced as MCP asks of `_meta` keys, so the output stays a valid `tools/list` result.
@@ -23,9 +25,9 @@ pub struct Tool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(rename = "inputSchema", default, skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Value>,
+    pub input_schema: Option<Schema>,
     #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Schema>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -35,37 +37,75 @@ pub struct Tool {
     pub extra: Map<String, Value>,
 }
 
-/// Reads the object once and takes the known fields out of it: `#[serde(flatten)]` would
-/// buffer every tool twice, and parsing is most of what the chain costs.
+/// Reads the object once, field by field: schemas go straight to compact text (see [`Schema`])
+/// and no field is buffered twice, as `#[serde(flatten)]` would.
 impl<'de> Deserialize<'de> for Tool {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ToolVisitor)
+    }
+}
+
+struct ToolVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ToolVisitor {
+    type Value = Tool;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a tool object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut fields: A) -> Result<Tool, A::Error> {
         use serde::de::Error;
 
-        // A key written twice is refused, not silently overwritten (see `json`).
-        let mut fields = crate::json::deserialize_object(deserializer)?;
-        let text = |fields: &mut Map<String, Value>, key: &str| -> Result<Option<String>, D::Error> {
-            match fields.shift_remove(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(text)) => Ok(Some(text)),
-                Some(other) => Err(D::Error::custom(format!("invalid type: `{key}` must be a string, not {other}"))),
+        fn text<E: Error>(key: &str, value: Value) -> Result<Option<String>, E> {
+            match value {
+                Value::Null => Ok(None),
+                Value::String(text) => Ok(Some(text)),
+                other => Err(E::custom(format!("invalid type: `{key}` must be a string, not {other}"))),
             }
-        };
-        let name = text(&mut fields, "name")?.ok_or_else(|| D::Error::missing_field("name"))?;
-        let title = text(&mut fields, "title")?;
-        let description = text(&mut fields, "description")?;
-        let value =
-            |fields: &mut Map<String, Value>, key: &str| fields.shift_remove(key).filter(|value| !value.is_null());
-        let input_schema = value(&mut fields, "inputSchema");
-        let output_schema = value(&mut fields, "outputSchema");
-        let annotations = value(&mut fields, "annotations");
-        let meta = match fields.shift_remove("_meta") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(meta)) => Some(meta),
-            Some(other) => {
-                return Err(D::Error::custom(format!("invalid type: `_meta` must be an object, not {other}")));
+        }
+        let mut tool = Tool::new(String::new());
+        let mut name = None;
+        // Known fields seen so far: a key written twice is refused, not silently overwritten.
+        let mut seen: Vec<&'static str> = Vec::new();
+        while let Some(key) = fields.next_key::<std::borrow::Cow<'de, str>>()? {
+            let known = ["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"]
+                .into_iter()
+                .find(|known| *known == key);
+            if let Some(known) = known {
+                if seen.contains(&known) {
+                    return Err(Error::custom(format_args!("duplicate key `{known}` in one object")));
+                }
+                seen.push(known);
             }
-        };
-        Ok(Tool { name, title, description, input_schema, output_schema, annotations, meta, extra: fields })
+            match known {
+                Some("name") => name = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?,
+                Some("title") => tool.title = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?,
+                Some("description") => tool.description = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?,
+                Some("inputSchema") => tool.input_schema = fields.next_value::<Option<Schema>>()?,
+                Some("outputSchema") => tool.output_schema = fields.next_value::<Option<Schema>>()?,
+                Some("annotations") => {
+                    tool.annotations = Some(fields.next_value_seed(crate::json::ExactValue)?).filter(|v| !v.is_null())
+                }
+                Some(_) => match fields.next_value_seed(crate::json::ExactValue)? {
+                    Value::Null => {}
+                    Value::Object(meta) => tool.meta = Some(meta),
+                    other => {
+                        return Err(Error::custom(format!("invalid type: `_meta` must be an object, not {other}")));
+                    }
+                },
+                None => match tool.extra.entry(key.into_owned()) {
+                    serde_json::map::Entry::Occupied(slot) => {
+                        return Err(Error::custom(format_args!("duplicate key `{}` in one object", slot.key())));
+                    }
+                    serde_json::map::Entry::Vacant(slot) => {
+                        slot.insert(fields.next_value_seed(crate::json::ExactValue)?);
+                    }
+                },
+            }
+        }
+        tool.name = name.ok_or_else(|| A::Error::missing_field("name"))?;
+        Ok(tool)
     }
 }
 
@@ -90,18 +130,24 @@ impl Tool {
     }
 
     pub fn with_input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = Some(schema);
+        self.input_schema = Some(Schema::from_value(&schema));
         self
     }
 
+    /// The input schema as a tree, to read or change (it is held as text, see [`Schema`]).
+    pub fn input_schema_value(&self) -> Option<Value> {
+        self.input_schema.as_ref().map(Schema::to_value)
+    }
+
     /// The names of the top-level parameters in the input schema, in schema order.
-    pub fn parameter_names(&self) -> impl Iterator<Item = &str> {
-        self.input_schema
-            .as_ref()
-            .and_then(|schema| schema.get("properties"))
-            .and_then(Value::as_object)
-            .into_iter()
-            .flat_map(|properties| properties.keys().map(String::as_str))
+    pub fn parameter_names(&self) -> Vec<String> {
+        match self.input_schema_value() {
+            Some(Value::Object(mut schema)) => match schema.shift_remove("properties") {
+                Some(Value::Object(properties)) => properties.into_iter().map(|(name, _)| name).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -322,6 +368,23 @@ mod tests {
         assert!(error.to_string().contains("missing field `name`"), "{error}");
         let error = serde_json::from_value::<Tool>(json!({"name": "a", "_meta": []})).unwrap_err();
         assert!(error.to_string().contains("`_meta` must be an object"), "{error}");
+    }
+
+    #[test]
+    fn a_key_written_twice_is_refused_known_or_not() {
+        for text in [
+            r#"{"name": "a", "name": "b"}"#,
+            r#"{"name": "a", "inputSchema": {}, "inputSchema": {}}"#,
+            r#"{"name": "a", "x": 1, "x": 2}"#,
+            r#"{"name": "a", "inputSchema": {"type": "object", "type": "string"}}"#,
+        ] {
+            let error = serde_json::from_str::<Tool>(text).unwrap_err();
+            assert!(error.to_string().contains("duplicate key"), "{text}: {error}");
+        }
+        let tool: Tool =
+            serde_json::from_str(r#"{"name": "a", "inputSchema": null, "outputSchema": {"type": "object"}}"#).unwrap();
+        assert_eq!(tool.input_schema, None);
+        assert_eq!(tool.output_schema.unwrap().as_str(), r#"{"type":"object"}"#);
     }
 
     #[test]

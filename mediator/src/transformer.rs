@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::schema::Schema;
 use crate::tool::{Changes, Tool, ToolContext};
 
 /// What a transformer would change in a tool: only these fields can change. Everything else
@@ -19,7 +20,7 @@ pub struct ToolPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Option<String>>,
     #[serde(default, rename = "inputSchema", skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Option<Value>>,
+    pub input_schema: Option<Option<Schema>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Option<Value>>,
 }

@@ -287,7 +287,7 @@ async fn enum_values_follow_the_state_only_when_the_policy_asks() {
     ];
     let upstream = vec![observe, generate];
     let enum_of = |tools: &[Tool]| {
-        tools.iter().find(|t| t.name == "observe").unwrap().input_schema.as_ref().unwrap()["properties"]["what"]["enum"]
+        tools.iter().find(|t| t.name == "observe").unwrap().input_schema_value().unwrap()["properties"]["what"]["enum"]
             .clone()
     };
 

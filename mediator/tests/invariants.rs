@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tool_mediator::{
-    Answer, Mediator, NameRules, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, Tool,
-    ToolContext, ToolPatch, ToolTransformer, TransformError, schema,
+    Answer, Mediator, NameRules, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, Schema, SourceType,
+    Tool, ToolContext, ToolPatch, ToolTransformer, TransformError, schema,
 };
 
 fn name() -> impl Strategy<Value = String> {
@@ -64,7 +64,7 @@ fn tool() -> impl Strategy<Value = Tool> {
     (name(), prop::option::of("\\PC{0,30}"), prop::option::of(json_value())).prop_map(|(name, description, schema)| {
         let mut tool = Tool::new(name);
         tool.description = description;
-        tool.input_schema = schema;
+        tool.input_schema = schema.map(Schema::from);
         tool
     })
 }
@@ -113,7 +113,7 @@ impl ToolTransformer for Random {
                 // A schema of `null` stands for "remove the schema".
                 let patch = ToolPatch {
                     name: scripted.name,
-                    input_schema: scripted.schema.map(|schema| (!schema.is_null()).then_some(schema)),
+                    input_schema: scripted.schema.map(|schema| (!schema.is_null()).then(|| Schema::from(schema))),
                     description: tools.is_empty().then(|| Some("for a tool that is not there".into())),
                     ..ToolPatch::default()
                 };
@@ -162,8 +162,8 @@ proptest! {
             prop_assert_eq!(&output.original_name, &input.name);
             prop_assert!(rules.is_valid(output.name()), "invalid name {:?}", output.name());
             prop_assert!(seen.insert(output.name().to_owned()), "duplicate name {:?}", output.name());
-            let schema = output.tool.input_schema.as_ref();
-            prop_assert!(schema.is_some_and(schema::is_valid), "invalid schema {:?}", schema);
+            let schema = output.tool.input_schema_value();
+            prop_assert!(schema.as_ref().is_some_and(schema::is_valid), "invalid schema {:?}", schema);
             prop_assert!((0.0..=1.0).contains(&output.confidence));
             prop_assert_eq!(&output.tool.meta, &input.meta);
             prop_assert_eq!(&output.tool.extra, &input.extra);

@@ -90,7 +90,7 @@ fn assert_all_present_and_valid(out: &[EnhancedTool]) {
     let names: Vec<&str> = out.iter().map(|t| t.original_name.as_str()).collect();
     assert_eq!(names, originals);
     for tool in out {
-        assert!(tool.tool.input_schema.as_ref().is_some_and(schema::is_valid), "{:?}", tool.tool);
+        assert!(tool.tool.input_schema_value().as_ref().is_some_and(schema::is_valid), "{:?}", tool.tool);
     }
 }
 
@@ -109,7 +109,7 @@ async fn both_wire_formats_enhance_and_keep_the_original_description() {
         assert_eq!(out[0].name(), "change_screen", "{provider}");
         assert_eq!(out[0].category.as_deref(), Some("navigation"));
         assert_eq!(
-            out[0].tool.input_schema.as_ref().unwrap()["properties"]["screen"]["description"],
+            out[0].tool.input_schema_value().unwrap()["properties"]["screen"]["description"],
             "The screen to show."
         );
         assert_eq!(out[1].name(), "get_user");

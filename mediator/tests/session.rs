@@ -110,7 +110,7 @@ async fn renamed_and_hidden_tools_route_by_the_source_names() {
     ];
     let listed = session.list_tools(&tools, None).await.unwrap().into_tools();
     assert_eq!(listed.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["get_user"]);
-    assert_eq!(listed[0].input_schema.as_ref().unwrap()["properties"]["user_id"]["type"], "string");
+    assert_eq!(listed[0].input_schema_value().unwrap()["properties"]["user_id"]["type"], "string");
     let call = session.route_call("get_user", json!({"user_id": "42"}).as_object().unwrap().clone()).await;
     assert_eq!(
         call,

@@ -56,10 +56,8 @@ fn scaffold(source: String, manifest_path: std::path::PathBuf, output: Option<st
             }
             entry.description = description(improved.description.as_ref());
             entry.category = answer.category.clone();
-            if improved.input_schema != tool.input_schema
-                && improved.input_schema.as_ref().is_some_and(schema::is_valid)
-            {
-                entry.input_schema = improved.input_schema.clone();
+            if improved.input_schema != tool.input_schema {
+                entry.input_schema = improved.input_schema_value().filter(schema::is_valid);
             }
         }
         if tools.insert(tool.name.clone(), entry).is_some() {

@@ -148,11 +148,15 @@ fn hash_tool(hash: &mut Sha256, tool: &Tool) {
     for text in [&tool.title, &tool.description] {
         hash_value(hash, &text.as_ref().map_or(Value::Null, |text| Value::String(text.clone())));
     }
-    for value in [&tool.input_schema, &tool.output_schema, &tool.annotations] {
-        match value {
-            Some(value) => hash_value(hash, value),
+    for schema in [&tool.input_schema, &tool.output_schema] {
+        match schema {
+            Some(schema) => hash_value(hash, &schema.to_value()),
             None => hash.update([0xFF]),
         }
+    }
+    match &tool.annotations {
+        Some(annotations) => hash_value(hash, annotations),
+        None => hash.update([0xFF]),
     }
     match &tool.meta {
         Some(meta) => hash_object(hash, meta),

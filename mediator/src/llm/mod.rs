@@ -220,7 +220,8 @@ fn source_type_name(source_type: SourceType) -> &'static str {
 /// The part of a tool the model reads: name, description, parameters with type and description.
 fn tool_as_data(tool: &Tool) -> Value {
     let mut parameters = Map::new();
-    if let Some(Value::Object(properties)) = tool.input_schema.as_ref().and_then(|schema| schema.get("properties")) {
+    let schema = tool.input_schema_value();
+    if let Some(Value::Object(properties)) = schema.as_ref().and_then(|schema| schema.get("properties")) {
         for (name, property) in properties {
             let mut summary = Map::new();
             for key in ["type", "description", "enum"] {
@@ -365,14 +366,15 @@ impl LlmTransformer {
             }
         }
         if !entry.parameters.is_empty() {
-            let known: HashSet<&str> = tool.parameter_names().collect();
+            let names = tool.parameter_names();
+            let known: HashSet<&str> = names.iter().map(String::as_str).collect();
             if let Some(unknown) = entry.parameters.keys().find(|name| !known.contains(name.as_str())) {
                 return Err(format!("it changes the parameter set (`{unknown}` is not a parameter)"));
             }
             if entry.parameters.values().any(|text| carries_instructions(text)) {
                 return Err("a parameter description carries instructions".into());
             }
-            let mut described = improved.input_schema.clone();
+            let mut described = improved.input_schema_value();
             if let Some(Value::Object(properties)) = described.as_mut().and_then(|schema| schema.get_mut("properties"))
             {
                 for (name, description) in entry.parameters {
@@ -386,7 +388,7 @@ impl LlmTransformer {
             // On a schema the source published broken, the descriptions would only get the
             // whole answer refused; the rules repair such schemas, so they are left out here.
             if described.as_ref().is_some_and(crate::schema::is_valid) {
-                improved.input_schema = described;
+                improved.input_schema = described.map(crate::Schema::from);
             }
         }
         let mut answer = Answer::proposing(index, tool, &improved, confidence);

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use crate::schema::Schema;
 use crate::tool::{Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer, TransformError};
 
@@ -95,13 +96,15 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
         tool.annotations = Some(Value::Object(merged));
     }
     if let Some(schema) = &entry.input_schema {
-        tool.input_schema = Some(schema.clone());
+        tool.input_schema = Some(Schema::from_value(schema));
     }
     let mut aliases = BTreeMap::new();
+    // Arguments are renamed and described in the schema as a tree, put back as text after.
+    let mut schema = if entry.arguments.is_empty() { None } else { tool.input_schema_value() };
     for (source_name, argument) in &entry.arguments {
         let exposed = argument.name.as_deref().unwrap_or(source_name);
         let Some(properties) =
-            tool.input_schema.as_mut().and_then(|schema| schema.get_mut("properties")).and_then(Value::as_object_mut)
+            schema.as_mut().and_then(|schema| schema.get_mut("properties")).and_then(Value::as_object_mut)
         else {
             continue;
         };
@@ -115,7 +118,7 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
             let curated = has_exposed && !has_source && entry.input_schema.is_some();
             if renamed {
                 rename_key(properties, source_name, exposed);
-                if let Some(Value::Array(required)) = tool.input_schema.as_mut().and_then(|s| s.get_mut("required")) {
+                if let Some(Value::Array(required)) = schema.as_mut().and_then(|s| s.get_mut("required")) {
                     for entry in required.iter_mut() {
                         if entry.as_str() == Some(source_name) {
                             *entry = Value::String(exposed.to_owned());
@@ -128,14 +131,16 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
             }
         }
         if let Some(description) = &argument.description
-            && let Some(Value::Object(property)) = tool
-                .input_schema
+            && let Some(Value::Object(property)) = schema
                 .as_mut()
                 .and_then(|schema| schema.get_mut("properties"))
                 .and_then(|properties| properties.get_mut(exposed))
         {
             property.insert("description".into(), Value::String(description.clone()));
         }
+    }
+    if let Some(schema) = schema {
+        tool.input_schema = Some(Schema::from(schema));
     }
     (tool, aliases)
 }
@@ -178,7 +183,7 @@ mod tests {
         assert_eq!(tool.name, "get_user");
         assert_eq!(tool.description.as_deref(), Some("gets user"));
         assert_eq!(tool.annotations, Some(json!({"readOnlyHint": true, "idempotentHint": true})));
-        let schema = tool.input_schema.unwrap();
+        let schema = tool.input_schema.unwrap().to_value();
         assert_eq!(schema["properties"]["user_id"], json!({"type": "string", "description": "The user's ID."}));
         assert_eq!(schema["required"], json!(["user_id"]));
         assert_eq!(aliases.get("user_id").map(String::as_str), Some("uid"));

@@ -84,6 +84,10 @@ pub(super) async fn read_lines<R: AsyncRead + Unpin>(
             continue;
         }
         each(Line::Whole(text));
+        // Nor is a large one's: a tools/list page can be megabytes, and would stay held.
+        if line.capacity() > 1 << 20 {
+            line = Vec::with_capacity(8 * 1024);
+        }
     }
 }
 

@@ -900,7 +900,9 @@ impl Fetched {
     fn tools(&self, warnings: &Warnings) -> Vec<Tool> {
         let mut tools = Vec::new();
         for (number, page) in self.pages.iter().enumerate() {
-            for (index, tool) in Fetched::tools_of(page).into_iter().enumerate() {
+            let listed = Fetched::tools_of(page);
+            tools.reserve_exact(listed.len());
+            for (index, tool) in listed.into_iter().enumerate() {
                 match serde_json::from_str::<Tool>(tool.get()) {
                     Ok(tool) => tools.push(tool),
                     Err(error) => {

@@ -10,6 +10,7 @@ mod reading;
 use async_trait::async_trait;
 
 use crate::schema;
+use crate::schema::Schema;
 use crate::tool::{Tool, ToolContext};
 use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
 
@@ -68,12 +69,16 @@ impl RuleTransformer {
         for reading in &readings {
             categories.add(&reading.expanded_words);
         }
-        tools
-            .iter()
-            .zip(&readings)
-            .enumerate()
-            .filter_map(|(index, (tool, reading))| self.answer(index, tool, reading, &categories))
-            .collect()
+        // Room for an answer per tool up front: a list grown by doubling can hold twice that.
+        let mut answers = Vec::with_capacity(tools.len());
+        answers.extend(
+            tools
+                .iter()
+                .zip(&readings)
+                .enumerate()
+                .filter_map(|(index, (tool, reading))| self.answer(index, tool, reading, &categories)),
+        );
+        answers
     }
 
     fn answer(
@@ -102,17 +107,16 @@ impl RuleTransformer {
             confidence = confidence.min(INFERRED_DESCRIPTION);
         }
 
-        let input_schema = match &tool.input_schema {
+        let input_schema = match tool.input_schema_value() {
             None => {
                 inferred.push("inputSchema".to_owned());
                 confidence = confidence.min(INFERRED_SCHEMA);
                 Some(describe::infer_schema(&reading.expanded_words).unwrap_or_else(schema::empty_object))
             }
-            Some(input_schema) if schema::needs_repair(input_schema) => {
-                let mut repaired = input_schema.clone();
-                schema::repair(&mut repaired);
+            Some(mut input_schema) if schema::needs_repair(&input_schema) => {
+                schema::repair(&mut input_schema);
                 confidence = confidence.min(REPAIRED_SCHEMA);
-                Some(repaired)
+                Some(input_schema)
             }
             Some(_) => None,
         };
@@ -121,7 +125,7 @@ impl RuleTransformer {
         let patch = ToolPatch {
             name: reading.renames().then(|| reading.name.clone()),
             description: description.map(|description| Some(description.clone())),
-            input_schema: input_schema.map(Some),
+            input_schema: input_schema.map(|schema| Some(Schema::from(schema))),
             ..ToolPatch::default()
         };
         if patch.is_empty() && category.is_none() {
@@ -192,10 +196,10 @@ mod tests {
     #[test]
     fn missing_schema_is_inferred_only_where_near_certain() {
         let answer = answer_for(Tool::new("get_user_by_email").with_description("Look a user up")).unwrap();
-        assert_eq!(answer.patch.input_schema.unwrap().unwrap()["required"], json!(["email"]));
+        assert_eq!(answer.patch.input_schema.unwrap().unwrap().to_value()["required"], json!(["email"]));
         assert_eq!(answer.confidence, INFERRED_SCHEMA);
         let answer = answer_for(Tool::new("ping").with_description("Check the server answers")).unwrap();
-        assert_eq!(answer.patch.input_schema, Some(Some(schema::empty_object())));
+        assert_eq!(answer.patch.input_schema, Some(Some(Schema::from(schema::empty_object()))));
     }
 
     #[test]
@@ -205,7 +209,7 @@ mod tests {
                 json!({"type": "dict", "properties": {"numbers": {"type": "array", "items": {"type": "float"}}}}),
             );
         let answer = answer_for(tool).unwrap();
-        let schema = answer.patch.input_schema.unwrap().unwrap();
+        let schema = answer.patch.input_schema.unwrap().unwrap().to_value();
         assert!(schema::is_valid(&schema));
         assert_eq!(schema["properties"]["numbers"]["items"]["type"], "number");
     }

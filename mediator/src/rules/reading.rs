@@ -57,7 +57,9 @@ impl<'a> Context<'a> {
 
     fn parameters(&self) -> &[String] {
         self.parameters.get_or_init(|| {
-            self.tool.map(|tool| tool.parameter_names().flat_map(Context::words_of).collect()).unwrap_or_default()
+            self.tool
+                .map(|tool| tool.parameter_names().iter().flat_map(|name| Context::words_of(name)).collect())
+                .unwrap_or_default()
         })
     }
 

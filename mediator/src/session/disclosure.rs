@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::naming::NameRules;
+use crate::schema::Schema;
 use crate::tool::{EnhancedTool, Tool};
 
 /// How many member names a category tool's description lists before "...".
@@ -47,7 +48,7 @@ pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = T
     let mut tools = Vec::new();
     let mut entries = String::new();
     for tool in members {
-        let schema = tool.input_schema.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into());
+        let schema = tool.input_schema.as_ref().map_or("{}", Schema::as_str);
         let entry = format!(
             "\n- {}: {}\n  input schema: {schema}\n",
             tool.name,

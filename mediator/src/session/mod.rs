@@ -33,6 +33,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::chain::Mediator;
+use crate::schema::Schema;
 use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool, ToolContext, UNENHANCED};
 
@@ -355,7 +356,7 @@ impl Session {
                     true => tools[*index].name().to_owned(),
                     false => {
                         let listed = self.as_listed(state, &tools[*index]);
-                        format!("{}#{}", listed.name, listed.input_schema.unwrap_or_default())
+                        format!("{}#{}", listed.name, listed.input_schema.as_ref().map_or("", Schema::as_str))
                     }
                 },
             })
@@ -682,12 +683,20 @@ impl Session {
         if !matches!(self.policy.state_strategy, StateStrategy::Hide { .. }) {
             return Vec::new();
         }
-        let Some(schema) = &tool.tool.input_schema else { return Vec::new() };
-        self.policy
+        let mut filters = self
+            .policy
             .enum_filters
             .iter()
             .filter(|filter| filter.tool == tool.name() || filter.tool == tool.original_name)
-            .filter_map(|filter| filter.allowed(schema, &state.view).map(|allowed| (filter.parameter.clone(), allowed)))
+            .peekable();
+        if filters.peek().is_none() {
+            return Vec::new();
+        }
+        let Some(schema) = tool.tool.input_schema_value() else { return Vec::new() };
+        filters
+            .filter_map(|filter| {
+                filter.allowed(&schema, &state.view).map(|allowed| (filter.parameter.clone(), allowed))
+            })
             .collect()
     }
 
@@ -697,15 +706,16 @@ impl Session {
         } else {
             tool.tool.clone()
         };
-        for (parameter, allowed) in self.filtered_enums(state, tool) {
-            if let Some(Value::Object(property)) = listed
-                .input_schema
-                .as_mut()
-                .and_then(|schema| schema.get_mut("properties"))
-                .and_then(|properties| properties.get_mut(&parameter))
-            {
-                property.insert("enum".into(), Value::Array(allowed));
+        let filtered = self.filtered_enums(state, tool);
+        if let (false, Some(mut schema)) = (filtered.is_empty(), listed.input_schema_value()) {
+            for (parameter, allowed) in filtered {
+                if let Some(Value::Object(property)) =
+                    schema.get_mut("properties").and_then(|properties| properties.get_mut(&parameter))
+                {
+                    property.insert("enum".into(), Value::Array(allowed));
+                }
             }
+            listed.input_schema = Some(Schema::from(schema));
         }
         if let (Some(Visibility::When { counts, .. }), StateStrategy::Annotate) =
             (self.visibility_of(tool), self.policy.state_strategy)
