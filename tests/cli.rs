@@ -310,6 +310,10 @@ fn hostile_input_fails_cleanly_or_comes_out_valid() {
     let deep = "[".repeat(100_000) + &"]".repeat(100_000);
     let output = run(&["enhance", "-"], Some(&deep));
     assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("<stdin>: `/0`: a tool must be an object"), "{}", stderr(&output));
+    let deep_schema = format!(r#"{{"tools": [{{"name": "a", "inputSchema": {deep}}}]}}"#);
+    let output = run(&["enhance", "-"], Some(&deep_schema));
+    assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("<stdin>:1:"), "{}", stderr(&output));
 
     let long_name = "x".repeat(10_000);

@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use std::cell::RefCell;
 
 use anyhow::{Context as _, Result, bail};
+use serde::Deserialize as _;
+use serde::de::{DeserializeSeed, IntoDeserializer as _, MapAccess};
 use serde::ser::{Error as _, Serialize, SerializeMap as _, SerializeSeq as _, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tool_mediator::Tool;
 
@@ -110,8 +113,8 @@ struct Layout {
     outer: Map<String, Value>,
 }
 
-fn keys_of(object: &Map<String, Value>) -> Vec<(String, bool)> {
-    object.iter().map(|(key, value)| (key.clone(), value.is_null())).collect()
+fn keys_of(members: &Members<'_>) -> Vec<(String, bool)> {
+    members.iter().map(|(key, value)| (key.clone(), is_null(value))).collect()
 }
 
 /// Puts `object`'s keys in the order `keys` gives, brings back keys that were `null` and are
@@ -148,7 +151,10 @@ impl Places<'_> {
 }
 
 impl Manifest {
+    /// Reads a manifest's text. The document is never built as a tree: each tool is read from
+    /// its own part of the text, its schemas straight to compact text (see [`tool_mediator::Schema`]).
     pub fn parse(text: &str, origin: Origin) -> Result<Manifest> {
+        let at = |part: &str, error: serde_json::Error| located(&origin, text, part, error);
         let is_lines =
             matches!(&origin, Origin::File(path) if path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson"));
         if is_lines {
@@ -158,52 +164,73 @@ impl Manifest {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let value: Value = tool_mediator::json::from_str(line)
-                    .map_err(|error| anyhow::anyhow!("{origin}:{}:{}: {error}", number + 1, error.column()))?;
-                items.push(value);
+                let item: &RawValue = serde_json::from_str(line).map_err(|error| at(line, error))?;
+                items.push(shallow(item).map_err(|error| at(item.get(), error))?);
                 lines.push(number + 1);
             }
-            return Manifest::from_items(items, Envelope::Lines, origin, Places::Lines(lines));
+            return Manifest::from_items(text, items, Envelope::Lines, origin, Places::Lines(lines));
         }
-        let document: Value = tool_mediator::json::from_str(text)
-            .map_err(|error| anyhow::anyhow!("{origin}:{}:{}: {error}", error.line(), error.column()))?;
-        match document {
-            Value::Array(items) => Manifest::from_items(items, Envelope::Array, origin, Places::Pointer("")),
-            Value::Object(mut object) => {
-                if object.contains_key("jsonrpc") {
-                    let Some(Value::Object(result)) = object.get_mut("result") else {
-                        bail!(
-                            "{origin}: `/result`: a JSON-RPC response carrying a tools/list result needs an object `result`"
-                        );
-                    };
-                    let Some(Value::Array(items)) = result.get_mut("tools").map(Value::take) else {
-                        bail!("{origin}: `/result/tools`: the JSON-RPC result has no `tools` array");
-                    };
-                    Manifest::from_items(items, Envelope::JsonRpc(object), origin, Places::Pointer("/result/tools"))
-                } else {
-                    let Some(Value::Array(items)) = object.get_mut("tools").map(Value::take) else {
-                        if object.contains_key("tools") {
-                            bail!("{origin}: `/tools`: the tools of a manifest are an array");
-                        }
-                        bail!(
-                            "{origin}: ``: not a tool manifest: expected {{\"tools\": [...]}}, an array of tools, \
-                             or a JSON-RPC response carrying a tools/list result"
-                        );
-                    };
-                    Manifest::from_items(items, Envelope::Object(object), origin, Places::Pointer("/tools"))
-                }
+        let document: &RawValue = serde_json::from_str(text).map_err(|error| at(text, error))?;
+        let Some(mut members) = shallow(document).map_err(|error| at(document.get(), error))? else {
+            let Some(items) = array(document) else {
+                bail!("{origin}: ``: not a tool manifest: the document is neither an object nor an array");
+            };
+            let items =
+                items.into_iter().map(|item| shallow(item).map_err(|e| at(item.get(), e))).collect::<Result<_>>()?;
+            return Manifest::from_items(text, items, Envelope::Array, origin, Places::Pointer(""));
+        };
+        if members.iter().any(|(key, _)| key == "jsonrpc") {
+            let Some(mut result) = member(&mut members, "result").and_then(|result| shallow(result).ok().flatten())
+            else {
+                bail!("{origin}: `/result`: a JSON-RPC response carrying a tools/list result needs an object `result`");
+            };
+            let Some(items) = member(&mut result, "tools").and_then(array) else {
+                bail!("{origin}: `/result/tools`: the JSON-RPC result has no `tools` array");
+            };
+            let items =
+                items.into_iter().map(|item| shallow(item).map_err(|e| at(item.get(), e))).collect::<Result<_>>()?;
+            let result = values(text, &origin, result)?;
+            let mut response = values(text, &origin, members)?;
+            response.insert("result".into(), Value::Object(result));
+            return Manifest::from_items(
+                text,
+                items,
+                Envelope::JsonRpc(response),
+                origin,
+                Places::Pointer("/result/tools"),
+            );
+        }
+        let has_tools = members.iter().any(|(key, _)| key == "tools");
+        let Some(items) = member(&mut members, "tools").and_then(array) else {
+            if has_tools {
+                bail!("{origin}: `/tools`: the tools of a manifest are an array");
             }
-            _ => bail!("{origin}: ``: not a tool manifest: the document is neither an object nor an array"),
-        }
+            bail!(
+                "{origin}: ``: not a tool manifest: expected {{\"tools\": [...]}}, an array of tools, \
+                 or a JSON-RPC response carrying a tools/list result"
+            );
+        };
+        let items =
+            items.into_iter().map(|item| shallow(item).map_err(|e| at(item.get(), e))).collect::<Result<_>>()?;
+        let object = values(text, &origin, members)?;
+        Manifest::from_items(text, items, Envelope::Object(object), origin, Places::Pointer("/tools"))
     }
 
-    fn from_items(items: Vec<Value>, envelope: Envelope, origin: Origin, places: Places<'_>) -> Result<Manifest> {
+    fn from_items(
+        text: &str,
+        items: Vec<Option<Members<'_>>>,
+        envelope: Envelope,
+        origin: Origin,
+        places: Places<'_>,
+    ) -> Result<Manifest> {
         let dialect = detect(&items);
         let mut tools = Vec::with_capacity(items.len());
         let mut layouts = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
-            let (tool, rest) = read_tool(item, dialect)
-                .map_err(|message| anyhow::anyhow!("{}: {message}", places.describe(&origin, index)))?;
+            let (tool, rest) = read_tool(item, dialect).map_err(|problem| match problem {
+                Problem::At(part, error) => located(&origin, text, part, error),
+                Problem::Here(message) => anyhow::anyhow!("{}: {message}", places.describe(&origin, index)),
+            })?;
             tools.push(tool);
             layouts.push(rest);
         }
@@ -303,12 +330,76 @@ impl<T: Serialize> Serialize for Around<'_, T> {
     }
 }
 
-fn detect(items: &[Value]) -> Dialect {
-    let has = |key: &str| items.iter().any(|item| item.get(key).is_some());
-    if items
-        .iter()
-        .any(|item| item.get("type") == Some(&Value::String("function".into())) && item.get("function").is_some())
-    {
+/// A JSON object's members in order, their values left as text: a tool before its dialect is
+/// known, or an envelope before its tools are taken out.
+type Members<'a> = Vec<(String, &'a RawValue)>;
+
+/// The members of `value` when it is an object (a member written twice is an error).
+fn shallow(value: &RawValue) -> Result<Option<Members<'_>>, serde_json::Error> {
+    if !value.get().starts_with('{') {
+        return Ok(None);
+    }
+    tool_mediator::json::object_members(value.get()).map(Some)
+}
+
+/// The items of `value` when it is an array.
+fn array(value: &RawValue) -> Option<Vec<&RawValue>> {
+    value.get().starts_with('[').then(|| serde_json::from_str(value.get()).ok()).flatten()
+}
+
+/// Takes the member `key` out of `members`, leaving a `null` in its place so the document
+/// keeps its key order when it is written back.
+fn member<'a>(members: &mut Members<'a>, key: &str) -> Option<&'a RawValue> {
+    const NULL: &str = "null";
+    let (_, value) = members.iter_mut().find(|(name, _)| name == key)?;
+    let null: &'static RawValue = serde_json::from_str(NULL).expect("null is JSON");
+    Some(std::mem::replace(value, null))
+}
+
+fn is_null(value: &RawValue) -> bool {
+    value.get() == "null"
+}
+
+/// Members read into values (an envelope's, an OpenAI tool's outer fields).
+fn values(text: &str, origin: &Origin, members: Members<'_>) -> Result<Map<String, Value>> {
+    members
+        .into_iter()
+        .map(|(key, value)| {
+            let read = tool_mediator::json::from_str(value.get())
+                .map_err(|error| located(origin, text, value.get(), error))?;
+            Ok((key, read))
+        })
+        .collect()
+}
+
+/// An error met reading `part` of `text` (a slice of it), at its line and column in `text`.
+fn located(origin: &Origin, text: &str, part: &str, error: serde_json::Error) -> anyhow::Error {
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    let message = error.to_string();
+    let message = message.strip_suffix(&suffix).unwrap_or(&message);
+    let offset = (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize).min(text.len());
+    let before = &text[..offset];
+    let start_line = before.matches('\n').count() + 1;
+    let start_column = offset - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
+    let (line, column) = match error.line() {
+        0 => (start_line, start_column),
+        1 => (start_line, start_column + error.column() - 1),
+        line => (start_line + line - 1, error.column()),
+    };
+    anyhow::anyhow!("{origin}:{line}:{column}: {message}")
+}
+
+fn detect<'a>(items: &[Option<Members<'a>>]) -> Dialect {
+    let get = |item: &Option<Members<'a>>, key: &str| -> Option<&'a RawValue> {
+        item.as_ref()?.iter().find(|(name, _)| name == key).map(|(_, value)| *value)
+    };
+    let has = |key: &str| items.iter().any(|item| get(item, key).is_some());
+    let function = |item| {
+        get(item, "type")
+            .is_some_and(|kind| serde_json::from_str::<String>(kind.get()).is_ok_and(|kind| kind == "function"))
+            && get(item, "function").is_some()
+    };
+    if items.iter().any(function) {
         Dialect::OpenAiTool
     } else if has("input_schema") {
         Dialect::Anthropic
@@ -319,38 +410,75 @@ fn detect(items: &[Value]) -> Dialect {
     }
 }
 
+/// Why a tool could not be read: an error at a place in the text, or one about the tool.
+enum Problem<'a> {
+    At(&'a str, serde_json::Error),
+    Here(String),
+}
+
 /// One tool read in `dialect`, with how it was written.
-fn read_tool(item: Value, dialect: Dialect) -> Result<(Tool, Layout), String> {
-    let Value::Object(mut object) = item else {
-        return Err("a tool must be an object".into());
+fn read_tool(item: Option<Members<'_>>, dialect: Dialect) -> Result<(Tool, Layout), Problem<'_>> {
+    let Some(mut members) = item else {
+        return Err(Problem::Here("a tool must be an object".into()));
     };
-    let mut layout = Layout { keys: keys_of(&object), ..Layout::default() };
+    let mut layout = Layout { keys: keys_of(&members), ..Layout::default() };
     let fields = match dialect {
-        Dialect::Mcp => object,
-        Dialect::Anthropic => {
-            rename(&mut object, "input_schema", "inputSchema");
-            object
-        }
-        Dialect::OpenAiFunction => {
-            rename(&mut object, "parameters", "inputSchema");
-            object
-        }
+        Dialect::Mcp => members,
+        Dialect::Anthropic => rename(members, "input_schema", "inputSchema"),
+        Dialect::OpenAiFunction => rename(members, "parameters", "inputSchema"),
         Dialect::OpenAiTool => {
-            let Some(Value::Object(mut function)) = object.shift_remove("function") else {
-                return Err("an OpenAI tool needs a `function` object".into());
+            let function = members.iter().position(|(key, _)| key == "function").map(|at| members.remove(at).1);
+            let function = match function.map(|function| (function, shallow(function))) {
+                Some((_, Ok(Some(function)))) => function,
+                Some((function, Err(error))) => return Err(Problem::At(function.get(), error)),
+                _ => return Err(Problem::Here("an OpenAI tool needs a `function` object".into())),
             };
-            object.shift_remove("type");
+            members.retain(|(key, _)| key != "type");
             layout.function_keys = keys_of(&function);
-            layout.outer = object;
-            rename(&mut function, "parameters", "inputSchema");
-            function
+            for (key, value) in members {
+                let read =
+                    tool_mediator::json::from_str(value.get()).map_err(|error| Problem::At(value.get(), error))?;
+                layout.outer.insert(key, read);
+            }
+            rename(function, "parameters", "inputSchema")
         }
     };
-    if !matches!(fields.get("name"), Some(Value::String(_))) {
-        return Err("a tool needs a string `name`".into());
+    if !fields.iter().any(|(key, value)| key == "name" && value.get().starts_with('"')) {
+        return Err(Problem::Here("a tool needs a string `name`".into()));
     }
-    let tool: Tool = serde_json::from_value(Value::Object(fields)).map_err(|error| error.to_string())?;
-    Ok((tool, layout))
+    let mut fields = Fields { members: fields.into_iter(), value: None, last: None };
+    match Tool::deserialize(serde::de::value::MapAccessDeserializer::new(&mut fields)) {
+        Ok(tool) => Ok((tool, layout)),
+        // An error in a field's text has its place in that text; one about the tool has none.
+        Err(error) => match fields.last {
+            Some(value) if error.line() > 0 => Err(Problem::At(value.get(), error)),
+            _ => Err(Problem::Here(error.to_string())),
+        },
+    }
+}
+
+/// A tool's fields as a serde map, each value read from its own text.
+struct Fields<'a> {
+    members: std::vec::IntoIter<(String, &'a RawValue)>,
+    value: Option<&'a RawValue>,
+    /// The field being read, so an error in it can be placed in the file.
+    last: Option<&'a RawValue>,
+}
+
+impl<'de> MapAccess<'de> for Fields<'de> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
+        let Some((key, value)) = self.members.next() else { return Ok(None) };
+        self.value = Some(value);
+        seed.deserialize(key.into_deserializer()).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Self::Error> {
+        let value = self.value.take().ok_or_else(|| serde::de::Error::custom("a value without a key"))?;
+        self.last = Some(value);
+        seed.deserialize(value)
+    }
 }
 
 fn write_tool(tool: &Tool, dialect: Dialect, layout: Option<&Layout>) -> Value {
@@ -365,7 +493,7 @@ fn write_tool(tool: &Tool, dialect: Dialect, layout: Option<&Layout>) -> Value {
             }
         }
         let schema_key = if dialect == Dialect::Anthropic { "input_schema" } else { "parameters" };
-        rename(&mut object, "inputSchema", schema_key);
+        rename_key(&mut object, "inputSchema", schema_key);
     }
     if dialect != Dialect::OpenAiTool {
         if let Some(layout) = layout {
@@ -386,8 +514,18 @@ fn write_tool(tool: &Tool, dialect: Dialect, layout: Option<&Layout>) -> Value {
     Value::Object(wrapper)
 }
 
+/// Renames a member, keeping its position.
+fn rename<'a>(mut members: Members<'a>, from: &str, to: &str) -> Members<'a> {
+    for (key, _) in &mut members {
+        if key == from {
+            to.clone_into(key);
+        }
+    }
+    members
+}
+
 /// Renames a key in place, keeping its position.
-fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
+fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) {
     if object.contains_key(from) {
         *object = std::mem::take(object)
             .into_iter()
@@ -413,7 +551,10 @@ pub fn read(origin: Origin, limit: u64) -> Result<Manifest> {
         }
         Origin::Stdin => Box::new(std::io::stdin()),
     };
-    let mut bytes = Vec::new();
+    // A file's bytes are read into room for exactly them; growing by doubling would leave
+    // the buffer up to twice the file.
+    let expected = identity.as_ref().map_or(0, FileIdentity::length).min(limit);
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
     std::io::Read::read_to_end(&mut std::io::Read::take(input, limit.saturating_add(1)), &mut bytes)
         .with_context(|| format!("cannot read {origin}"))?;
     if bytes.len() as u64 > limit {

@@ -42,6 +42,11 @@ impl FileIdentity {
         FileIdentity { device, inode, length: metadata.len(), modified: metadata.modified().ok() }
     }
 
+    /// The file's length in bytes when it was looked at.
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
     /// Whether `path` names this file now (the same device and inode), whatever its content.
     pub fn is_file_at(&self, path: &Path) -> bool {
         cfg!(unix)
