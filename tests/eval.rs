@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use tool_mediator::{Mediator, RuleTransformer, Schema, SourceType, Tool, ToolContext, schema};
+use tool_mediator::{Json, Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
 use tool_mediator_tests::eval_dir;
 
 fn lines(path: &Path) -> Vec<Value> {
@@ -139,7 +139,7 @@ fn bfcl_schemas_come_out_valid() {
         .map(|row| {
             let mut tool = Tool::new(row["name"].as_str().unwrap());
             tool.description = row["description"].as_str().map(str::to_owned);
-            tool.input_schema = row.get("parameters").cloned().map(Schema::from);
+            tool.input_schema = row.get("parameters").cloned().map(Json::from);
             tool
         })
         .collect();

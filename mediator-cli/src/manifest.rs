@@ -7,8 +7,10 @@
 //! - dialects: MCP (`inputSchema`), OpenAI function tools (`{"type": "function", "function":
 //!   {..., "parameters"}}`), bare OpenAI functions (`parameters`), Anthropic (`input_schema`).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use std::cell::RefCell;
 
@@ -108,13 +110,29 @@ pub struct Manifest {
 /// OpenAI tool's outer fields besides `type` and `function`.
 #[derive(Debug, Clone, Default)]
 struct Layout {
-    keys: Vec<(String, bool)>,
-    function_keys: Vec<(String, bool)>,
-    outer: Map<String, Value>,
+    keys: Keys,
+    function_keys: Keys,
+    outer: Vec<(String, Value)>,
 }
 
-fn keys_of(members: &Members<'_>) -> Vec<(String, bool)> {
-    members.iter().map(|(key, value)| (key.clone(), is_null(value))).collect()
+/// A list of keys, each with whether it was `null`. The tools of a manifest mostly share a few
+/// such lists, so each is kept once (see [`KeyLists`]).
+type Keys = Arc<[(String, bool)]>;
+
+/// The key lists met so far while reading a manifest.
+#[derive(Default)]
+struct KeyLists(HashSet<Keys>);
+
+impl KeyLists {
+    fn of(&mut self, members: &Members<'_>) -> Keys {
+        let keys: Vec<(String, bool)> = members.iter().map(|(key, value)| (key.clone(), is_null(value))).collect();
+        if let Some(known) = self.0.get(keys.as_slice()) {
+            return known.clone();
+        }
+        let keys: Keys = keys.into();
+        self.0.insert(keys.clone());
+        keys
+    }
 }
 
 /// Puts `object`'s keys in the order `keys` gives, brings back keys that were `null` and are
@@ -152,7 +170,7 @@ impl Places<'_> {
 
 impl Manifest {
     /// Reads a manifest's text. The document is never built as a tree: each tool is read from
-    /// its own part of the text, its schemas straight to compact text (see [`tool_mediator::Schema`]).
+    /// its own part of the text, its schemas straight to compact text (see [`tool_mediator::Json`]).
     pub fn parse(text: &str, origin: Origin) -> Result<Manifest> {
         let at = |part: &str, error: serde_json::Error| located(&origin, text, part, error);
         let is_lines =
@@ -226,8 +244,9 @@ impl Manifest {
         let dialect = detect(&items);
         let mut tools = Vec::with_capacity(items.len());
         let mut layouts = Vec::with_capacity(items.len());
+        let mut key_lists = KeyLists::default();
         for (index, item) in items.into_iter().enumerate() {
-            let (tool, rest) = read_tool(item, dialect).map_err(|problem| match problem {
+            let (tool, rest) = read_tool(item, dialect, &mut key_lists).map_err(|problem| match problem {
                 Problem::At(part, error) => located(&origin, text, part, error),
                 Problem::Here(message) => anyhow::anyhow!("{}: {message}", places.describe(&origin, index)),
             })?;
@@ -417,11 +436,15 @@ enum Problem<'a> {
 }
 
 /// One tool read in `dialect`, with how it was written.
-fn read_tool(item: Option<Members<'_>>, dialect: Dialect) -> Result<(Tool, Layout), Problem<'_>> {
+fn read_tool<'a>(
+    item: Option<Members<'a>>,
+    dialect: Dialect,
+    key_lists: &mut KeyLists,
+) -> Result<(Tool, Layout), Problem<'a>> {
     let Some(mut members) = item else {
         return Err(Problem::Here("a tool must be an object".into()));
     };
-    let mut layout = Layout { keys: keys_of(&members), ..Layout::default() };
+    let mut layout = Layout { keys: key_lists.of(&members), ..Layout::default() };
     let fields = match dialect {
         Dialect::Mcp => members,
         Dialect::Anthropic => rename(members, "input_schema", "inputSchema"),
@@ -434,11 +457,11 @@ fn read_tool(item: Option<Members<'_>>, dialect: Dialect) -> Result<(Tool, Layou
                 _ => return Err(Problem::Here("an OpenAI tool needs a `function` object".into())),
             };
             members.retain(|(key, _)| key != "type");
-            layout.function_keys = keys_of(&function);
+            layout.function_keys = key_lists.of(&function);
             for (key, value) in members {
                 let read =
                     tool_mediator::json::from_str(value.get()).map_err(|error| Problem::At(value.get(), error))?;
-                layout.outer.insert(key, read);
+                layout.outer.push((key, read));
             }
             rename(function, "parameters", "inputSchema")
         }

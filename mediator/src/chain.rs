@@ -4,8 +4,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::json::Json;
 use crate::naming::NameRules;
-use crate::schema::{self, Repair, Schema};
+use crate::schema::{self, Repair};
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer};
 use serde_json::Value;
@@ -401,7 +402,7 @@ fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> Stri
 }
 
 /// An answer may not replace a schema with an invalid one; it may leave the source's as it was.
-fn broken_schema(original: &Tool, proposed: &Option<Schema>) -> Option<String> {
+fn broken_schema(original: &Tool, proposed: &Option<Json>) -> Option<String> {
     if *proposed == original.input_schema {
         return None;
     }
@@ -414,9 +415,9 @@ fn broken_schema(original: &Tool, proposed: &Option<Schema>) -> Option<String> {
 }
 
 /// A replacement schema keeps the source's `$schema` and `$defs`.
-fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Schema>) {
+fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Json>) {
     let (Some(Value::Object(source)), Some(Value::Object(mut replacement))) =
-        (original.input_schema_value(), proposed.as_ref().map(Schema::to_value))
+        (original.input_schema_value(), proposed.as_ref().map(Json::to_value))
     else {
         return;
     };
@@ -431,7 +432,7 @@ fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Schema>
         }
     }
     if kept {
-        *proposed = Some(Schema::from(Value::Object(replacement)));
+        *proposed = Some(Json::from(Value::Object(replacement)));
     }
 }
 
@@ -441,12 +442,12 @@ fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
     let repairs = match tool.tool.input_schema_value() {
         Some(schema) if schema::is_valid(&schema) => return,
         None => {
-            tool.tool.input_schema = Some(Schema::from(schema::empty_object()));
+            tool.tool.input_schema = Some(Json::from(schema::empty_object()));
             vec![Repair { pointer: String::new(), what: "added the empty object schema".into() }]
         }
         Some(mut schema) => {
             let repairs = schema::make_valid(&mut schema);
-            tool.tool.input_schema = Some(Schema::from(schema));
+            tool.tool.input_schema = Some(Json::from(schema));
             repairs
         }
     };
@@ -693,7 +694,7 @@ mod tests {
             assert!(schema::is_valid(&tool.tool.input_schema_value().unwrap()), "{:?}", tool.tool);
         }
         assert_eq!(out.tools[1].tool.input_schema_value().unwrap()["properties"]["x"]["type"], "number");
-        assert_eq!(out.tools[2].tool.input_schema, Some(Schema::from(schema::empty_object())));
+        assert_eq!(out.tools[2].tool.input_schema, Some(Json::from(schema::empty_object())));
     }
 
     #[test]
@@ -703,7 +704,7 @@ mod tests {
             priority: 1,
             answer: |index, tool: &Tool| {
                 let mut bare = Tool::new(tool.name.clone()).with_description("new");
-                bare.input_schema = Some(Schema::from(json!({"type": "object", "properties": {}})));
+                bare.input_schema = Some(Json::from(json!({"type": "object", "properties": {}})));
                 Some(Answer::proposing(index, tool, &bare, 1.0))
             },
         };
@@ -715,7 +716,7 @@ mod tests {
             "execution": {"taskSupport": "optional"}
         }))
         .unwrap();
-        tool.extra.insert("x-unknown".into(), json!([1]));
+        tool.extra.push(("x-unknown".into(), Json::from(json!([1]))));
         let out = run(&Mediator::builder().transformer(dropper).build(), vec![tool.clone()]);
         let result = &out.tools[0].tool;
         assert_eq!(result.description.as_deref(), Some("new"));

@@ -11,8 +11,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::map::Entry;
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
@@ -20,6 +20,83 @@ use serde_json::{Map, Number, Value};
 /// The key serde_json (with `arbitrary_precision`) hands a number's text under, as a one-entry
 /// map, when a visitor asks for any value. A test below fails if serde_json ever changes it.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// A JSON value held as its compact text: how a tool keeps what the mediator mostly passes
+/// through (schemas, annotations, `_meta`, fields it does not know).
+///
+/// Kept as text, a value takes about its own size (a [`Value`] tree takes seven to twelve times
+/// as much) and is written out without being rebuilt; [`Json::to_value`] parses it when
+/// something needs to read or change it. Reading one keeps every number as written and refuses
+/// a key written twice. The text is what serde_json writes for the value, compact, whatever
+/// spacing it came with.
+#[derive(Clone)]
+pub struct Json(Box<RawValue>);
+
+/// Equal as JSON values are: the same members in another order make the same value. Equal
+/// texts answer at once; only different ones are parsed.
+impl PartialEq for Json {
+    fn eq(&self, other: &Json) -> bool {
+        self.as_str() == other.as_str() || self.to_value() == other.to_value()
+    }
+}
+
+impl Eq for Json {}
+
+impl Json {
+    pub fn from_value(value: &Value) -> Json {
+        Json(serde_json::value::to_raw_value(value).expect("a JSON value serializes"))
+    }
+
+    pub fn null() -> Json {
+        Json(RawValue::NULL.to_owned())
+    }
+
+    /// The value as a tree, to read or change.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).expect("the text is JSON it was made from")
+    }
+
+    /// The compact JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl From<Value> for Json {
+    fn from(value: Value) -> Json {
+        Json::from_value(&value)
+    }
+}
+
+impl PartialEq<Value> for Json {
+    fn eq(&self, other: &Value) -> bool {
+        self.to_value() == *other
+    }
+}
+
+impl fmt::Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Json {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_compact(deserializer).map(Json)
+    }
+}
 
 /// Parses JSON text into a value, refusing duplicate keys; errors carry line and column.
 pub fn from_str(text: &str) -> Result<Value, serde_json::Error> {
@@ -401,6 +478,19 @@ mod tests {
                     .prop_map(|entries| Value::Object(entries.into_iter().collect())),
             ]
         })
+    }
+
+    #[test]
+    fn json_is_held_as_compact_text_and_compared_as_json() {
+        let schema: Json =
+            serde_json::from_str("{\n  \"type\": \"object\",\n  \"maximum\": 18446744073709551616\n}").unwrap();
+        assert_eq!(schema.as_str(), r#"{"type":"object","maximum":18446744073709551616}"#);
+        assert_eq!(serde_json::to_string(&schema).unwrap(), schema.as_str());
+        assert_eq!(schema.to_value()["maximum"].to_string(), "18446744073709551616");
+        let reordered = Json::from(serde_json::json!({"maximum": 18446744073709551616u128, "type": "object"}));
+        assert_eq!(schema, reordered);
+        assert_ne!(schema, Json::from(serde_json::json!({"type": "object"})));
+        assert!(serde_json::from_str::<Json>(r#"{"type": "object", "type": "string"}"#).is_err());
     }
 
     fn compact(text: &str) -> Result<String, serde_json::Error> {

@@ -50,6 +50,7 @@ mod transformer;
 
 pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use config::MediatorConfig;
+pub use json::Json;
 pub use naming::NameRules;
 pub use overrides::remote;
 pub use overrides::{
@@ -57,7 +58,6 @@ pub use overrides::{
     SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides, override_files,
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
-pub use schema::Schema;
 pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};
 pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

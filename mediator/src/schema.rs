@@ -1,84 +1,7 @@
 //! Input schemas: checking that one is valid JSON Schema with an object root, and repairing the
 //! non-standard shapes real manifests publish (`dict`, `float`, `tuple`, `HashMap`, ...).
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-
-/// A tool's input or output schema as its source wrote it, held as compact JSON text.
-///
-/// A tool list mostly passes schemas through. Kept as text, a schema takes about its own size
-/// (a [`Value`] tree takes seven to twelve times as much) and is written out without being
-/// rebuilt; [`Schema::to_value`] parses it when something needs to read or change it. Reading
-/// one keeps every number as written and refuses a key written twice (see [`crate::json`]).
-/// Any JSON value can be held, since a source may publish `"inputSchema": "x"`; [`check`] says
-/// whether it is a schema a client can use.
-#[derive(Clone)]
-pub struct Schema(Box<RawValue>);
-
-/// Equal as JSON values are: the same members in another order make the same schema. Equal
-/// texts answer at once; only different ones are parsed.
-impl PartialEq for Schema {
-    fn eq(&self, other: &Schema) -> bool {
-        self.as_str() == other.as_str() || self.to_value() == other.to_value()
-    }
-}
-
-impl Eq for Schema {}
-
-impl Schema {
-    pub fn from_value(value: &Value) -> Schema {
-        Schema(serde_json::value::to_raw_value(value).expect("a JSON value serializes"))
-    }
-
-    /// The schema as a tree, to read or change.
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).expect("a schema's text is JSON it was made from")
-    }
-
-    /// The compact JSON text.
-    pub fn as_str(&self) -> &str {
-        self.0.get()
-    }
-}
-
-impl From<Value> for Schema {
-    fn from(value: Value) -> Schema {
-        Schema::from_value(&value)
-    }
-}
-
-impl PartialEq<Value> for Schema {
-    fn eq(&self, other: &Value) -> bool {
-        self.to_value() == *other
-    }
-}
-
-impl fmt::Debug for Schema {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for Schema {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Schema {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Schema {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::json::deserialize_compact(deserializer).map(Schema)
-    }
-}
 
 /// Why a schema cannot leave the mediator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -434,19 +357,6 @@ pub fn escape(segment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_schema_is_held_as_compact_text_and_compared_as_json() {
-        let schema: Schema =
-            serde_json::from_str("{\n  \"type\": \"object\",\n  \"maximum\": 18446744073709551616\n}").unwrap();
-        assert_eq!(schema.as_str(), r#"{"type":"object","maximum":18446744073709551616}"#);
-        assert_eq!(serde_json::to_string(&schema).unwrap(), schema.as_str());
-        assert_eq!(schema.to_value()["maximum"].to_string(), "18446744073709551616");
-        let reordered = Schema::from(json!({"maximum": 18446744073709551616u128, "type": "object"}));
-        assert_eq!(schema, reordered);
-        assert_ne!(schema, Schema::from(json!({"type": "object"})));
-        assert!(serde_json::from_str::<Schema>(r#"{"type": "object", "type": "string"}"#).is_err());
-    }
 
     #[test]
     fn standard_object_schema_is_valid() {

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::schema::Schema;
+use crate::json::Json;
 
 /// The `_meta` key under which a consumer-facing tool carries its provenance.
 ///
@@ -15,30 +15,56 @@ pub const PROVENANCE_KEY: &str = "tool-mediator/provenance";
 
 /// A tool definition in the MCP wire shape.
 ///
-/// Every field the mediator does not know is kept in [`Tool::extra`], so a tool that nobody
-/// changes serializes back to JSON equal to what came in.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What the mediator reads and rewrites (name, title, description) is held as strings; what it
+/// mostly passes through (schemas, annotations, `_meta` and every field it does not know) as
+/// compact JSON text (see [`Json`]), parsed when something reads or changes it. A tool that
+/// nobody changes serializes back to JSON equal to what came in.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(rename = "inputSchema", default, skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Schema>,
-    #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Schema>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Fields this crate does not model (`icons`, `execution`, vendor extensions, ...).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub input_schema: Option<Json>,
+    pub output_schema: Option<Json>,
+    pub annotations: Option<Json>,
+    /// `_meta`, always an object.
+    pub meta: Option<Json>,
+    /// Fields this crate does not model (`icons`, `execution`, vendor extensions, ...), in the
+    /// order they came.
+    pub extra: Vec<(String, Json)>,
 }
 
-/// Reads the object once, field by field: schemas go straight to compact text (see [`Schema`])
-/// and no field is buffered twice, as `#[serde(flatten)]` would.
+impl Serialize for Tool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        let text = [("title", &self.title), ("description", &self.description)];
+        for (key, value) in text {
+            if let Some(value) = value {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        let json = [
+            ("inputSchema", &self.input_schema),
+            ("outputSchema", &self.output_schema),
+            ("annotations", &self.annotations),
+            ("_meta", &self.meta),
+        ];
+        for (key, value) in json {
+            if let Some(value) = value {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Reads the object once, field by field, each value straight to a string or compact text.
 impl<'de> Deserialize<'de> for Tool {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(ToolVisitor)
@@ -66,42 +92,47 @@ impl<'de> serde::de::Visitor<'de> for ToolVisitor {
         }
         let mut tool = Tool::new(String::new());
         let mut name = None;
-        // Known fields seen so far: a key written twice is refused, not silently overwritten.
-        let mut seen: Vec<&'static str> = Vec::new();
-        while let Some(key) = fields.next_key::<std::borrow::Cow<'de, str>>()? {
-            let known = ["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"]
-                .into_iter()
-                .find(|known| *known == key);
-            if let Some(known) = known {
-                if seen.contains(&known) {
-                    return Err(Error::custom(format_args!("duplicate key `{known}` in one object")));
+        // Keys seen so far: a key written twice is refused, not silently overwritten. Looked
+        // along for the few a tool has, through a set past that.
+        let mut seen: Vec<String> = Vec::new();
+        let mut many: Option<std::collections::HashSet<String>> = None;
+        while let Some(key) = fields.next_key::<String>()? {
+            let repeated = match &mut many {
+                Some(many) => !many.insert(key.clone()),
+                None if seen.contains(&key) => true,
+                None => {
+                    seen.push(key.clone());
+                    if seen.len() > 16 {
+                        many = Some(std::mem::take(&mut seen).into_iter().collect());
+                    }
+                    false
                 }
-                seen.push(known);
+            };
+            if repeated {
+                return Err(Error::custom(format_args!("duplicate key `{key}` in one object")));
             }
-            match known {
-                Some("name") => name = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?,
-                Some("title") => tool.title = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?,
-                Some("description") => tool.description = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?,
-                Some("inputSchema") => tool.input_schema = fields.next_value::<Option<Schema>>()?,
-                Some("outputSchema") => tool.output_schema = fields.next_value::<Option<Schema>>()?,
-                Some("annotations") => {
-                    tool.annotations = Some(fields.next_value_seed(crate::json::ExactValue)?).filter(|v| !v.is_null())
+            if let "name" | "title" | "description" = key.as_str() {
+                let value = text(&key, fields.next_value_seed(crate::json::ExactValue)?)?;
+                match key.as_str() {
+                    "name" => name = value,
+                    "title" => tool.title = value,
+                    _ => tool.description = value,
                 }
-                Some(_) => match fields.next_value_seed(crate::json::ExactValue)? {
-                    Value::Null => {}
-                    Value::Object(meta) => tool.meta = Some(meta),
-                    other => {
-                        return Err(Error::custom(format!("invalid type: `_meta` must be an object, not {other}")));
+                continue;
+            }
+            let value = fields.next_value::<Option<Json>>()?;
+            match key.as_str() {
+                "inputSchema" => tool.input_schema = value,
+                "outputSchema" => tool.output_schema = value,
+                "annotations" => tool.annotations = value,
+                "_meta" => match value {
+                    Some(meta) if !meta.as_str().starts_with('{') => {
+                        return Err(Error::custom(format!("invalid type: `_meta` must be an object, not {meta}")));
                     }
+                    meta => tool.meta = meta,
                 },
-                None => match tool.extra.entry(key.into_owned()) {
-                    serde_json::map::Entry::Occupied(slot) => {
-                        return Err(Error::custom(format_args!("duplicate key `{}` in one object", slot.key())));
-                    }
-                    serde_json::map::Entry::Vacant(slot) => {
-                        slot.insert(fields.next_value_seed(crate::json::ExactValue)?);
-                    }
-                },
+                // A field it does not know is kept, `null` too.
+                _ => tool.extra.push((key, value.unwrap_or_else(Json::null))),
             }
         }
         tool.name = name.ok_or_else(|| A::Error::missing_field("name"))?;
@@ -120,8 +151,28 @@ impl Tool {
             output_schema: None,
             annotations: None,
             meta: None,
-            extra: Map::new(),
+            extra: Vec::new(),
         }
+    }
+
+    /// `_meta` as an object, empty when there is none.
+    pub fn meta_object(&self) -> Map<String, Value> {
+        match self.meta.as_ref().map(Json::to_value) {
+            Some(Value::Object(meta)) => meta,
+            _ => Map::new(),
+        }
+    }
+
+    /// Sets one member of `_meta`, which is made when there is none.
+    pub fn set_meta(&mut self, key: &str, value: Value) {
+        let mut meta = self.meta_object();
+        meta.insert(key.to_owned(), value);
+        self.meta = Some(Json::from(Value::Object(meta)));
+    }
+
+    /// The field this crate does not model named `key`.
+    pub fn extra(&self, key: &str) -> Option<&Json> {
+        self.extra.iter().find(|(name, _)| name == key).map(|(_, value)| value)
     }
 
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
@@ -130,13 +181,13 @@ impl Tool {
     }
 
     pub fn with_input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = Some(Schema::from_value(&schema));
+        self.input_schema = Some(Json::from_value(&schema));
         self
     }
 
-    /// The input schema as a tree, to read or change (it is held as text, see [`Schema`]).
+    /// The input schema as a tree, to read or change (it is held as text, see [`Json`]).
     pub fn input_schema_value(&self) -> Option<Value> {
-        self.input_schema.as_ref().map(Schema::to_value)
+        self.input_schema.as_ref().map(Json::to_value)
     }
 
     /// The names of the top-level parameters in the input schema, in schema order.
@@ -287,9 +338,8 @@ impl EnhancedTool {
     pub fn provenance(&self) -> Value {
         let mut provenance = Map::new();
         // A tool enhanced before keeps the name its source knows it by.
-        let source_name = self
-            .tool
-            .meta
+        let earlier = self.tool.meta.as_ref().map(Json::to_value);
+        let source_name = earlier
             .as_ref()
             .and_then(|meta| meta.get(PROVENANCE_KEY))
             .and_then(|earlier| earlier.get("originalName"))
@@ -327,7 +377,7 @@ impl EnhancedTool {
     pub fn into_consumer_tool(self) -> Tool {
         let provenance = self.provenance();
         let mut tool = self.tool;
-        tool.meta.get_or_insert_with(Map::new).insert(PROVENANCE_KEY.to_owned(), provenance);
+        tool.set_meta(PROVENANCE_KEY, provenance);
         tool
     }
 }
@@ -401,7 +451,7 @@ mod tests {
     #[test]
     fn enhancing_again_keeps_the_source_name() {
         let mut tool = Tool::new("get_user");
-        tool.meta = Some(json!({PROVENANCE_KEY: {"originalName": "gt_usr"}}).as_object().unwrap().clone());
+        tool.meta = Some(Json::from(json!({PROVENANCE_KEY: {"originalName": "gt_usr"}})));
         let mut enhanced = EnhancedTool::unchanged(tool);
         enhanced.tool.name = "get_user_profile".into();
         assert_eq!(enhanced.provenance()["originalName"], "gt_usr");

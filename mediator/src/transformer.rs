@@ -4,9 +4,8 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::schema::Schema;
+use crate::json::Json;
 use crate::tool::{Changes, Tool, ToolContext};
 
 /// What a transformer would change in a tool: only these fields can change. Everything else
@@ -20,9 +19,9 @@ pub struct ToolPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Option<String>>,
     #[serde(default, rename = "inputSchema", skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Option<Schema>>,
+    pub input_schema: Option<Option<Json>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Option<Value>>,
+    pub annotations: Option<Option<Json>>,
 }
 
 impl ToolPatch {

@@ -240,7 +240,7 @@ async fn hidden_by_state_with_one_event_for_a_burst() {
 async fn annotated_by_default_with_counts_that_follow_the_state() {
     let session = session(policy());
     let hint =
-        |tools: Vec<Tool>| tools.into_iter().find(|t| t.name == "analyze").unwrap().meta.unwrap()[STATE_KEY].clone();
+        |tools: Vec<Tool>| tools.into_iter().find(|t| t.name == "analyze").unwrap().meta_object()[STATE_KEY].clone();
     let before = hint(session.list_tools(&upstream(), None).await.unwrap().into_tools());
     assert_eq!(before["counts"]["actions"], 0);
     assert!(before["hint"].as_str().unwrap().contains("no data captured yet"));

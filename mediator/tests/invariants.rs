@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tool_mediator::{
-    Answer, Mediator, NameRules, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, Schema, SourceType,
+    Answer, Json, Mediator, NameRules, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType,
     Tool, ToolContext, ToolPatch, ToolTransformer, TransformError, schema,
 };
 
@@ -64,7 +64,7 @@ fn tool() -> impl Strategy<Value = Tool> {
     (name(), prop::option::of("\\PC{0,30}"), prop::option::of(json_value())).prop_map(|(name, description, schema)| {
         let mut tool = Tool::new(name);
         tool.description = description;
-        tool.input_schema = schema.map(Schema::from);
+        tool.input_schema = schema.map(Json::from);
         tool
     })
 }
@@ -113,7 +113,7 @@ impl ToolTransformer for Random {
                 // A schema of `null` stands for "remove the schema".
                 let patch = ToolPatch {
                     name: scripted.name,
-                    input_schema: scripted.schema.map(|schema| (!schema.is_null()).then(|| Schema::from(schema))),
+                    input_schema: scripted.schema.map(|schema| (!schema.is_null()).then(|| Json::from(schema))),
                     description: tools.is_empty().then(|| Some("for a tool that is not there".into())),
                     ..ToolPatch::default()
                 };

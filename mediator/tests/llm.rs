@@ -114,7 +114,7 @@ async fn both_wire_formats_enhance_and_keep_the_original_description() {
         );
         assert_eq!(out[1].name(), "get_user");
         assert_eq!(
-            out[1].to_consumer_tool().meta.unwrap()["tool-mediator/provenance"]["originalDescription"],
+            out[1].to_consumer_tool().meta_object()["tool-mediator/provenance"]["originalDescription"],
             "gets user"
         );
         assert_eq!(out[1].enhanced_by, "llm");

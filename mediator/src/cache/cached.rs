@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::Cache;
@@ -155,14 +155,15 @@ fn hash_tool(hash: &mut Sha256, tool: &Tool) {
         }
     }
     match &tool.annotations {
-        Some(annotations) => hash_value(hash, annotations),
+        Some(annotations) => hash_value(hash, &annotations.to_value()),
         None => hash.update([0xFF]),
     }
     match &tool.meta {
-        Some(meta) => hash_object(hash, meta),
+        Some(_) => hash_object(hash, &tool.meta_object()),
         None => hash.update([0xFF]),
     }
-    hash_object(hash, &tool.extra);
+    let extra: Map<String, Value> = tool.extra.iter().map(|(key, value)| (key.clone(), value.to_value())).collect();
+    hash_object(hash, &extra);
 }
 
 /// Hashes JSON with object keys in sorted order; every value is tagged and every string

@@ -388,7 +388,7 @@ impl LlmTransformer {
             // On a schema the source published broken, the descriptions would only get the
             // whole answer refused; the rules repair such schemas, so they are left out here.
             if described.as_ref().is_some_and(crate::schema::is_valid) {
-                improved.input_schema = described.map(crate::Schema::from);
+                improved.input_schema = described.map(crate::Json::from);
             }
         }
         let mut answer = Answer::proposing(index, tool, &improved, confidence);

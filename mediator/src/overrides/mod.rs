@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::schema::Schema;
+use crate::json::Json;
 use crate::tool::{Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer, TransformError};
 
@@ -86,17 +86,17 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
         tool.description = Some(description.clone());
     }
     if let Some(annotations) = &entry.annotations {
-        let merged = match tool.annotations.take() {
+        let merged = match tool.annotations.take().map(|annotations| annotations.to_value()) {
             Some(Value::Object(mut existing)) => {
                 existing.extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
                 existing
             }
             _ => annotations.clone(),
         };
-        tool.annotations = Some(Value::Object(merged));
+        tool.annotations = Some(Json::from(Value::Object(merged)));
     }
     if let Some(schema) = &entry.input_schema {
-        tool.input_schema = Some(Schema::from_value(schema));
+        tool.input_schema = Some(Json::from_value(schema));
     }
     let mut aliases = BTreeMap::new();
     // Arguments are renamed and described in the schema as a tree, put back as text after.
@@ -140,7 +140,7 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
         }
     }
     if let Some(schema) = schema {
-        tool.input_schema = Some(Schema::from(schema));
+        tool.input_schema = Some(Json::from(schema));
     }
     (tool, aliases)
 }
@@ -182,7 +182,7 @@ mod tests {
         );
         assert_eq!(tool.name, "get_user");
         assert_eq!(tool.description.as_deref(), Some("gets user"));
-        assert_eq!(tool.annotations, Some(json!({"readOnlyHint": true, "idempotentHint": true})));
+        assert_eq!(tool.annotations, Some(Json::from(json!({"readOnlyHint": true, "idempotentHint": true}))));
         let schema = tool.input_schema.unwrap().to_value();
         assert_eq!(schema["properties"]["user_id"], json!({"type": "string", "description": "The user's ID."}));
         assert_eq!(schema["required"], json!(["user_id"]));

@@ -9,8 +9,8 @@ mod reading;
 
 use async_trait::async_trait;
 
+use crate::json::Json;
 use crate::schema;
-use crate::schema::Schema;
 use crate::tool::{Tool, ToolContext};
 use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
 
@@ -61,48 +61,32 @@ impl RuleTransformer {
                 siblings.add(&word);
             }
         }
-        let readings: Vec<NameReading> = tools
+        // What answering needs of each reading is kept while the categories are counted; the
+        // rest of it (words, senses, a sentence the tool does not need) goes at once.
+        let gists: Vec<Gist> = tools
             .iter()
-            .map(|tool| NameReading::read(&tool.name, &self.dictionary, &Context::of(tool, &siblings)))
+            .map(|tool| Gist::of(tool, NameReading::read(&tool.name, &self.dictionary, &Context::of(tool, &siblings))))
             .collect();
         let mut categories = describe::CategoryIndex::default();
-        for reading in &readings {
-            categories.add(&reading.expanded_words);
+        for gist in &gists {
+            categories.add(&gist.expanded_words);
         }
         // Room for an answer per tool up front: a list grown by doubling can hold twice that.
         let mut answers = Vec::with_capacity(tools.len());
         answers.extend(
             tools
                 .iter()
-                .zip(&readings)
+                .zip(gists)
                 .enumerate()
-                .filter_map(|(index, (tool, reading))| self.answer(index, tool, reading, &categories)),
+                .filter_map(|(index, (tool, gist))| self.answer(index, tool, gist, &categories)),
         );
         answers
     }
 
-    fn answer(
-        &self,
-        index: usize,
-        tool: &Tool,
-        reading: &NameReading,
-        categories: &describe::CategoryIndex,
-    ) -> Option<Answer> {
-        let mut confidence = reading.confidence;
+    fn answer(&self, index: usize, tool: &Tool, gist: Gist, categories: &describe::CategoryIndex) -> Option<Answer> {
+        let mut confidence = gist.confidence;
         let mut inferred = Vec::new();
-
-        // A description that only repeats a cryptic name is rewritten with the name; one that
-        // repeats a good name is as good as a sentence made from it, and stays.
-        let needs_description = match tool.description.as_deref() {
-            None => true,
-            Some(blank) if blank.trim().is_empty() => true,
-            Some(description) => reading.renames() && describe::repeats_name(description, &reading.expanded_words),
-        };
-        let description = reading
-            .description
-            .as_ref()
-            .filter(|description| needs_description && tool.description.as_ref() != Some(*description));
-        if description.is_some() {
+        if gist.description.is_some() {
             inferred.push("description".to_owned());
             confidence = confidence.min(INFERRED_DESCRIPTION);
         }
@@ -111,7 +95,7 @@ impl RuleTransformer {
             None => {
                 inferred.push("inputSchema".to_owned());
                 confidence = confidence.min(INFERRED_SCHEMA);
-                Some(describe::infer_schema(&reading.expanded_words).unwrap_or_else(schema::empty_object))
+                Some(describe::infer_schema(&gist.expanded_words).unwrap_or_else(schema::empty_object))
             }
             Some(mut input_schema) if schema::needs_repair(&input_schema) => {
                 schema::repair(&mut input_schema);
@@ -121,11 +105,11 @@ impl RuleTransformer {
             Some(_) => None,
         };
 
-        let category = categories.category(&reading.expanded_words);
+        let category = categories.category(&gist.expanded_words);
         let patch = ToolPatch {
-            name: reading.renames().then(|| reading.name.clone()),
-            description: description.map(|description| Some(description.clone())),
-            input_schema: input_schema.map(|schema| Some(Schema::from(schema))),
+            name: gist.name,
+            description: gist.description.map(Some),
+            input_schema: input_schema.map(|schema| Some(Json::from(schema))),
             ..ToolPatch::default()
         };
         if patch.is_empty() && category.is_none() {
@@ -135,6 +119,38 @@ impl RuleTransformer {
         answer.category = category;
         answer.inferred = inferred;
         Some(answer)
+    }
+}
+
+/// What the rules' answer for a tool needs of its name's reading.
+struct Gist {
+    /// The name with its abbreviations spelled out, when that differs from the name.
+    name: Option<String>,
+    /// A sentence made from the name, when the tool's own description says less.
+    description: Option<String>,
+    confidence: f64,
+    expanded_words: Vec<String>,
+}
+
+impl Gist {
+    fn of(tool: &Tool, reading: NameReading) -> Gist {
+        // A description that only repeats a cryptic name is rewritten with the name; one that
+        // repeats a good name is as good as a sentence made from it, and stays.
+        let needs_description = match tool.description.as_deref() {
+            None => true,
+            Some(blank) if blank.trim().is_empty() => true,
+            Some(description) => reading.renames() && describe::repeats_name(description, &reading.expanded_words),
+        };
+        let renames = reading.renames();
+        let description = reading
+            .description
+            .filter(|description| needs_description && tool.description.as_ref() != Some(description));
+        Gist {
+            name: renames.then_some(reading.name),
+            description,
+            confidence: reading.confidence,
+            expanded_words: reading.expanded_words,
+        }
     }
 }
 
@@ -199,7 +215,7 @@ mod tests {
         assert_eq!(answer.patch.input_schema.unwrap().unwrap().to_value()["required"], json!(["email"]));
         assert_eq!(answer.confidence, INFERRED_SCHEMA);
         let answer = answer_for(Tool::new("ping").with_description("Check the server answers")).unwrap();
-        assert_eq!(answer.patch.input_schema, Some(Some(Schema::from(schema::empty_object()))));
+        assert_eq!(answer.patch.input_schema, Some(Some(Json::from(schema::empty_object()))));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
+use crate::json::Json;
 use crate::naming::NameRules;
-use crate::schema::Schema;
 use crate::tool::{EnhancedTool, Tool};
 
 /// How many member names a category tool's description lists before "...".
@@ -30,7 +30,7 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
     let mut tool =
         Tool::new(name).with_description(description).with_input_schema(json!({"type": "object", "properties": {}}));
     // Not idempotent: once expanded, the category tool is gone from the list.
-    tool.annotations = Some(json!({"readOnlyHint": true, "idempotentHint": false, "openWorldHint": false}));
+    tool.annotations = Some(Json::from(json!({"readOnlyHint": true, "idempotentHint": false, "openWorldHint": false})));
     tool
 }
 
@@ -48,7 +48,7 @@ pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = T
     let mut tools = Vec::new();
     let mut entries = String::new();
     for tool in members {
-        let schema = tool.input_schema.as_ref().map_or("{}", Schema::as_str);
+        let schema = tool.input_schema.as_ref().map_or("{}", Json::as_str);
         let entry = format!(
             "\n- {}: {}\n  input schema: {schema}\n",
             tool.name,

@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::chain::Mediator;
-use crate::schema::Schema;
+use crate::json::Json;
 use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool, ToolContext, UNENHANCED};
 
@@ -356,7 +356,7 @@ impl Session {
                     true => tools[*index].name().to_owned(),
                     false => {
                         let listed = self.as_listed(state, &tools[*index]);
-                        format!("{}#{}", listed.name, listed.input_schema.as_ref().map_or("", Schema::as_str))
+                        format!("{}#{}", listed.name, listed.input_schema.as_ref().map_or("", Json::as_str))
                     }
                 },
             })
@@ -715,12 +715,12 @@ impl Session {
                     property.insert("enum".into(), Value::Array(allowed));
                 }
             }
-            listed.input_schema = Some(Schema::from(schema));
+            listed.input_schema = Some(Json::from(schema));
         }
         if let (Some(Visibility::When { counts, .. }), StateStrategy::Annotate) =
             (self.visibility_of(tool), self.policy.state_strategy)
         {
-            listed.meta.get_or_insert_with(Map::new).insert(STATE_KEY.to_owned(), state::hint(&state.view, counts));
+            listed.set_meta(STATE_KEY, state::hint(&state.view, counts));
         }
         listed
     }
@@ -735,7 +735,8 @@ fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
     let mut tool =
         Tool::new(name).with_description(text).with_input_schema(json!({"type": "object", "properties": {}}));
     // Not idempotent: once switched, the switch is gone from the list and answers as unknown.
-    tool.annotations = Some(json!({"readOnlyHint": false, "idempotentHint": false, "openWorldHint": false}));
+    tool.annotations =
+        Some(Json::from(json!({"readOnlyHint": false, "idempotentHint": false, "openWorldHint": false})));
     tool
 }
 
