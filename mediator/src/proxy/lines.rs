@@ -13,12 +13,11 @@ const HEAD: usize = 4 * 1024;
 
 /// One line read, without its end.
 pub(super) enum Line<'a> {
-    Whole(&'a [u8]),
+    /// A whole line. Whoever keeps it may take the buffer (`std::mem::take`) rather than copy
+    /// it: a tools/list page can be megabytes, and two of it at once is what it would cost.
+    Whole(&'a mut Vec<u8>),
     /// A line longer than the limit: its first bytes, and how long it was.
-    TooLong {
-        head: &'a [u8],
-        length: usize,
-    },
+    TooLong { head: &'a [u8], length: usize },
 }
 
 /// Calls `each` with every line until the input ends. No more than `limit` bytes of one line are
@@ -74,18 +73,23 @@ pub(super) async fn read_lines<R: AsyncRead + Unpin>(
             line.shrink_to(8 * 1024);
             continue;
         }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if text.len() > limit {
-            each(Line::TooLong { head: &text[..text.len().min(HEAD)], length: text.len() });
+        if line.ends_with(b"\n") {
+            line.pop();
+            if line.ends_with(b"\r") {
+                line.pop();
+            }
+        }
+        if line.len() > limit {
+            each(Line::TooLong { head: &line[..line.len().min(HEAD)], length: line.len() });
             continue;
         }
-        if text.iter().all(u8::is_ascii_whitespace) {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        each(Line::Whole(text));
-        // Nor is a large one's: a tools/list page can be megabytes, and would stay held.
-        if line.capacity() > 1 << 20 {
+        each(Line::Whole(&mut line));
+        // Nor is a large one's (a tools/list page can be megabytes, and would stay held); and
+        // one taken is made anew.
+        if line.capacity() > 1 << 20 || line.capacity() == 0 {
             line = Vec::with_capacity(8 * 1024);
         }
     }

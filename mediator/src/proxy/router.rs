@@ -56,7 +56,25 @@ enum Purpose {
 
 enum Waiter {
     Client(Purpose),
-    Proxy(oneshot::Sender<Result<Box<RawValue>, Box<RawValue>>>),
+    Proxy(oneshot::Sender<Result<Reply, Box<RawValue>>>),
+}
+
+/// A result the server sent the proxy, in the line it came in.
+struct Reply {
+    line: String,
+    result: std::ops::Range<usize>,
+}
+
+impl Reply {
+    /// Where `result` lies in `line`, which it was read from.
+    fn place(line: &[u8], result: &RawValue) -> std::ops::Range<usize> {
+        let start = (result.get().as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+        start..start + result.get().len()
+    }
+
+    fn get(&self) -> &str {
+        self.line.get(self.result.clone()).unwrap_or_default()
+    }
 }
 
 #[derive(Default)]
@@ -256,7 +274,9 @@ impl Router {
             Message::Batch(items) => {
                 if self.batches_allowed() {
                     // Each message on its own, answered on its own as its answer comes.
-                    return items.iter().for_each(|item| self.from_client(Line::Whole(item.get().as_bytes())));
+                    return items
+                        .iter()
+                        .for_each(|item| self.from_client(Line::Whole(&mut item.get().as_bytes().to_vec())));
                 }
                 self.warnings.warn("client-batch", || {
                     format!("the client sent a JSON-RPC batch of {} messages; refused", items.len())
@@ -357,7 +377,9 @@ impl Router {
         match message {
             Message::Batch(items) => {
                 if self.batches_allowed() {
-                    return items.iter().for_each(|item| self.from_server(Line::Whole(item.get().as_bytes())));
+                    return items
+                        .iter()
+                        .for_each(|item| self.from_server(Line::Whole(&mut item.get().as_bytes().to_vec())));
                 }
                 self.warnings.warn("server-batch", || {
                     format!("the server sent a JSON-RPC batch of {} messages; refused", items.len())
@@ -372,9 +394,15 @@ impl Router {
                     Some(Waiter::Proxy(reply)) => {
                         let answer = match (result, error) {
                             (_, Some(error)) => Err(error.to_owned()),
-                            (Some(result), None) => Ok(result.to_owned()),
+                            (Some(result), None) => Ok(Reply::place(line, result)),
                             (None, None) => unreachable!("a response has a result or an error"),
                         };
+                        // The line is handed over rather than copied. It is UTF-8: it parsed.
+                        let answer = answer.map(|result| {
+                            let line = String::from_utf8(std::mem::take(line))
+                                .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+                            Reply { line, result }
+                        });
                         let _ = reply.send(answer);
                     }
                     Some(Waiter::Client(purpose)) => match (purpose, result) {
@@ -504,7 +532,7 @@ impl Router {
     }
 
     /// A request of the proxy's own, and its result.
-    async fn ask(&self, method: &str, params: Value) -> Result<Box<RawValue>, Upstream> {
+    async fn ask(&self, method: &str, params: Value) -> Result<Reply, Upstream> {
         let (reply, answer) = oneshot::channel();
         let id = {
             let mut pending = lock(&self.pending);
@@ -872,12 +900,12 @@ impl Router {
 
 /// Every page of a `tools/list`, as the server wrote them, and the rest of the first page.
 struct Fetched {
-    pages: Vec<Box<RawValue>>,
+    pages: Vec<Reply>,
     rest: Map<String, Value>,
 }
 
 impl Fetched {
-    fn tools_of(page: &RawValue) -> Vec<&RawValue> {
+    fn tools_of(page: &Reply) -> Vec<&RawValue> {
         #[derive(serde::Deserialize)]
         struct Page<'a> {
             #[serde(borrow)]
