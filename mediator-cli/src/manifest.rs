@@ -7,7 +7,7 @@
 //! - dialects: MCP (`inputSchema`), OpenAI function tools (`{"type": "function", "function":
 //!   {..., "parameters"}}`), bare OpenAI functions (`parameters`), Anthropic (`input_schema`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -138,19 +138,17 @@ impl KeyLists {
 /// Puts `object`'s keys in the order `keys` gives, brings back keys that were `null` and are
 /// gone, and appends the keys that are new.
 fn follow(object: &mut Map<String, Value>, keys: &[(String, bool)]) {
-    let mut rest = std::mem::take(object);
-    for (key, was_null) in keys {
-        match rest.shift_remove(key) {
-            Some(value) => {
-                object.insert(key.clone(), value);
-            }
-            None if *was_null => {
-                object.insert(key.clone(), Value::Null);
-            }
-            None => {}
-        }
-    }
-    object.extend(rest);
+    // Sorted by place rather than moved one key at a time: a tool can have thousands of keys.
+    let place: HashMap<&str, usize> = keys.iter().enumerate().map(|(at, (key, _))| (key.as_str(), at)).collect();
+    let returning: Vec<(String, Value)> = keys
+        .iter()
+        .filter(|(key, was_null)| *was_null && !object.contains_key(key))
+        .map(|(key, _)| (key.clone(), Value::Null))
+        .collect();
+    let mut entries: Vec<(String, Value)> = std::mem::take(object).into_iter().chain(returning).collect();
+    // Stable: the new keys keep their order, after the known ones.
+    entries.sort_by_key(|(key, _)| place.get(key.as_str()).copied().unwrap_or(usize::MAX));
+    *object = entries.into_iter().collect();
 }
 
 /// Where a tool sits in its file: a JSON pointer, or a line of a JSON Lines file.
