@@ -53,7 +53,11 @@ impl Json {
 
     /// The value as a tree, to read or change.
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).expect("the text is JSON it was made from")
+        // Text read here is at most 128 levels deep (serde_json's limit on reading), but a value
+        // built in code may be deeper; what was written can be read back.
+        let mut deserializer = serde_json::Deserializer::from_str(self.0.get());
+        deserializer.disable_recursion_limit();
+        Value::deserialize(&mut deserializer).expect("the text is JSON it was made from")
     }
 
     /// The compact JSON text.
@@ -498,6 +502,15 @@ mod tests {
         let raw = deserialize_compact(&mut deserializer)?;
         deserializer.end()?;
         Ok(raw.get().to_owned())
+    }
+
+    #[test]
+    fn a_value_deeper_than_text_may_be_is_read_back() {
+        let mut deep = Value::Null;
+        for _ in 0..500 {
+            deep = Value::Array(vec![deep]);
+        }
+        assert_eq!(Json::from_value(&deep).to_value(), deep);
     }
 
     #[test]
