@@ -416,6 +416,11 @@ fn broken_schema(original: &Tool, proposed: &Option<Json>) -> Option<String> {
 
 /// A replacement schema keeps the source's `$schema` and `$defs`.
 fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Json>) {
+    // Neither key is in the text: nothing to keep, and nothing to read.
+    let mentions = |text: &str| text.contains("\"$schema\":") || text.contains("\"$defs\":");
+    if !original.input_schema.as_ref().is_some_and(|schema| mentions(schema.as_str())) {
+        return;
+    }
     let (Some(Value::Object(source)), Some(Value::Object(mut replacement))) =
         (original.input_schema_value(), proposed.as_ref().map(Json::to_value))
     else {

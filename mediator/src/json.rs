@@ -36,7 +36,9 @@ pub struct Json(Box<RawValue>);
 /// texts answer at once; only different ones are parsed.
 impl PartialEq for Json {
     fn eq(&self, other: &Json) -> bool {
-        self.as_str() == other.as_str() || self.to_value() == other.to_value()
+        // Equal values have texts of one length (the same members, maybe in another order).
+        let (this, that) = (self.as_str(), other.as_str());
+        this == that || (this.len() == that.len() && self.to_value() == other.to_value())
     }
 }
 
@@ -45,6 +47,11 @@ impl Eq for Json {}
 impl Json {
     pub fn from_value(value: &Value) -> Json {
         Json(serde_json::value::to_raw_value(value).expect("a JSON value serializes"))
+    }
+
+    /// JSON text as it is, checked to be JSON (and so meant for text this crate wrote compact).
+    pub(crate) fn from_text(text: String) -> Result<Json, serde_json::Error> {
+        RawValue::from_string(text).map(Json)
     }
 
     pub fn null() -> Json {
@@ -100,6 +107,98 @@ impl<'de> Deserialize<'de> for Json {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserialize_compact(deserializer).map(Json)
     }
+}
+
+/// The member names of the object under `properties` in the object `text`, in order; none when
+/// either is not an object. Nothing else is built.
+pub fn property_names(text: &str) -> Vec<String> {
+    struct Root;
+    struct Names;
+
+    impl<'de> Visitor<'de> for Root {
+        type Value = Vec<String>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("an object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Vec<String>, A::Error> {
+            let mut names = Vec::new();
+            while let Some(key) = entries.next_key::<Cow<'de, str>>()? {
+                if key == "properties" {
+                    names = entries.next_value_seed(Names)?;
+                } else {
+                    entries.next_value::<de::IgnoredAny>()?;
+                }
+            }
+            Ok(names)
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Names {
+        type Value = Vec<String>;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<String>, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Names {
+        type Value = Vec<String>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("anything")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Vec<String>, A::Error> {
+            let mut names = Vec::new();
+            while let Some(name) = entries.next_key::<String>()? {
+                entries.next_value::<de::IgnoredAny>()?;
+                if names.is_empty() && name == NUMBER_TOKEN {
+                    // A number (see `ExactValue`), not an object.
+                    return Ok(Vec::new());
+                }
+                names.push(name);
+            }
+            Ok(names)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Vec<String>, A::Error> {
+            while items.next_element::<de::IgnoredAny>()?.is_some() {}
+            Ok(Vec::new())
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_unit<E>(self) -> Result<Vec<String>, E> {
+            Ok(Vec::new())
+        }
+    }
+
+    if !text.starts_with('{') {
+        return Vec::new();
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    serde::Deserializer::deserialize_map(&mut deserializer, Root).unwrap_or_default()
 }
 
 /// Parses JSON text into a value, refusing duplicate keys; errors carry line and column.
@@ -183,6 +282,22 @@ impl Compact<'_> {
     fn string(&mut self, text: &str) {
         serde_json::to_writer(&mut *self.out, text).expect("writing to memory does not fail");
     }
+
+    /// A string lent by the reader: read straight from JSON text it has nothing to escape, and
+    /// is copied as it is (lent by a `Value` it may have; it is then escaped).
+    fn plain_string(&mut self, text: &str) {
+        if text.bytes().any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\') {
+            return self.string(text);
+        }
+        self.out.push(b'"');
+        self.out.extend_from_slice(text.as_bytes());
+        self.out.push(b'"');
+    }
+
+    fn display(&mut self, value: impl fmt::Display) {
+        use std::io::Write as _;
+        write!(self.out, "{value}").expect("writing to memory does not fail");
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Compact<'_> {
@@ -205,23 +320,23 @@ impl<'de> Visitor<'de> for Compact<'_> {
         Ok(())
     }
 
-    fn visit_i64<E>(self, value: i64) -> Result<(), E> {
-        self.out.extend_from_slice(value.to_string().as_bytes());
+    fn visit_i64<E>(mut self, value: i64) -> Result<(), E> {
+        self.display(value);
         Ok(())
     }
 
-    fn visit_u64<E>(self, value: u64) -> Result<(), E> {
-        self.out.extend_from_slice(value.to_string().as_bytes());
+    fn visit_u64<E>(mut self, value: u64) -> Result<(), E> {
+        self.display(value);
         Ok(())
     }
 
-    fn visit_i128<E>(self, value: i128) -> Result<(), E> {
-        self.out.extend_from_slice(value.to_string().as_bytes());
+    fn visit_i128<E>(mut self, value: i128) -> Result<(), E> {
+        self.display(value);
         Ok(())
     }
 
-    fn visit_u128<E>(self, value: u128) -> Result<(), E> {
-        self.out.extend_from_slice(value.to_string().as_bytes());
+    fn visit_u128<E>(mut self, value: u128) -> Result<(), E> {
+        self.display(value);
         Ok(())
     }
 
@@ -233,6 +348,11 @@ impl<'de> Visitor<'de> for Compact<'_> {
 
     fn visit_str<E>(mut self, value: &str) -> Result<(), E> {
         self.string(value);
+        Ok(())
+    }
+
+    fn visit_borrowed_str<E>(mut self, value: &'de str) -> Result<(), E> {
+        self.plain_string(value);
         Ok(())
     }
 
@@ -279,7 +399,7 @@ impl<'de> Visitor<'de> for Compact<'_> {
                 // A number, its text as written (see `ExactValue`).
                 let text: Cow<'de, str> = entries.next_value()?;
                 let number = serde_json::from_str::<Number>(&text).map_err(de::Error::custom)?;
-                self.out.extend_from_slice(number.to_string().as_bytes());
+                self.display(number);
                 return Ok(());
             }
             let repeated = match &many {
@@ -291,7 +411,10 @@ impl<'de> Visitor<'de> for Compact<'_> {
             }
             self.out.push(if members == 0 { b'{' } else { b',' });
             members += 1;
-            self.string(&key);
+            match &key {
+                Cow::Borrowed(plain) => self.plain_string(plain),
+                Cow::Owned(escaped) => self.string(escaped),
+            }
             self.out.push(b':');
             if let Some(seen) = &mut many {
                 seen.insert(key);
@@ -502,6 +625,17 @@ mod tests {
         let raw = deserialize_compact(&mut deserializer)?;
         deserializer.end()?;
         Ok(raw.get().to_owned())
+    }
+
+    #[test]
+    fn property_names_are_read_in_order_without_a_tree() {
+        let text = r#"{"type":"object","properties":{"b":{"type":"string"},"a":{"properties":{"x":1}},"1.5e3":2.50}}"#;
+        assert_eq!(property_names(text), ["b", "a", "1.5e3"]);
+        assert!(property_names(r#"{"properties":"nope"}"#).is_empty());
+        assert!(property_names(r#"{"properties":[{"a":1}]}"#).is_empty());
+        assert!(property_names(r#"{"properties":12345678901234567890123}"#).is_empty());
+        assert!(property_names("[1]").is_empty());
+        assert!(property_names(r#"{"type":"object"}"#).is_empty());
     }
 
     #[test]

@@ -165,6 +165,22 @@ impl Tool {
 
     /// Sets one member of `_meta`, which is made when there is none.
     pub fn set_meta(&mut self, key: &str, value: Value) {
+        // A key `_meta` does not have yet goes last, as it would in the object: written into
+        // the text without reading the rest (a tool's `_meta` can be large).
+        let name = Value::from(key).to_string();
+        let appended = match &self.meta {
+            None => Some(format!("{{{name}:{value}}}")),
+            Some(meta) if !meta.as_str().contains(&format!("{name}:")) => {
+                let members = &meta.as_str()[1..meta.as_str().len() - 1];
+                let comma = if members.is_empty() { "" } else { "," };
+                Some(format!("{{{members}{comma}{name}:{value}}}"))
+            }
+            Some(_) => None,
+        };
+        if let Some(meta) = appended.and_then(|text| Json::from_text(text).ok()) {
+            self.meta = Some(meta);
+            return;
+        }
         let mut meta = self.meta_object();
         meta.insert(key.to_owned(), value);
         self.meta = Some(Json::from(Value::Object(meta)));
@@ -190,15 +206,10 @@ impl Tool {
         self.input_schema.as_ref().map(Json::to_value)
     }
 
-    /// The names of the top-level parameters in the input schema, in schema order.
+    /// The names of the top-level parameters in the input schema, in schema order. Read from
+    /// the schema's text without building it.
     pub fn parameter_names(&self) -> Vec<String> {
-        match self.input_schema_value() {
-            Some(Value::Object(mut schema)) => match schema.shift_remove("properties") {
-                Some(Value::Object(properties)) => properties.into_iter().map(|(name, _)| name).collect(),
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        }
+        self.input_schema.as_ref().map(|schema| crate::json::property_names(schema.as_str())).unwrap_or_default()
     }
 }
 
@@ -446,6 +457,23 @@ mod tests {
         let consumer = serde_json::to_value(enhanced.to_consumer_tool()).unwrap();
         assert_eq!(consumer["_meta"][PROVENANCE_KEY]["originalName"], "gt_usr");
         assert_eq!(consumer["name"], "get_user");
+    }
+
+    #[test]
+    fn a_meta_member_is_set_as_an_object_would_set_it() {
+        let mut tool = Tool::new("t");
+        tool.set_meta("k", json!(1));
+        assert_eq!(tool.meta.as_ref().unwrap().as_str(), r#"{"k":1}"#);
+        for (before, after) in [
+            (json!({}), r#"{"k":[2]}"#),
+            (json!({"a": {"k": 0}, "b": "k"}), r#"{"a":{"k":0},"b":"k","k":[2]}"#),
+            (json!({"k": 0, "z": 1}), r#"{"k":[2],"z":1}"#),
+            (json!({"a\"k": 0}), r#"{"a\"k":0,"k":[2]}"#),
+        ] {
+            tool.meta = Some(Json::from(before.clone()));
+            tool.set_meta("k", json!([2]));
+            assert_eq!(tool.meta.as_ref().unwrap().as_str(), after, "{before}");
+        }
     }
 
     #[test]
