@@ -26,7 +26,7 @@ fn text(n: usize) -> &'static str {
     &MANIFESTS.iter().find(|(size, _)| *size == n).expect("a prepared size").1
 }
 
-static MEDIATOR: LazyLock<Mediator> = LazyLock::new(|| {
+static OVERRIDES: LazyLock<OverrideSet> = LazyLock::new(|| {
     let overrides = OverrideFile::parse(
         r#"{"source": "bench", "tools": {"gt_usr_3": {"name": "get_user", "description": "Retrieve a user."}, "get_me_0": {"hidden": true}}}"#,
         std::path::Path::new("bench.json"),
@@ -34,8 +34,16 @@ static MEDIATOR: LazyLock<Mediator> = LazyLock::new(|| {
     .expect("a valid override file");
     let mut set = OverrideSet::new();
     set.add(overrides, "bench.json".into());
-    Mediator::builder().transformer(OverrideTransformer::new(set)).transformer(RuleTransformer::new()).build()
+    set
 });
+
+static RULES: LazyLock<RuleTransformer> = LazyLock::new(RuleTransformer::new);
+
+/// A mediator that has seen nothing yet, as a run of the CLI has: one made per iteration, since
+/// a mediator remembers the schemas it found valid.
+fn fresh_mediator() -> Mediator {
+    Mediator::builder().transformer(OverrideTransformer::new(OVERRIDES.clone())).transformer(RULES.clone()).build()
+}
 
 /// What any tool must do to a manifest: parse it and write it back.
 #[divan::bench(args = SIZES)]
@@ -51,10 +59,9 @@ fn serde_round_trip(bencher: Bencher, n: usize) {
 #[divan::bench(args = SIZES)]
 fn enhance(bencher: Bencher, n: usize) {
     let input = text(n);
-    let mediator = &*MEDIATOR;
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let context = ToolContext::new("bench", SourceType::Api);
-    bencher.bench(|| {
+    bencher.with_inputs(fresh_mediator).bench_local_values(|mediator| {
         let document: ManifestIn = serde_json::from_str(divan::black_box(input)).unwrap();
         let enhanced = runtime.block_on(mediator.enhance(document.tools, &context));
         let tools: Vec<Tool> = enhanced.into_iter().filter(|t| !t.hidden).map(|t| t.into_consumer_tool()).collect();

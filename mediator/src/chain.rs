@@ -37,6 +37,7 @@ pub struct Mediator {
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
+    known_valid: schema::KnownValid,
 }
 
 /// Builds a [`Mediator`]; register transformers in any order.
@@ -85,6 +86,7 @@ impl MediatorBuilder {
             names: self.names,
             acceptance: self.acceptance,
             min_confidence: self.min_confidence,
+            known_valid: schema::KnownValid::default(),
         }
     }
 }
@@ -242,7 +244,7 @@ impl Mediator {
             tools.into_iter().zip(candidates).map(|(tool, candidates)| self.settle(tool, candidates)).collect();
         self.enforce_names(&mut enhanced, &mut events);
         for tool in &mut enhanced {
-            enforce_schema(tool, &mut events);
+            enforce_schema(tool, &mut events, &self.known_valid);
         }
         Enhancement { tools: enhanced, events }
     }
@@ -277,7 +279,7 @@ impl Mediator {
         }
         if let Some(schema) = &mut answer.patch.input_schema {
             keep_untouched_schema_keywords(original, schema);
-            if let Some(reason) = broken_schema(original, schema) {
+            if let Some(reason) = broken_schema(original, schema, &self.known_valid) {
                 return Err(refuse(reason));
             }
         }
@@ -402,15 +404,13 @@ fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> Stri
 }
 
 /// An answer may not replace a schema with an invalid one; it may leave the source's as it was.
-fn broken_schema(original: &Tool, proposed: &Option<Json>) -> Option<String> {
+fn broken_schema(original: &Tool, proposed: &Option<Json>, known: &schema::KnownValid) -> Option<String> {
     if *proposed == original.input_schema {
         return None;
     }
     match proposed {
         None => Some("it removed the input schema".into()),
-        Some(schema) => {
-            schema::check(&schema.to_value()).err().map(|error| format!("its input schema is invalid: {error}"))
-        }
+        Some(schema) => known.check(schema).err().map(|error| format!("its input schema is invalid: {error}")),
     }
 }
 
@@ -443,9 +443,11 @@ fn keep_untouched_schema_keywords(original: &Tool, proposed: &mut Option<Json>) 
 
 /// The last guard: a schema that is missing or invalid here is repaired (see
 /// [`schema::make_valid`]).
-fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>) {
+fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>, known: &schema::KnownValid) {
+    if tool.tool.input_schema.as_ref().is_some_and(|schema| known.check(schema).is_ok()) {
+        return;
+    }
     let repairs = match tool.tool.input_schema_value() {
-        Some(schema) if schema::is_valid(&schema) => return,
         None => {
             tool.tool.input_schema = Some(Json::from(schema::empty_object()));
             vec![Repair { pointer: String::new(), what: "added the empty object schema".into() }]

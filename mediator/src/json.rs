@@ -19,7 +19,7 @@ use serde_json::{Map, Number, Value};
 
 /// The key serde_json (with `arbitrary_precision`) hands a number's text under, as a one-entry
 /// map, when a visitor asks for any value. A test below fails if serde_json ever changes it.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A JSON value held as its compact text: how a tool keeps what the mediator mostly passes
 /// through (schemas, annotations, `_meta`, fields it does not know).

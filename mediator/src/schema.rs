@@ -1,7 +1,14 @@
 //! Input schemas: checking that one is valid JSON Schema with an object root, and repairing the
 //! non-standard shapes real manifests publish (`dict`, `float`, `tuple`, `HashMap`, ...).
 
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize as _;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
+
+use crate::json::Json;
 
 /// Why a schema cannot leave the mediator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,6 +38,37 @@ pub fn check(schema: &Value) -> Result<(), SchemaError> {
 
 pub fn is_valid(schema: &Value) -> bool {
     check(schema).is_ok()
+}
+
+/// Schemas found valid, remembered by a keyed hash of their text. A list taken in again (a
+/// server's relisting, the same manifest) is mostly the same schemas, and checking one means
+/// reading it into a tree. Bounded: past [`KnownValid::MAX`] it starts over.
+#[derive(Default)]
+pub(crate) struct KnownValid {
+    keys: std::hash::RandomState,
+    seen: std::sync::Mutex<std::collections::HashSet<u64>>,
+}
+
+impl KnownValid {
+    const MAX: usize = 16_384;
+
+    /// [`check`], answered from memory for a schema found valid before.
+    pub(crate) fn check(&self, schema: &Json) -> Result<(), SchemaError> {
+        use std::hash::BuildHasher as _;
+
+        let key = self.keys.hash_one(schema.as_str());
+        let seen = || self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen().contains(&key) {
+            return Ok(());
+        }
+        check(&schema.to_value())?;
+        let mut seen = seen();
+        if seen.len() >= Self::MAX {
+            seen.clear();
+        }
+        seen.insert(key);
+        Ok(())
+    }
 }
 
 /// A `$schema` we have no meta-schema for would need a network fetch; we check those as 2020-12.
@@ -89,49 +127,209 @@ pub fn repair(schema: &mut Value) -> Vec<Repair> {
 
 /// Whether [`repair`] would change `schema`, without changing it. A property test keeps the
 /// two in step.
-pub fn needs_repair(schema: &Value) -> bool {
-    let Some(root) = schema.as_object() else { return true };
-    root.get("type") != Some(&Value::String("object".into()))
-        || !root.get("properties").is_some_and(Value::is_object)
-        || node_needs_repair(schema)
+pub fn needs_repair(schema: &Json) -> bool {
+    // Read from the text without building it: the rules ask this of every tool.
+    let mut deserializer = serde_json::Deserializer::from_str(schema.as_str());
+    deserializer.disable_recursion_limit();
+    Node { root: true }.deserialize(&mut deserializer).is_ok_and(|repair| repair)
 }
 
-fn node_needs_repair(node: &Value) -> bool {
-    let Some(object) = node.as_object() else { return false };
-    if let Some(declared) = object.get("type") {
-        let standard = |name: &Value| {
-            name.as_str().is_some_and(|name| matches!(standard_type(name), Some(Some(standard)) if standard == name))
-        };
-        let ok = match declared {
-            Value::String(_) => standard(declared),
-            Value::Array(names) => {
-                names.iter().all(standard)
-                    && !names.is_empty()
-                    && names.iter().enumerate().all(|(i, name)| !names[..i].contains(name))
+/// Whether a schema node needs repair (a node that is not an object does not, but for the root).
+struct Node {
+    root: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Node {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Node {
+    type Value = bool;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a schema")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<bool, A::Error> {
+        let (mut repair, mut object_type, mut properties) = (false, false, false);
+        let mut first = true;
+        while let Some(key) = members.next_key::<Cow<'de, str>>()? {
+            if std::mem::take(&mut first) && key == crate::json::NUMBER_TOKEN {
+                members.next_value::<IgnoredAny>()?;
+                return Ok(self.root);
             }
-            _ => false,
-        };
-        if !ok {
-            return true;
+            match key.as_ref() {
+                "type" => {
+                    let declared = members.next_value::<Value>()?;
+                    object_type = declared == "object";
+                    repair |= !is_standard_type(&declared);
+                }
+                "required" => repair |= members.next_value_seed(Children { list: true, each: None })?.is_none(),
+                key if SCHEMA_MAPS.contains(&key) => {
+                    let children =
+                        members.next_value_seed(Children { list: false, each: Some(Node { root: false }) })?;
+                    properties |= key == "properties" && children.is_some();
+                    repair |= children == Some(true);
+                }
+                key if SCHEMA_LISTS.contains(&key) => {
+                    let children =
+                        members.next_value_seed(Children { list: true, each: Some(Node { root: false }) })?;
+                    repair |= children == Some(true);
+                }
+                key if SCHEMA_SINGLES.contains(&key) => repair |= members.next_value_seed(Node { root: false })?,
+                _ => {
+                    members.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(repair || (self.root && !(object_type && properties)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<bool, A::Error> {
+        while items.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(self.root)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(self.root)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(self.root)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(self.root)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(self.root)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(self.root)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(self.root)
+    }
+}
+
+/// The members of an object (`list: false`) or the items of an array (`list: true`), each
+/// asked whether it needs repair (`each`), or only read past: `None` when the value is not of
+/// that kind, else whether any needs repair.
+struct Children {
+    list: bool,
+    each: Option<Node>,
+}
+
+impl Children {
+    fn ask<'de, D: Deserializer<'de>>(&self, child: D) -> Result<bool, D::Error> {
+        match &self.each {
+            Some(node) => Node { root: node.root }.deserialize(child),
+            None => IgnoredAny::deserialize(child).map(|_| false),
         }
     }
-    if object.get("required").is_some_and(|required| !required.is_array()) {
-        return true;
+}
+
+impl<'de> DeserializeSeed<'de> for Children {
+    type Value = Option<bool>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<bool>, D::Error> {
+        deserializer.deserialize_any(self)
     }
-    if let Some(Value::Object(properties)) = object.get("properties")
-        && properties.values().any(|property| property.get("required").is_some_and(|flag| !flag.is_array()))
-    {
-        return true;
+}
+
+impl<'de> Visitor<'de> for Children {
+    type Value = Option<bool>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("schemas")
     }
-    object.iter().any(|(key, child)| {
-        if SCHEMA_MAPS.contains(&key.as_str()) {
-            child.as_object().is_some_and(|children| children.values().any(node_needs_repair))
-        } else if SCHEMA_LISTS.contains(&key.as_str()) {
-            child.as_array().is_some_and(|children| children.iter().any(node_needs_repair))
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Option<bool>, A::Error> {
+        let mut any = false;
+        let mut first = true;
+        while let Some(key) = members.next_key::<Cow<'de, str>>()? {
+            if std::mem::take(&mut first) && key == crate::json::NUMBER_TOKEN {
+                members.next_value::<IgnoredAny>()?;
+                return Ok(None);
+            }
+            if self.list {
+                members.next_value::<IgnoredAny>()?;
+            } else {
+                any |= members.next_value_seed(Child(&self))?;
+            }
+        }
+        Ok((!self.list).then_some(any))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Option<bool>, A::Error> {
+        let mut any = false;
+        if self.list {
+            while let Some(repair) = items.next_element_seed(Child(&self))? {
+                any |= repair;
+            }
         } else {
-            SCHEMA_SINGLES.contains(&key.as_str()) && node_needs_repair(child)
+            while items.next_element::<IgnoredAny>()?.is_some() {}
         }
-    })
+        Ok(self.list.then_some(any))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Option<bool>, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Option<bool>, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Option<bool>, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Option<bool>, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Option<bool>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Option<bool>, E> {
+        Ok(None)
+    }
+}
+
+/// One member or item of [`Children`].
+struct Child<'a>(&'a Children);
+
+impl<'de> DeserializeSeed<'de> for Child<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        self.0.ask(deserializer)
+    }
+}
+
+/// A `type` that names standard types only: one, or several without repeats.
+fn is_standard_type(declared: &Value) -> bool {
+    let standard = |name: &Value| {
+        name.as_str().is_some_and(|name| matches!(standard_type(name), Some(Some(standard)) if standard == name))
+    };
+    match declared {
+        Value::String(_) => standard(declared),
+        Value::Array(names) => {
+            names.iter().all(standard)
+                && !names.is_empty()
+                && names.iter().enumerate().all(|(i, name)| !names[..i].contains(name))
+        }
+        _ => false,
+    }
 }
 
 /// How many invalid keywords [`make_valid`] drops before it gives the schema up.

@@ -1,4 +1,6 @@
-//! The benchmarks' tools: the real github-mcp-server tools, numbered so names stay unique.
+//! The benchmarks' tools: the real github-mcp-server tools, numbered so names stay unique, and
+//! each schema marked with its number (a `$comment`) so no two are the same text: a real list
+//! does not repeat its schemas, and the chain remembers schemas it found valid.
 
 use serde_json::{Value, json};
 use tool_mediator::Tool;
@@ -11,6 +13,10 @@ pub fn tools(n: usize) -> Vec<Tool> {
         .map(|i| {
             let mut tool = real[i % real.len()].clone();
             tool.name = format!("{}_{i}", tool.name);
+            if let Some(Value::Object(mut schema)) = tool.input_schema_value() {
+                schema.insert("$comment".into(), Value::from(format!("copy {i}")));
+                tool.input_schema = Some(Value::Object(schema).into());
+            }
             tool
         })
         .collect()
@@ -25,10 +31,11 @@ pub fn manifest(n: usize) -> String {
     let tools: Vec<Value> = (0..n)
         .map(|i| {
             if i % 4 == 3 {
-                json!({"name": format!("gt_usr_{i}"), "description": "gets user", "inputSchema": {"type": "dict", "properties": {"uid": {"type": "int"}}}})
+                json!({"name": format!("gt_usr_{i}"), "description": "gets user", "inputSchema": {"type": "dict", "properties": {"uid": {"type": "int"}}, "$comment": format!("copy {i}")}})
             } else {
                 let mut tool = real[i % real.len()].clone();
                 tool["name"] = Value::from(format!("{}_{i}", tool["name"].as_str().unwrap()));
+                tool["inputSchema"]["$comment"] = Value::from(format!("copy {i}"));
                 tool
             }
         })

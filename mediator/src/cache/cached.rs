@@ -5,10 +5,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::Cache;
+use crate::json::Json;
 use crate::tool::{Tool, ToolContext};
 use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
 
@@ -148,22 +152,171 @@ fn hash_tool(hash: &mut Sha256, tool: &Tool) {
     for text in [&tool.title, &tool.description] {
         hash_value(hash, &text.as_ref().map_or(Value::Null, |text| Value::String(text.clone())));
     }
-    for schema in [&tool.input_schema, &tool.output_schema] {
-        match schema {
-            Some(schema) => hash_value(hash, &schema.to_value()),
+    for json in [&tool.input_schema, &tool.output_schema, &tool.annotations, &tool.meta] {
+        match json {
+            Some(json) => hash_json(hash, json),
             None => hash.update([0xFF]),
         }
     }
-    match &tool.annotations {
-        Some(annotations) => hash_value(hash, &annotations.to_value()),
-        None => hash.update([0xFF]),
+    // The unknown fields hash as the object they came in.
+    hash.update([5]);
+    hash.update((tool.extra.len() as u64).to_be_bytes());
+    let mut extra: Vec<&(String, Json)> = tool.extra.iter().collect();
+    extra.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (key, value) in extra {
+        hash_bytes(hash, key.as_bytes());
+        hash_json(hash, value);
     }
-    match &tool.meta {
-        Some(_) => hash_object(hash, &tool.meta_object()),
-        None => hash.update([0xFF]),
+}
+
+/// [`hash_value`] of a value held as text, read without building it: what is hashed is
+/// written out in one buffer (each object's members then put in key order in place) and hashed
+/// at once.
+fn hash_json(hash: &mut Sha256, json: &Json) {
+    let mut stream = Vec::with_capacity(json.as_str().len() + 64);
+    let mut scratch = Scratch::default();
+    let mut deserializer = serde_json::Deserializer::from_str(json.as_str());
+    deserializer.disable_recursion_limit();
+    match (HashStream { out: &mut stream, scratch: &mut scratch }).deserialize(&mut deserializer) {
+        Ok(()) => hash.update(&stream),
+        Err(_) => hash_value(hash, &json.to_value()),
     }
-    let extra: Map<String, Value> = tool.extra.iter().map(|(key, value)| (key.clone(), value.to_value())).collect();
-    hash_object(hash, &extra);
+}
+
+/// Where each member of the objects being written lies in the stream, and room to reorder them.
+#[derive(Default)]
+struct Scratch {
+    members: Vec<Member>,
+    reordered: Vec<u8>,
+}
+
+/// A member in the stream: its key's bytes at `start + 8..key_end`, the whole up to `end`.
+struct Member {
+    start: usize,
+    key_end: usize,
+    end: usize,
+}
+
+/// Writes what [`hash_value`] feeds the hash for the value it reads.
+struct HashStream<'a> {
+    out: &'a mut Vec<u8>,
+    scratch: &'a mut Scratch,
+}
+
+impl HashStream<'_> {
+    fn bytes(&mut self, tag: u8, bytes: &[u8]) {
+        self.out.push(tag);
+        self.out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+        self.out.extend_from_slice(bytes);
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for HashStream<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for HashStream<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.out.push(0);
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, flag: bool) -> Result<(), E> {
+        self.out.extend_from_slice(&[1, u8::from(flag)]);
+        Ok(())
+    }
+
+    fn visit_i64<E>(mut self, value: i64) -> Result<(), E> {
+        self.bytes(2, value.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_u64<E>(mut self, value: u64) -> Result<(), E> {
+        self.bytes(2, value.to_string().as_bytes());
+        Ok(())
+    }
+
+    fn visit_f64<E>(mut self, value: f64) -> Result<(), E> {
+        match serde_json::Number::from_f64(value) {
+            Some(number) => self.bytes(2, number.to_string().as_bytes()),
+            None => self.out.push(0),
+        }
+        Ok(())
+    }
+
+    fn visit_str<E>(mut self, text: &str) -> Result<(), E> {
+        self.bytes(3, text.as_bytes());
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        self.out.push(4);
+        let count_at = self.out.len();
+        self.out.extend_from_slice(&[0; 8]);
+        let mut count = 0u64;
+        while items.next_element_seed(HashStream { out: &mut *self.out, scratch: &mut *self.scratch })?.is_some() {
+            count += 1;
+        }
+        self.out[count_at..count_at + 8].copy_from_slice(&count.to_be_bytes());
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut entries: A) -> Result<(), A::Error> {
+        let Some(first) = entries.next_key::<Cow<'de, str>>()? else {
+            self.out.push(5);
+            self.out.extend_from_slice(&0u64.to_be_bytes());
+            return Ok(());
+        };
+        if first == crate::json::NUMBER_TOKEN {
+            // A number, its text as written (see `json`).
+            let text: Cow<'de, str> = entries.next_value()?;
+            let number = serde_json::from_str::<serde_json::Number>(&text).map_err(de::Error::custom)?;
+            self.bytes(2, number.to_string().as_bytes());
+            return Ok(());
+        }
+        self.out.push(5);
+        let count_at = self.out.len();
+        self.out.extend_from_slice(&[0; 8]);
+        let base = self.scratch.members.len();
+        let mut key = Some(first);
+        while let Some(name) = key {
+            let start = self.out.len();
+            self.out.extend_from_slice(&(name.len() as u64).to_be_bytes());
+            self.out.extend_from_slice(name.as_bytes());
+            let key_end = self.out.len();
+            entries.next_value_seed(HashStream { out: &mut *self.out, scratch: &mut *self.scratch })?;
+            self.scratch.members.push(Member { start, key_end, end: self.out.len() });
+            key = entries.next_key::<Cow<'de, str>>()?;
+        }
+        let count = (self.scratch.members.len() - base) as u64;
+        self.out[count_at..count_at + 8].copy_from_slice(&count.to_be_bytes());
+        // The members in key order, written back over themselves.
+        let out = &mut *self.out;
+        let key = |member: &Member| &out[member.start + 8..member.key_end];
+        let members = &mut self.scratch.members[base..];
+        if !members.is_sorted_by(|a, b| key(a) <= key(b)) {
+            members.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+            let reordered = &mut self.scratch.reordered;
+            reordered.clear();
+            for member in members.iter() {
+                reordered.extend_from_slice(&out[member.start..member.end]);
+            }
+            let region = count_at + 8;
+            out[region..region + reordered.len()].copy_from_slice(reordered);
+        }
+        self.scratch.members.truncate(base);
+        Ok(())
+    }
 }
 
 /// Hashes JSON with object keys in sorted order; every value is tagged and every string
@@ -263,6 +416,39 @@ mod tests {
                 "answers map back to their tools"
             );
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn text_hashes_as_its_value_does(value in json_value()) {
+            let of_value = {
+                let mut hash = Sha256::new();
+                hash_value(&mut hash, &value);
+                hash.finalize().to_vec()
+            };
+            let mut hash = Sha256::new();
+            hash_json(&mut hash, &Json::from_value(&value));
+            proptest::prop_assert_eq!(hash.finalize().to_vec(), of_value);
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let number = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| format!("{n}{n}")),
+            (any::<i32>(), 0u32..1_000_000, -400i32..400).prop_map(|(i, f, e)| format!("{i}.{f}e{e:+}")),
+        ]
+        .prop_map(|text| serde_json::from_str::<Value>(&text).unwrap());
+        let leaf =
+            prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number, ".*".prop_map(Value::String)];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(".{0,3}", inner, 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().rev().collect())),
+            ]
+        })
     }
 
     #[test]

@@ -91,16 +91,17 @@ impl RuleTransformer {
             confidence = confidence.min(INFERRED_DESCRIPTION);
         }
 
-        let input_schema = match tool.input_schema_value() {
+        let input_schema = match &tool.input_schema {
             None => {
                 inferred.push("inputSchema".to_owned());
                 confidence = confidence.min(INFERRED_SCHEMA);
                 Some(describe::infer_schema(&gist.expanded_words).unwrap_or_else(schema::empty_object))
             }
-            Some(mut input_schema) if schema::needs_repair(&input_schema) => {
-                schema::repair(&mut input_schema);
+            Some(input_schema) if schema::needs_repair(input_schema) => {
+                let mut repaired = input_schema.to_value();
+                schema::repair(&mut repaired);
                 confidence = confidence.min(REPAIRED_SCHEMA);
-                Some(input_schema)
+                Some(repaired)
             }
             Some(_) => None,
         };
