@@ -63,6 +63,9 @@ fn readme_example_enhances_the_seed_page() {
 
 #[test]
 fn real_manifests_keep_every_tool_and_every_untouched_field() {
+    // What changed, tool by tool, in a golden a reviewer can read; a manifest nothing changed
+    // in comes out as the file it is.
+    let mut changes = String::new();
     for name in
         ["everything.json", "fetch.json", "filesystem.json", "git.json", "github.json", "memory.json", "time.json"]
     {
@@ -73,17 +76,51 @@ fn real_manifests_keep_every_tool_and_every_untouched_field() {
         let document = json_out(&output);
         let (before, after) = (input["tools"].as_array().unwrap(), document["tools"].as_array().unwrap());
         assert_eq!(before.len(), after.len(), "{name}: a tool was lost or invented");
+        let mut changed = Vec::new();
         for (old, new) in before.iter().zip(after) {
             assert!(schema::is_valid(&new["inputSchema"]), "{name}: {} has an invalid schema", new["name"]);
             for field in ["title", "annotations", "outputSchema", "execution", "icons", "_source_file"] {
                 assert_eq!(old.get(field), new.get(field), "{name}: `{field}` of {} changed", old["name"]);
             }
-            if new.get("_meta").and_then(|m| m.get(PROVENANCE_KEY)).is_none() {
-                assert_eq!(old, new, "{name}: a tool without provenance changed");
+            let provenance = new.get("_meta").and_then(|meta| meta.get(PROVENANCE_KEY));
+            match provenance {
+                None => assert_eq!(old, new, "{name}: a tool without provenance changed"),
+                Some(provenance) => changed.push(change_of(old, new, provenance)),
             }
         }
-        assert_golden(&name.replace(".json", ".enhanced.json"), &stdout(&output));
+        let tools = if before.len() == 1 { "tool" } else { "tools" };
+        changes.push_str(&format!("{name}: {} {tools}, {} changed\n", before.len(), changed.len()));
+        for line in &changed {
+            changes.push_str(&format!("  {line}\n"));
+        }
+        if changed.is_empty() {
+            // The whole file as it went in, written as serde_json writes it (which for six of
+            // the seven is the file, with a final newline; github.json spells `\u2014` as `—`).
+            let rendered = serde_json::to_string_pretty(&input).unwrap() + "\n";
+            assert!(stdout(&output) == rendered, "{name}: nothing changed, yet the file came out otherwise");
+        }
     }
+    assert_golden("real-manifests.changes.txt", &changes);
+}
+
+/// `original -> name [category]: the fields that differ`.
+fn change_of(old: &Value, new: &Value, provenance: &Value) -> String {
+    let (old, new) = (old.as_object().unwrap(), new.as_object().unwrap());
+    let mut fields: Vec<&str> = old
+        .keys()
+        .chain(new.keys())
+        .filter(|key| *key != "_meta" && old.get(*key) != new.get(*key))
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    fields.dedup();
+    format!(
+        "{} -> {} [{}]: {}",
+        old["name"].as_str().unwrap_or_default(),
+        new["name"].as_str().unwrap_or_default(),
+        provenance["category"].as_str().unwrap_or("no category"),
+        if fields.is_empty() { "none".to_owned() } else { fields.join(", ") }
+    )
 }
 
 #[test]

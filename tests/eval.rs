@@ -35,7 +35,7 @@ fn percent(part: usize, whole: usize) -> f64 {
 /// expand that abbreviation, and to the right words? Names alone, no context.
 #[test]
 fn abbreviation_expansion_on_scanl() {
-    let Some(dir) = eval_dir() else { return };
+    let dir = eval_dir();
     let rows = lines(&dir.join("abbrev_pairs_scanl.jsonl"));
     let rules = RuleTransformer::new();
     let (mut made, mut correct) = (0, 0);
@@ -70,7 +70,7 @@ const RECALL_FLOOR: f64 = 25.0;
 /// Loyola oracle: does splitting give exactly the oracle's words?
 #[test]
 fn identifier_splitting_on_loyola_oracle() {
-    let Some(dir) = eval_dir() else { return };
+    let dir = eval_dir();
     let text = std::fs::read_to_string(dir.join("idsplit_ludiso.tsv")).unwrap();
     let rules = RuleTransformer::new();
     let (mut total, mut exact) = (0, 0);
@@ -100,7 +100,7 @@ const SPLIT_FLOOR: f64 = 79.0;
 /// Tools are enhanced per server, as a real manifest would be.
 #[test]
 fn well_named_tools_come_out_unchanged() {
-    let Some(dir) = eval_dir() else { return };
+    let dir = eval_dir();
     let rows = lines(&dir.join("mcp_tools_wellnamed.jsonl"));
     let mut by_server: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for row in &rows {
@@ -132,7 +132,7 @@ fn well_named_tools_come_out_unchanged() {
 /// 1,512 BFCL functions with non-standard types: every schema out of the chain is valid.
 #[test]
 fn bfcl_schemas_come_out_valid() {
-    let Some(dir) = eval_dir() else { return };
+    let dir = eval_dir();
     let rows = lines(&dir.join("bfcl_nonlive_functions.jsonl"));
     let tools: Vec<Tool> = rows
         .iter()
@@ -165,7 +165,7 @@ fn bfcl_schemas_come_out_valid() {
 /// 6,031 real MCP tool names: how many would the rules rename? Prints a sample to review.
 #[test]
 fn toolsdk_names_harm_survey() {
-    let Some(dir) = eval_dir() else { return };
+    let dir = eval_dir();
     let rows = lines(&dir.join("mcp_tool_names_toolsdk.jsonl"));
     let mut by_package: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for row in &rows {

@@ -75,18 +75,20 @@ pub fn run_with(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &s
     child.wait_with_output().expect("the binary finishes")
 }
 
-/// The evaluation data set (`shared/eval/dev`), or `None` when it is not beside the checkout.
-/// CI always has it: there a missing directory fails the test.
-pub fn eval_dir() -> Option<PathBuf> {
+/// The evaluation data set: `shared/eval/dev` beside the checkout, or `TOOL_MEDIATOR_EVAL_DIR`.
+/// A test that needs it and cannot find it fails, saying where it looked: a test that did not
+/// run never shows as passed.
+pub fn eval_dir() -> PathBuf {
     let dir = std::env::var_os("TOOL_MEDIATOR_EVAL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("../shared/eval/dev"));
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(std::env::var_os("CI").is_none(), "the evaluation data is missing at {}", dir.display());
-    eprintln!("skipping: no evaluation data at {}", dir.display());
-    None
+    assert!(
+        dir.is_dir(),
+        "the evaluation data is missing at {}: it sits beside the checkout (../shared/eval), or set \
+         TOOL_MEDIATOR_EVAL_DIR",
+        dir.display()
+    );
+    dir
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -103,16 +105,15 @@ pub struct Peers {
     tools: PathBuf,
 }
 
-/// The installed peers, or `None` (the test skips) when they are not installed. CI installs
-/// them: there a missing peer fails the test.
-pub fn peers() -> Option<Peers> {
+/// The installed peers. A test that needs them fails when they are not installed, saying how
+/// to install them: a test that did not run never shows as passed.
+pub fn peers() -> Peers {
     let tools = root().join(".tools");
-    if tools.join("installed").is_file() {
-        return Some(Peers { tools });
-    }
-    assert!(std::env::var_os("CI").is_none(), "the MCP peers are not installed; run tests/peers/install");
-    eprintln!("skipping: the MCP peers are not installed (run tests/peers/install)");
-    None
+    assert!(
+        tools.join("installed").is_file(),
+        "the MCP peers are not installed: run tests/peers/install (it puts them in .tools/)"
+    );
+    Peers { tools }
 }
 
 impl Peers {

@@ -25,7 +25,7 @@ fn names(list: &Value) -> Vec<String> {
 
 #[test]
 fn the_inspector_lists_enhanced_tools_and_hidden_ones_are_gone() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let files = tempfile::tempdir().unwrap();
     std::fs::write(files.path().join("note.txt"), "through the proxy\n").unwrap();
     let server = peers.bin("mcp-server-filesystem").display().to_string();
@@ -57,7 +57,7 @@ fn the_inspector_lists_enhanced_tools_and_hidden_ones_are_gone() {
 
 #[test]
 fn renamed_tools_reach_the_server_under_their_own_names_and_hidden_ones_are_unknown() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let server = peers.bin("mcp-server-time").display().to_string();
     let target = proxy(&["--overrides", "tests/fixtures/proxy-overrides", "--no-disclosure", &server]);
 
@@ -80,7 +80,7 @@ fn renamed_tools_reach_the_server_under_their_own_names_and_hidden_ones_are_unkn
 
 #[test]
 fn a_category_tool_expands_and_the_python_client_hears_of_it() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let server = peers.bin("mcp-server-git").display().to_string();
     let repository = root().display().to_string();
     let target = proxy(&["--disclosure", "2", &server, "--repository", &repository]);
@@ -100,7 +100,7 @@ fn a_category_tool_expands_and_the_python_client_hears_of_it() {
 
 #[test]
 fn requests_from_the_server_reach_the_client_and_come_back() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let server = peers.bin("mcp-server-everything").display().to_string();
     let outcome = peers.python_client("server-requests", &[], &strs(&proxy(&["--no-disclosure", &server])));
     assert!(outcome["roots"].as_str().unwrap().contains("file:///tmp/proxy-roots"), "{outcome}");
@@ -109,7 +109,7 @@ fn requests_from_the_server_reach_the_client_and_come_back() {
 
 #[test]
 fn a_thousand_sequential_and_a_hundred_concurrent_calls_each_get_their_own_answer() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let server = peers.bin("mcp-server-everything").display().to_string();
     let outcome = peers.python_client("load", &["1000", "100"], &strs(&proxy(&["--no-disclosure", &server])));
     assert_eq!(outcome["calls"], json!(1100));
@@ -118,7 +118,7 @@ fn a_thousand_sequential_and_a_hundred_concurrent_calls_each_get_their_own_answe
 
 #[test]
 fn a_stateless_client_discovers_the_server_through_the_proxy() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let server = peers.bin("mcp-server-time").display().to_string();
     let outcome = peers.python_client("modern", &[], &strs(&proxy(&["--disclosure", "2", &server])));
     // The SDK's default client probes server/discover; mcp-server-time answers it, so the
@@ -208,7 +208,7 @@ impl Raw {
 
 #[test]
 fn a_server_that_crashes_mid_call_answers_the_call_and_ends_the_proxy() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let faults = root().join("tests/peers/faults.py").display().to_string();
     let python = peers.bin("python").display().to_string();
     let server = peers.bin("mcp-server-time").display().to_string();
@@ -228,7 +228,7 @@ fn a_server_that_crashes_mid_call_answers_the_call_and_ends_the_proxy() {
 
 #[test]
 fn garbage_lines_are_logged_answered_where_an_id_shows_and_never_passed_on() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let faults = root().join("tests/peers/faults.py").display().to_string();
     let python = peers.bin("python").display().to_string();
     let server = peers.bin("mcp-server-time").display().to_string();
@@ -258,7 +258,7 @@ fn garbage_lines_are_logged_answered_where_an_id_shows_and_never_passed_on() {
 
 #[test]
 fn closing_stdin_ends_a_server_that_ignores_it_and_sigterm() {
-    let Some(peers) = peers() else { return };
+    let peers = peers();
     let pid_file = tempfile::NamedTempFile::new().unwrap();
     let stubborn = format!(
         "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nopen({:?}, 'w').write(str(os.getpid()))\nwhile True: time.sleep(1)",
