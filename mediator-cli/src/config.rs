@@ -5,13 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use tool_mediator::cache::{Cache, CachedTransformer, SledStore};
-use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider, Task};
-use tool_mediator::remote::{self, RemoteState};
-use tool_mediator::{
-    Dictionary, Mediator, MediatorConfig, NameRules, OverrideSet, OverrideTransformer, RuleTransformer, SourceType,
-    ToolContext,
-};
+use tool_mediator::llm::{LlmTransformer, Provider, Task};
+use tool_mediator::{ChainOptions, Mediator, MediatorConfig, NameRules, SourceType, ToolContext, Transformers};
 
 use crate::cli::{CacheArgs, ChainArgs, ClientProfileArg, ConfigArgs, LlmArg, SourceTypeArg};
 use crate::manifest::{Dialect, Origin};
@@ -104,23 +99,6 @@ pub fn apply_cache_flags(config: &mut MediatorConfig, cache: &CacheArgs) {
     }
 }
 
-/// The cache directory in use.
-pub fn cache_dir(config: &MediatorConfig) -> Option<PathBuf> {
-    config.cache_dir.clone().or_else(|| dirs::cache_dir().map(|dir| dir.join("tool-mediator")))
-}
-
-/// Opens the cache, or goes on without it with a warning that says which directory and why.
-pub fn open_cache(config: &MediatorConfig, ttl: std::time::Duration) -> Option<Arc<Cache>> {
-    let dir = cache_dir(config)?;
-    match SledStore::open(&dir) {
-        Ok(store) => Some(Arc::new(Cache::new(store, ttl))),
-        Err(error) => {
-            tracing::warn!("{error}");
-            None
-        }
-    }
-}
-
 fn provider_of(arg: LlmArg) -> Provider {
     match arg {
         LlmArg::Anthropic => Provider::Anthropic,
@@ -129,77 +107,45 @@ fn provider_of(arg: LlmArg) -> Provider {
     }
 }
 
-/// The transformer chain and where tools come from.
-pub struct Chain {
+/// What a command's tools go through and where they come from: the transformers the settings
+/// and flags name, built by the library ([`MediatorConfig::build`]), and a progress display.
+pub struct Setup {
     source: Option<String>,
     source_type: SourceType,
-    overrides: Option<OverrideSet>,
-    rules: Option<RuleTransformer>,
-    llm: Option<Arc<LlmTransformer>>,
-    cache: Option<Arc<Cache>>,
+    transformers: Transformers,
     names: Option<NameRules>,
     progress: indicatif::ProgressBar,
 }
 
-impl Chain {
-    /// The chain a command asks for; `task` is what the language model is asked to do.
-    pub async fn from_args(args: &ChainArgs, task: Task) -> Result<Chain> {
+impl Setup {
+    /// The setup a command asks for; `task` is what the language model is asked to do.
+    pub async fn from_args(args: &ChainArgs, task: Task) -> Result<Setup> {
         let (config, _) = effective(args)?;
-        let ttl = args.cache.ttl.unwrap_or_else(|| config.ttl());
-        let wants_cache = !args.cache.no_cache && (config.llm_provider.is_some() || config.overrides_url.is_some());
-        let cache = if wants_cache { open_cache(&config, ttl) } else { None };
-
-        let mut overrides = OverrideSet::new();
-        for dir in &config.override_dirs {
-            overrides.load_dir(dir)?;
-        }
-        if let Some(url) = &config.overrides_url {
-            let fetched = remote::fetch(url, cache.as_deref(), &remote::http_client()).await;
-            if let Some(warning) = &fetched.warning {
-                tracing::warn!("{warning}");
-            }
-            if fetched.state != RemoteState::Unavailable {
-                // Local directories refine the community's collection.
-                let mut merged = OverrideSet::new();
-                for file in fetched.files {
-                    merged.add(file, PathBuf::from(url));
-                }
-                for dir in &config.override_dirs {
-                    merged.load_dir(dir)?;
-                }
-                overrides = merged;
-            }
-        }
-        let overrides = (!overrides.is_empty()).then_some(overrides);
-
-        let rules =
-            if args.no_rules { None } else { Some(RuleTransformer::with_dictionary(dictionary(&args.dictionaries)?)) };
         // Drawn on stderr, and only when stderr is a terminal.
         let progress = indicatif::ProgressBar::new_spinner();
-        let llm = match config.llm_provider {
-            None => None,
-            // Configured but not asked for, with no key: a warning, not a failed run.
-            Some(provider) if args.llm.is_none() && needs_key(&config, provider, args) => {
-                tracing::warn!("{}; going on without the language model", missing_key(&config, provider));
-                None
-            }
-            Some(provider) => {
-                let bar = progress.clone();
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template("{spinner} asking {msg}: {pos} tools answered")
-                        .expect("a valid template"),
-                );
-                bar.set_message(provider.to_string());
-                Some(Arc::new(llm(&config, provider, args)?.task(task).on_progress(move |tools| bar.inc(tools as u64))))
-            }
+        if let Some(provider) = config.llm_provider {
+            progress.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} asking {msg}: {pos} tools answered")
+                    .expect("a valid template"),
+            );
+            progress.set_message(provider.to_string());
+        }
+        let bar = progress.clone();
+        let options = ChainOptions {
+            rules: !args.no_rules,
+            dictionaries: args.dictionaries.clone(),
+            prompts: args.prompts.clone(),
+            task,
+            dry_run: args.dry_run,
+            llm_required: args.llm.is_some(),
+            cache: !args.cache.no_cache,
+            ttl: args.cache.ttl,
+            on_progress: Some(Arc::new(move |tools| bar.inc(tools as u64))),
         };
-        Ok(Chain {
+        Ok(Setup {
             source: args.source.clone(),
             source_type: source_type(args.source_type),
-            overrides,
-            rules,
-            llm,
-            cache,
+            transformers: config.build(&options).await?,
             names: args.client_profile.map(name_rules),
             progress,
         })
@@ -209,27 +155,13 @@ impl Chain {
     /// dialect's consumers accept.
     pub fn mediator(&self, min_confidence: f64, dialect: Dialect) -> Mediator {
         let names = self.names.unwrap_or(if dialect == Dialect::Mcp { NameRules::MCP } else { NameRules::STRICT });
-        let mut builder = Mediator::builder().name_rules(names).min_confidence(min_confidence);
-        if let Some(overrides) = &self.overrides {
-            builder = builder.transformer(OverrideTransformer::new(overrides.clone()));
-        }
-        if let Some(rules) = &self.rules {
-            builder = builder.transformer(rules.clone());
-        }
-        match (&self.llm, &self.cache) {
-            (Some(llm), Some(cache)) => {
-                builder = builder.transformer(CachedTransformer::new(llm.clone(), cache.clone()))
-            }
-            (Some(llm), None) => builder = builder.transformer(llm.clone()),
-            (None, _) => {}
-        }
-        builder.build()
+        self.transformers.mediator(names, min_confidence)
     }
 
     /// Ends the progress display; the LLM transformer, for its usage figures.
     pub fn finish(&self) -> Option<&LlmTransformer> {
         self.progress.finish_and_clear();
-        self.llm.as_deref()
+        self.transformers.llm()
     }
 
     /// The context for a manifest: `--source`, else the file's name without extension.
@@ -237,48 +169,6 @@ impl Chain {
         let source = self.source.clone().unwrap_or_else(|| origin.default_source());
         ToolContext::new(source, self.source_type)
     }
-}
-
-fn llm(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> Result<LlmTransformer> {
-    if needs_key(config, provider, args) {
-        bail!("{}", missing_key(config, provider));
-    }
-    let key = config.api_key();
-    let model = config.model.clone().unwrap_or_else(|| provider.default_model().to_owned());
-    let client = LlmClient::new(provider, model, config.llm_url.clone(), key)
-        .with_max_response_bytes(config.llm_max_response_bytes);
-    let prompts = match &args.prompts {
-        Some(dir) => Prompts::from_dir(dir)?,
-        None => Prompts::default(),
-    };
-    Ok(LlmTransformer::new(client, prompts).deadline(config.llm_deadline()).dry_run(args.dry_run))
-}
-
-fn needs_key(config: &MediatorConfig, provider: Provider, args: &ChainArgs) -> bool {
-    config.api_key().is_none() && provider != Provider::OpenAiCompatible && !args.dry_run
-}
-
-fn missing_key(config: &MediatorConfig, provider: Provider) -> String {
-    let variable = config.api_key_env.as_deref().filter(|name| is_variable_name(name)).or(provider.key_variable());
-    format!(
-        "no API key for {provider}: set {}, or `api_key_env` / `api_key` in the configuration",
-        variable.unwrap_or("the key variable")
-    )
-}
-
-/// Whether `name` looks like an environment variable's name (and not like a pasted key).
-pub fn is_variable_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
-/// The built-in dictionary extended by the given files.
-pub fn dictionary(files: &[PathBuf]) -> Result<Dictionary> {
-    let mut dictionary = Dictionary::built_in();
-    for file in files {
-        dictionary.merge_file(file).context("cannot use the dictionary")?;
-    }
-    Ok(dictionary)
 }
 
 pub fn name_rules(profile: ClientProfileArg) -> NameRules {

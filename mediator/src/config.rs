@@ -1,11 +1,22 @@
-//! The mediator's settings, as a configuration file holds them (the seed's `MediatorConfig`).
+//! The mediator's settings, as a configuration file holds them (the seed's `MediatorConfig`),
+//! and the one way a front door turns them into a chain ([`MediatorConfig::build`]) and a
+//! session policy ([`MediatorConfig::session_policy`]).
 
+#[cfg(test)]
+use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::Provider;
+use crate::cache::{Cache, CachedTransformer, SledStore};
+use crate::chain::Mediator;
+use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
+use crate::naming::NameRules;
+use crate::overrides::{OverrideError, OverrideSet, OverrideTransformer, remote};
+use crate::rules::{Dictionary, DictionaryError, RuleTransformer};
+use crate::session::SessionPolicy;
 
 /// Settings for a mediator. Every field is optional in a file; command-line flags win over it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,5 +99,274 @@ impl MediatorConfig {
             masked.api_key = Some("********".into());
         }
         masked
+    }
+}
+
+impl MediatorConfig {
+    /// The cache directory in use: `cache_dir`, else the platform cache directory's
+    /// `tool-mediator`.
+    pub fn cache_directory(&self) -> Option<PathBuf> {
+        self.cache_dir.clone().or_else(|| dirs::cache_dir().map(|dir| dir.join("tool-mediator")))
+    }
+
+    /// The session policy of a mediating front door (a proxy, a gateway): categories of at
+    /// least `grouping_threshold` tools folded, provenance shown, pages of 100.
+    pub fn session_policy(&self) -> SessionPolicy {
+        SessionPolicy::mediated(self.grouping_threshold)
+    }
+
+    /// Loads and checks everything these settings name: override directories (refining the
+    /// remote collection, when one is set and can be had), the rules and their dictionaries, the
+    /// language model with its key, the cache. A chain is then made per output with
+    /// [`Transformers::mediator`]. What cannot be had is an error; what may be gone without (a
+    /// cache that cannot be opened, a remote collection that cannot be fetched, a model set in
+    /// the file but not asked for and without a key) is a warning.
+    pub async fn build(&self, options: &ChainOptions) -> Result<Transformers, BuildError> {
+        let ttl = options.ttl.unwrap_or_else(|| self.ttl());
+        let wants_cache = options.cache && (self.llm_provider.is_some() || self.overrides_url.is_some());
+        let cache = if wants_cache { self.open_cache(ttl) } else { None };
+
+        let mut overrides = OverrideSet::new();
+        for dir in &self.override_dirs {
+            overrides.load_dir(dir)?;
+        }
+        if let Some(url) = &self.overrides_url {
+            let fetched = remote::fetch(url, cache.as_deref(), &remote::http_client()).await;
+            if let Some(warning) = &fetched.warning {
+                tracing::warn!("{warning}");
+            }
+            if fetched.state != remote::RemoteState::Unavailable {
+                // Local directories refine the community's collection.
+                let mut merged = OverrideSet::new();
+                for file in fetched.files {
+                    merged.add(file, PathBuf::from(url));
+                }
+                for dir in &self.override_dirs {
+                    merged.load_dir(dir)?;
+                }
+                overrides = merged;
+            }
+        }
+        let overrides = (!overrides.is_empty()).then_some(overrides);
+
+        let rules = match options.rules {
+            true => Some(RuleTransformer::with_dictionary(dictionary(&options.dictionaries)?)),
+            false => None,
+        };
+        let llm = match self.llm_provider {
+            None => None,
+            // Set in the file but not asked for, with no key: a warning, not a failed run.
+            Some(provider) if !options.llm_required && self.needs_key(provider, options) => {
+                tracing::warn!("{}; going on without the language model", self.missing_key(provider));
+                None
+            }
+            Some(provider) => Some(Arc::new(self.llm(provider, options)?)),
+        };
+        Ok(Transformers { overrides, rules, llm, cache })
+    }
+
+    /// Opens the cache, or goes on without it with a warning that says which directory and why.
+    pub fn open_cache(&self, ttl: Duration) -> Option<Arc<Cache>> {
+        let dir = self.cache_directory()?;
+        match SledStore::open(&dir) {
+            Ok(store) => Some(Arc::new(Cache::new(store, ttl))),
+            Err(error) => {
+                tracing::warn!("{error}");
+                None
+            }
+        }
+    }
+
+    fn llm(&self, provider: Provider, options: &ChainOptions) -> Result<LlmTransformer, BuildError> {
+        if self.needs_key(provider, options) {
+            return Err(BuildError::MissingKey(self.missing_key(provider)));
+        }
+        let model = self.model.clone().unwrap_or_else(|| provider.default_model().to_owned());
+        let client = LlmClient::new(provider, model, self.llm_url.clone(), self.api_key())
+            .with_max_response_bytes(self.llm_max_response_bytes);
+        let prompts = match &options.prompts {
+            Some(dir) => Prompts::from_dir(dir)?,
+            None => Prompts::default(),
+        };
+        let mut llm = LlmTransformer::new(client, prompts)
+            .deadline(self.llm_deadline())
+            .dry_run(options.dry_run)
+            .task(options.task);
+        if let Some(progress) = options.on_progress.clone() {
+            llm = llm.on_progress(move |tools| progress(tools));
+        }
+        Ok(llm)
+    }
+
+    fn needs_key(&self, provider: Provider, options: &ChainOptions) -> bool {
+        self.api_key().is_none() && provider != Provider::OpenAiCompatible && !options.dry_run
+    }
+
+    fn missing_key(&self, provider: Provider) -> String {
+        let variable = self.api_key_env.as_deref().filter(|name| is_variable_name(name)).or(provider.key_variable());
+        format!(
+            "no API key for {provider}: set {}, or `api_key_env` / `api_key` in the configuration",
+            variable.unwrap_or("the key variable")
+        )
+    }
+}
+
+/// Whether `name` looks like an environment variable's name (and not like a pasted key).
+pub fn is_variable_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The built-in dictionary extended by the given files.
+pub fn dictionary(files: &[PathBuf]) -> Result<Dictionary, BuildError> {
+    let mut dictionary = Dictionary::built_in();
+    for file in files {
+        dictionary.merge_file(file).map_err(BuildError::Dictionary)?;
+    }
+    Ok(dictionary)
+}
+
+/// What a front door asks of the chain beyond the settings.
+#[derive(Clone)]
+pub struct ChainOptions {
+    /// The rule-based transformer (on unless turned off).
+    pub rules: bool,
+    /// Dictionary files extending the built-in one, in order.
+    pub dictionaries: Vec<PathBuf>,
+    /// A directory of prompt templates overriding the built-in ones.
+    pub prompts: Option<PathBuf>,
+    /// What the language model is asked to do.
+    pub task: Task,
+    /// Ask the language model nothing; show what would be asked.
+    pub dry_run: bool,
+    /// The language model was asked for by name (`--llm`): a missing key is an error, not a
+    /// warning.
+    pub llm_required: bool,
+    /// The cache may be used (for the language model's answers and the remote collection).
+    pub cache: bool,
+    /// How long cached answers are used, when not the settings' `cache_ttl_hours`.
+    pub ttl: Option<Duration>,
+    /// Told how many tools the language model has answered, as it goes.
+    pub on_progress: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+}
+
+impl Default for ChainOptions {
+    fn default() -> Self {
+        ChainOptions {
+            rules: true,
+            dictionaries: Vec::new(),
+            prompts: None,
+            task: Task::Enhance,
+            dry_run: false,
+            llm_required: false,
+            cache: true,
+            ttl: None,
+            on_progress: None,
+        }
+    }
+}
+
+/// The transformers some settings name, loaded and checked: the parts every chain made from
+/// them shares (an override set, the rules, one language model client and its cache).
+pub struct Transformers {
+    overrides: Option<OverrideSet>,
+    rules: Option<RuleTransformer>,
+    llm: Option<Arc<LlmTransformer>>,
+    cache: Option<Arc<Cache>>,
+}
+
+impl Transformers {
+    /// A chain of these transformers (the language model's answers cached when there is a
+    /// cache) whose output names follow `names`.
+    pub fn mediator(&self, names: NameRules, min_confidence: f64) -> Mediator {
+        let mut builder = Mediator::builder().name_rules(names).min_confidence(min_confidence);
+        if let Some(overrides) = &self.overrides {
+            builder = builder.transformer(OverrideTransformer::new(overrides.clone()));
+        }
+        if let Some(rules) = &self.rules {
+            builder = builder.transformer(rules.clone());
+        }
+        match (&self.llm, &self.cache) {
+            (Some(llm), Some(cache)) => {
+                builder = builder.transformer(CachedTransformer::new(llm.clone(), cache.clone()))
+            }
+            (Some(llm), None) => builder = builder.transformer(llm.clone()),
+            (None, _) => {}
+        }
+        builder.build()
+    }
+
+    /// The language model transformer, for its usage figures.
+    pub fn llm(&self) -> Option<&LlmTransformer> {
+        self.llm.as_deref()
+    }
+}
+
+/// Why settings could not be turned into a chain.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Overrides(#[from] OverrideError),
+    #[error("cannot use the dictionary: {0}")]
+    Dictionary(DictionaryError),
+    #[error(transparent)]
+    Prompts(#[from] PromptError),
+    #[error("{0}")]
+    MissingKey(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::SourceType;
+    use crate::tool::{Tool, ToolContext};
+
+    fn settings(overrides: &Path) -> MediatorConfig {
+        MediatorConfig { override_dirs: vec![overrides.to_owned()], ..MediatorConfig::default() }
+    }
+
+    #[tokio::test]
+    async fn settings_build_the_chain_every_front_door_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("s.json"),
+            r#"{"source": "s", "tools": {"gt_usr": {"name": "get_user", "description": "Gets a user."}}}"#,
+        )
+        .unwrap();
+        let transformers = settings(dir.path()).build(&ChainOptions::default()).await.unwrap();
+        let mediator = transformers.mediator(NameRules::MCP, 0.0);
+        let names: Vec<&str> = mediator.transformers().map(|transformer| transformer.name()).collect();
+        assert_eq!(names, ["overrides", "rules"]);
+        let tools = mediator.enhance(vec![Tool::new("gt_usr")], &ToolContext::new("s", SourceType::Api)).await;
+        assert_eq!(tools[0].name(), "get_user");
+
+        let options = ChainOptions { rules: false, ..ChainOptions::default() };
+        let bare = MediatorConfig::default().build(&options).await.unwrap().mediator(NameRules::MCP, 0.0);
+        assert_eq!(bare.transformers().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_model_without_a_key_is_an_error_only_when_asked_for() {
+        let config = MediatorConfig {
+            llm_provider: Some(Provider::Anthropic),
+            api_key_env: Some("TOOL_MEDIATOR_TEST_NO_SUCH_KEY".into()),
+            ..MediatorConfig::default()
+        };
+        let options = ChainOptions { cache: false, ..ChainOptions::default() };
+        let transformers = config.build(&options).await.unwrap();
+        assert!(transformers.llm().is_none(), "set in the file but not asked for: gone without");
+        let asked = ChainOptions { llm_required: true, ..options };
+        let error = config.build(&asked).await.err().expect("asked for, without a key");
+        assert!(error.to_string().contains("TOOL_MEDIATOR_TEST_NO_SUCH_KEY"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn what_cannot_be_read_is_named() {
+        let missing = Path::new("/nonexistent/tool-mediator/overrides");
+        let error = settings(missing).build(&ChainOptions::default()).await.err().expect("no such directory");
+        assert!(error.to_string().contains("/nonexistent/tool-mediator/overrides"), "{error}");
+        let options = ChainOptions { dictionaries: vec!["/nonexistent/words.json".into()], ..ChainOptions::default() };
+        let error = MediatorConfig::default().build(&options).await.err().expect("no such dictionary");
+        assert!(error.to_string().starts_with("cannot use the dictionary"), "{error}");
     }
 }

@@ -12,7 +12,7 @@ use crate::output;
 pub fn run(action: &CacheCommand, cache: &CacheArgs, config_args: &ConfigArgs) -> Result<ExitCode> {
     let (mut settings, _) = config::load(config_args)?;
     config::apply_cache_flags(&mut settings, cache);
-    let Some(dir) = config::cache_dir(&settings) else {
+    let Some(dir) = settings.cache_directory() else {
         bail!("no cache directory: give --cache-dir");
     };
     let store = SledStore::open(&dir)?;

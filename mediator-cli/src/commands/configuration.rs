@@ -11,7 +11,7 @@ use crate::output;
 pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
     let (mut effective, file) = config::load(args)?;
     if effective.cache_dir.is_none() {
-        effective.cache_dir = config::cache_dir(&effective);
+        effective.cache_dir = effective.cache_directory();
     }
     let source = match &file {
         Some(path) => format!("# read from {}\n", path.display()),
@@ -22,7 +22,7 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
         None => "# no API key is set\n",
     };
     let mut shown = effective.masked();
-    if shown.api_key_env.as_deref().is_some_and(|name| !config::is_variable_name(name)) {
+    if shown.api_key_env.as_deref().is_some_and(|name| !tool_mediator::is_variable_name(name)) {
         shown.api_key_env = Some("******** (not a variable name; is this a key?)".into());
     }
     output::print(&format!("{source}{key}{}", toml::to_string_pretty(&shown)?))?;

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Tool};
 
 use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
-use crate::config::Chain;
+use crate::config::Setup;
 use crate::manifest::{self, Dialect, Manifest, Origin};
 use crate::output;
 use tool_mediator::llm::Task;
@@ -24,7 +24,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     if args.in_place && origins.contains(&Origin::Stdin) {
         bail!("--in-place cannot rewrite standard input");
     }
-    let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
+    let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
     // Everything is read and checked before anything is written.
     let limit = args.input.max_input_size;
     let mut manifests = origins.into_iter().map(|origin| manifest::read(origin, limit)).collect::<Result<Vec<_>>>()?;
@@ -40,8 +40,8 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     let mut diffs = Vec::new();
     for (position, manifest) in manifests.iter_mut().enumerate() {
         let dialect = args.to.map(Dialect::from).unwrap_or(manifest.dialect);
-        let mediator = chain.mediator(args.min_confidence, dialect);
-        let context = chain.context(&manifest.origin);
+        let mediator = setup.mediator(args.min_confidence, dialect);
+        let context = setup.context(&manifest.origin);
         // The text to compare with is written before the tools go into the chain, which takes
         // them without a copy.
         let before = compare.then(|| manifest.original_text());
@@ -76,7 +76,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         }
     }
 
-    if let Some(llm) = chain.finish() {
+    if let Some(llm) = setup.finish() {
         report_llm(llm, args.report);
     }
     if let Some(writing) = writing {
@@ -250,10 +250,10 @@ pub async fn enhance_one(
     if origins.len() != 1 {
         bail!("{} inputs: this command reads one manifest", origins.len());
     }
-    let chain = Chain::from_args(chain_args, task).await?;
+    let setup = Setup::from_args(chain_args, task).await?;
     let mut manifest = manifest::read(origins.into_iter().next().expect("one input"), input.max_input_size)?;
-    let context = chain.context(&manifest.origin);
-    let enhanced = chain.mediator(0.0, manifest.dialect).enhance(std::mem::take(&mut manifest.tools), &context).await;
+    let context = setup.context(&manifest.origin);
+    let enhanced = setup.mediator(0.0, manifest.dialect).enhance(std::mem::take(&mut manifest.tools), &context).await;
     Ok((manifest, enhanced))
 }
 

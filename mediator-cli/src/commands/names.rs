@@ -7,11 +7,10 @@ use anyhow::{Context as _, Result};
 use tool_mediator::RuleTransformer;
 
 use crate::cli::NamesArgs;
-use crate::config;
 use crate::output;
 
 pub fn run(args: NamesArgs) -> Result<ExitCode> {
-    let rules = RuleTransformer::with_dictionary(config::dictionary(&args.dictionaries)?);
+    let rules = RuleTransformer::with_dictionary(tool_mediator::dictionary(&args.dictionaries)?);
     let mut out = String::new();
     let mut emit = |name: &str| -> Result<()> {
         out.push_str(&serde_json::to_string(&rules.read_name(name))?);

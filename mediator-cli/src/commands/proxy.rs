@@ -9,17 +9,19 @@ use tool_mediator::proxy::{self, Ending, ProxyOptions};
 use tool_mediator::session::SessionPolicy;
 
 use crate::cli::ProxyArgs;
-use crate::config::{self, Chain};
+use crate::config::{self, Setup};
 use crate::manifest::Dialect;
 
 pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
-    let (settings, _) = config::effective(&args.chain)?;
-    let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
-    let mediator = Arc::new(chain.mediator(0.0, Dialect::Mcp));
-    let threshold = args.disclosure.map_or(settings.grouping_threshold, |n| n as usize);
+    let (mut settings, _) = config::effective(&args.chain)?;
+    let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
+    if let Some(threshold) = args.disclosure {
+        settings.grouping_threshold = usize::try_from(threshold).unwrap_or(usize::MAX);
+    }
     let policy = SessionPolicy {
-        disclosure: (!args.no_disclosure).then_some(threshold.max(2)),
-        ..SessionPolicy::mediated(threshold)
+        disclosure: (!args.no_disclosure).then_some(settings.grouping_threshold.max(2)),
+        ..settings.session_policy()
     };
     let options = ProxyOptions {
         source: args.chain.source.clone(),
@@ -32,7 +34,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     let mut server = tokio::process::Command::new(program);
     server.args(rest);
     let ending = proxy::run_until_gone(options, server, proxy::stdio()).await?;
-    chain.finish();
+    setup.finish();
     match ending {
         Ending::ClientClosed { server } => {
             tracing::info!("the client closed the connection; the MCP server exited ({server})");

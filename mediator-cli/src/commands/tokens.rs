@@ -11,16 +11,16 @@ use tool_mediator::llm::Task;
 use tool_mediator::session::{ListPage, Session, SessionPolicy};
 
 use crate::cli::TokensArgs;
-use crate::config::Chain;
+use crate::config::Setup;
 use crate::manifest::{self, Dialect};
 use crate::output;
 
 pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(std::slice::from_ref(&args.manifest))?;
     let manifest = manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
-    let chain = Chain::from_args(&args.chain, Task::Enhance).await?;
-    let mediator = Arc::new(chain.mediator(0.0, Dialect::Mcp));
-    let context = chain.context(&manifest.origin);
+    let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
+    let context = setup.context(&manifest.origin);
     let listing = |policy: SessionPolicy| {
         let session = Session::new(mediator.clone(), context.clone(), policy);
         let tools = manifest.tools.clone();
@@ -29,7 +29,7 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let plain =
         listing(SessionPolicy { page_size: None, disclosure: None, ..SessionPolicy::mediated(args.threshold) }).await?;
     let folded = listing(SessionPolicy { page_size: None, ..SessionPolicy::mediated(args.threshold) }).await?;
-    chain.finish();
+    setup.finish();
 
     let bpe = tiktoken_rs::o200k_base_singleton();
     let count = |text: &str| bpe.encode_ordinary(text).len();
