@@ -37,6 +37,7 @@ mod config;
 mod http;
 pub mod json;
 pub mod llm;
+pub mod manifest;
 mod naming;
 mod overrides;
 #[cfg(feature = "proxy")]

@@ -12,7 +12,7 @@ use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Tool};
 use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
 use crate::config::Setup;
 use crate::manifest::{self, Dialect, Manifest, Origin};
-use crate::output;
+use crate::output::{self, FileIdentity};
 use tool_mediator::llm::Task;
 
 pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
@@ -27,7 +27,12 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
     // Everything is read and checked before anything is written.
     let limit = args.input.max_input_size;
-    let mut manifests = origins.into_iter().map(|origin| manifest::read(origin, limit)).collect::<Result<Vec<_>>>()?;
+    let (mut manifests, identities): (Vec<Manifest>, Vec<_>) = origins
+        .into_iter()
+        .map(|origin| manifest::read(origin, limit))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     let targets = targets(&args, &manifests)?;
 
     let compare = args.check || args.diff;
@@ -39,7 +44,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     };
     let mut diffs = Vec::new();
     for (position, manifest) in manifests.iter_mut().enumerate() {
-        let dialect = args.to.map(Dialect::from).unwrap_or(manifest.dialect);
+        let dialect = args.to.map(manifest::dialect_of).unwrap_or(manifest.dialect);
         let mediator = setup.mediator(args.min_confidence, dialect);
         let context = setup.context(&manifest.origin);
         // The text to compare with is written before the tools go into the chain, which takes
@@ -62,7 +67,8 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
                 // A file rewritten where it was read from (by `--in-place`, or by `-o` naming the
                 // input itself) is left untouched, same bytes, inode and time, when `--check` would
                 // call it unchanged, and is not overwritten if another process changed it since.
-                let read_as = manifest.identity.filter(|_| args.in_place || is_input(manifest, path));
+                let identity = identities[position];
+                let read_as = identity.filter(|_| args.in_place || is_input(manifest, identity, path));
                 if read_as.is_some() && unchanged {
                     tracing::info!("{}: unchanged, not written", path.display());
                     continue;
@@ -101,11 +107,11 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
 
 /// Whether `path` names the file `manifest` was read from: the same file, or the same path
 /// once links are resolved (the file may have been replaced since).
-fn is_input(manifest: &Manifest, path: &Path) -> bool {
+fn is_input(manifest: &Manifest, identity: Option<FileIdentity>, path: &Path) -> bool {
     let Origin::File(input) = &manifest.origin else {
         return false;
     };
-    manifest.identity.is_some_and(|identity| identity.is_file_at(path))
+    identity.is_some_and(|identity| identity.is_file_at(path))
         || std::fs::canonicalize(input).is_ok_and(|input| std::fs::canonicalize(path).is_ok_and(|path| path == input))
 }
 
@@ -251,7 +257,7 @@ pub async fn enhance_one(
         bail!("{} inputs: this command reads one manifest", origins.len());
     }
     let setup = Setup::from_args(chain_args, task).await?;
-    let mut manifest = manifest::read(origins.into_iter().next().expect("one input"), input.max_input_size)?;
+    let (mut manifest, _) = manifest::read(origins.into_iter().next().expect("one input"), input.max_input_size)?;
     let context = setup.context(&manifest.origin);
     let enhanced = setup.mediator(0.0, manifest.dialect).enhance(std::mem::take(&mut manifest.tools), &context).await;
     Ok((manifest, enhanced))

@@ -38,7 +38,7 @@ fn lint(dir: &std::path::Path, profile: ClientProfileArg) -> Result<ExitCode> {
 /// would do: the spelled-out name, the description (inferred where the source has none), the
 /// category, and the repaired schema where the source's needed repair.
 fn scaffold(source: String, manifest_path: std::path::PathBuf, output: Option<std::path::PathBuf>) -> Result<ExitCode> {
-    let manifest = manifest::read(Origin::File(manifest_path), manifest::MAX_INPUT_SIZE)?;
+    let (manifest, _) = manifest::read(Origin::File(manifest_path), manifest::MAX_INPUT_SIZE)?;
     let rules = RuleTransformer::new();
     let mut answers: Vec<Option<tool_mediator::Answer>> = vec![None; manifest.tools.len()];
     for answer in rules.answers(&manifest.tools) {

@@ -17,7 +17,7 @@ use crate::output;
 
 pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(std::slice::from_ref(&args.manifest))?;
-    let manifest = manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
+    let (manifest, _) = manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
     let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
     let context = setup.context(&manifest.origin);
