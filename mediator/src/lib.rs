@@ -59,6 +59,6 @@ pub use overrides::{
     SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides, override_files,
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
-pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, filter};
+pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, consumer_tools, filter};
 pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

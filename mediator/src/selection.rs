@@ -1,13 +1,24 @@
-//! Choosing and grouping enhanced tools: [`filter`] and [`categorize`].
+//! What a consumer sees of enhanced tools ([`consumer_tools`]), and choosing and grouping them:
+//! [`filter`] and [`categorize`].
 
 use std::collections::BTreeMap;
 
 use regex::Regex;
 
-use crate::tool::EnhancedTool;
+use crate::tool::{EnhancedTool, Tool};
 
 /// The category of a tool that has none, in [`categorize`] and in category filters.
 pub const UNCATEGORIZED: &str = "uncategorized";
+
+/// The tools a consumer sees, each with its position among `tools`: hidden ones left out, each
+/// as [`EnhancedTool::for_consumer`] gives it.
+pub fn consumer_tools(tools: Vec<EnhancedTool>, provenance: bool) -> impl Iterator<Item = (usize, Tool)> {
+    tools
+        .into_iter()
+        .enumerate()
+        .filter(|(_, tool)| !tool.hidden)
+        .map(move |(index, tool)| (index, tool.for_consumer(provenance)))
+}
 
 /// Which tools to keep. Every criterion that is set must hold; the default keeps every tool
 /// that is not hidden.
@@ -36,7 +47,7 @@ impl FilterCriteria {
             return false;
         }
         if let Some(categories) = &self.categories {
-            let category = tool.category.as_deref().unwrap_or(UNCATEGORIZED);
+            let category = tool.category_name();
             if !categories.iter().any(|wanted| wanted == category) {
                 return false;
             }
@@ -64,7 +75,7 @@ pub fn filter(tools: Vec<EnhancedTool>, criteria: &FilterCriteria) -> Vec<Enhanc
 pub fn categorize(tools: &[EnhancedTool]) -> BTreeMap<String, Vec<&EnhancedTool>> {
     let mut categories: BTreeMap<String, Vec<&EnhancedTool>> = BTreeMap::new();
     for tool in tools {
-        let category = tool.category.as_deref().unwrap_or(UNCATEGORIZED);
+        let category = tool.category_name();
         match categories.get_mut(category) {
             Some(members) => members.push(tool),
             None => {

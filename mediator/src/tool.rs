@@ -327,6 +327,18 @@ impl EnhancedTool {
         &self.tool.name
     }
 
+    /// The tool's category, or [`crate::UNCATEGORIZED`] when it has none.
+    pub fn category_name(&self) -> &str {
+        self.category.as_deref().unwrap_or(crate::selection::UNCATEGORIZED)
+    }
+
+    /// The tool as a consumer receives it: with provenance under `_meta` when the mediator
+    /// changed what the consumer sees of it (see [`Changes`]) and `provenance` is asked for,
+    /// else as its source wrote it. The one rule every front door follows.
+    pub fn for_consumer(self, provenance: bool) -> Tool {
+        if provenance && self.changes.any() { self.into_consumer_tool() } else { self.tool }
+    }
+
     pub fn is_renamed(&self) -> bool {
         self.tool.name != self.original_name
     }

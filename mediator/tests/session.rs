@@ -176,3 +176,21 @@ async fn a_large_category_is_described_in_part_and_listed_whole() {
     let listed = all_pages(&session, &tools).await;
     assert_eq!(listed.iter().filter(|tool| tool.name.starts_with("get_widget_")).count(), 120);
 }
+
+#[tokio::test]
+async fn provenance_marks_what_the_mediator_changed_as_the_cli_does() {
+    // One rule for every front door (`EnhancedTool::for_consumer`): a tool the rules only
+    // categorized is listed as its source wrote it; one they renamed carries provenance.
+    let session = Session::new(rules(), context(), SessionPolicy { provenance: true, ..SessionPolicy::default() });
+    let mut tools = github();
+    tools.push(Tool::new("gt_usr").with_description("gets user"));
+    let answered = rules().enhance(tools.clone(), &context()).await;
+    let categorized = answered
+        .iter()
+        .position(|tool| tool.enhanced_by == "rules" && tool.category.is_some() && !tool.changes.any())
+        .expect("the rules categorize some well-made tool without changing it");
+    let listed = all_pages(&session, &tools).await;
+    assert_eq!(listed[categorized], tools[categorized], "categorized, not changed: as the source wrote it");
+    let renamed = listed.iter().find(|tool| tool.name == "get_user").expect("gt_usr spelled out");
+    assert_eq!(renamed.meta_object()[tool_mediator::PROVENANCE_KEY]["originalName"], "gt_usr");
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Tool};
+use tool_mediator::{ChainEvent, EnhancedTool, Enhancement};
 
 use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
 use crate::config::Setup;
@@ -59,7 +59,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         let unchanged =
             dialect == manifest.dialect && enhancement.tools.iter().all(|tool| !tool.hidden && !tool.changes.any());
         let provenance = dialect == Dialect::Mcp && !args.no_provenance;
-        let tools = visible_tools(enhancement.tools, provenance).into_iter();
+        let tools = tool_mediator::consumer_tools(enhancement.tools, provenance).collect::<Vec<_>>().into_iter();
         match (&mut writing, &targets, before) {
             (_, _, Some(before)) => diffs.push((before, manifest.text(tools, dialect))),
             (Some(writing), Some(paths), None) => {
@@ -149,20 +149,6 @@ fn targets(args: &EnhanceArgs, manifests: &[Manifest]) -> Result<Option<Vec<Path
         paths.push(output.join(name));
     }
     Ok(Some(paths))
-}
-
-/// The tools to write, with their input positions: hidden ones left out, provenance under
-/// `_meta` for the ones the mediator changed.
-pub fn visible_tools(enhanced: Vec<EnhancedTool>, provenance: bool) -> Vec<(usize, Tool)> {
-    enhanced
-        .into_iter()
-        .enumerate()
-        .filter(|(_, tool)| !tool.hidden)
-        .map(|(index, tool)| {
-            let written = if provenance && tool.changes.any() { tool.into_consumer_tool() } else { tool.tool };
-            (index, written)
-        })
-        .collect()
 }
 
 fn log_events(origin: &Origin, events: &[ChainEvent]) {

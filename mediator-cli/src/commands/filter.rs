@@ -4,10 +4,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use regex::Regex;
-use tool_mediator::{EnhancedTool, FilterCriteria};
+use tool_mediator::{FilterCriteria, Tool};
 
 use crate::cli::FilterArgs;
-use crate::commands::enhance::{enhance_one, visible_tools};
+use crate::commands::enhance::enhance_one;
 use crate::manifest;
 use crate::output;
 
@@ -26,22 +26,16 @@ pub async fn run(args: FilterArgs) -> Result<ExitCode> {
         include_hidden: args.include_hidden,
     };
     let (manifest, enhanced) = enhance_one(&args.input, &args.chain, tool_mediator::llm::Task::Enhance).await?;
-    let kept: Vec<EnhancedTool> = enhanced
+    // The criteria decide about hidden tools (`--include-hidden`); each kept tool is written as
+    // a consumer sees it, in its place.
+    let provenance = manifest.dialect == manifest::Dialect::Mcp;
+    let tools: Vec<(usize, Tool)> = enhanced
         .into_iter()
-        .map(|mut tool| {
-            // Hidden tools are dropped by the criteria unless asked for, not by visible_tools.
-            if criteria.include_hidden {
-                tool.hidden = false;
-            }
-            tool
-        })
+        .enumerate()
+        .filter(|(_, tool)| criteria.matches(tool))
+        .map(|(index, tool)| (index, tool.for_consumer(provenance)))
         .collect();
-    let positions: Vec<usize> = (0..kept.len()).filter(|&index| criteria.matches(&kept[index])).collect();
-    let chosen: Vec<EnhancedTool> = positions.iter().map(|&index| kept[index].clone()).collect();
-    let tools = visible_tools(chosen, manifest.dialect == manifest::Dialect::Mcp)
-        .into_iter()
-        .map(|(slot, tool)| (positions[slot], tool));
-    let text = manifest.text(tools, manifest.dialect);
+    let text = manifest.text(tools.into_iter(), manifest.dialect);
     match &args.output {
         Some(path) => output::write_atomically(&[(path.clone(), text)])?,
         None => output::print(&text)?,

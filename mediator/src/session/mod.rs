@@ -35,7 +35,7 @@ use tokio::sync::broadcast;
 use crate::chain::Mediator;
 use crate::json::Json;
 use crate::selection::UNCATEGORIZED;
-use crate::tool::{EnhancedTool, Tool, ToolContext, UNENHANCED};
+use crate::tool::{EnhancedTool, Tool, ToolContext};
 
 pub use disclosure::category_tool_name;
 pub use groups::{GroupConfig, GroupError, GroupHook, GroupInfo, Switch, switch_name};
@@ -701,11 +701,7 @@ impl Session {
     }
 
     fn as_listed(&self, state: &State, tool: &EnhancedTool) -> Tool {
-        let mut listed = if self.policy.provenance && tool.enhanced_by != UNENHANCED {
-            tool.to_consumer_tool()
-        } else {
-            tool.tool.clone()
-        };
+        let mut listed = tool.clone().for_consumer(self.policy.provenance);
         let filtered = self.filtered_enums(state, tool);
         if let (false, Some(mut schema)) = (filtered.is_empty(), listed.input_schema_value()) {
             for (parameter, allowed) in filtered {
@@ -741,7 +737,7 @@ fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
 }
 
 fn category_of(tool: &EnhancedTool) -> &str {
-    tool.category.as_deref().unwrap_or(UNCATEGORIZED)
+    tool.category_name()
 }
 
 const CURSOR_PREFIX: &str = "tm1.";
@@ -777,7 +773,7 @@ pub fn tool_middleware(
                 .await
                 .into_iter()
                 .filter(|tool| !tool.hidden)
-                .map(|tool| if tool.enhanced_by == UNENHANCED { tool.tool } else { tool.into_consumer_tool() })
+                .map(|tool| tool.for_consumer(true))
                 .collect()
         })
     }
