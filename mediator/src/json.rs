@@ -201,6 +201,16 @@ pub fn property_names(text: &str) -> Vec<String> {
     serde::Deserializer::deserialize_map(&mut deserializer, Root).unwrap_or_default()
 }
 
+/// Renames a member of `object` in place, keeping its position.
+pub(crate) fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) {
+    if object.contains_key(from) {
+        *object = std::mem::take(object)
+            .into_iter()
+            .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
+            .collect();
+    }
+}
+
 /// Parses JSON text into a value, refusing duplicate keys; errors carry line and column.
 pub fn from_str(text: &str) -> Result<Value, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -589,23 +599,7 @@ mod tests {
         assert!(from_str("{} x").is_err());
     }
 
-    fn json_value() -> impl Strategy<Value = Value> {
-        let number = prop_oneof![
-            any::<i64>().prop_map(|n| n.to_string()),
-            any::<u64>().prop_map(|n| format!("{n}{n}")),
-            (any::<i32>(), 0u32..1_000_000, -400i32..400).prop_map(|(i, f, e)| format!("{i}.{f}e{e:+}")),
-        ]
-        .prop_map(|text| serde_json::from_str::<Value>(&text).unwrap());
-        let leaf =
-            prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number, ".*".prop_map(Value::String)];
-        leaf.prop_recursive(4, 64, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::btree_map("[a-z]{0,3}", inner, 0..6)
-                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-            ]
-        })
-    }
+    use testing::json_value;
 
     #[test]
     fn json_is_held_as_compact_text_and_compared_as_json() {
@@ -663,7 +657,6 @@ mod tests {
         assert_eq!(compact(" [ ] ").unwrap(), "[]");
         assert_eq!(compact(r#"{"s": "\u00e9\n", "n": 1E400}"#).unwrap(), r#"{"s":"é\n","n":1e+400}"#);
     }
-
     proptest! {
         #[test]
         fn compact_text_is_what_serde_json_writes(value in json_value()) {
@@ -689,5 +682,31 @@ mod tests {
             let text = format!(r#"[{value}, {{"{key}": 1, "{key}": 2}}]"#);
             prop_assert!(from_str(&text).is_err());
         }
+    }
+}
+
+/// What property tests across the crate draw JSON from.
+#[cfg(test)]
+pub(crate) mod testing {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Any JSON value: numbers no double holds, any text, objects whose keys are not in order.
+    pub(crate) fn json_value() -> impl Strategy<Value = Value> {
+        let number = prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| format!("{n}{n}")),
+            (any::<i32>(), 0u32..1_000_000, -400i32..400).prop_map(|(i, f, e)| format!("{i}.{f}e{e:+}")),
+        ]
+        .prop_map(|text| serde_json::from_str::<Value>(&text).unwrap());
+        let leaf =
+            prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number, ".*".prop_map(Value::String)];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(".{0,3}", inner, 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().rev().collect())),
+            ]
+        })
     }
 }

@@ -545,7 +545,7 @@ fn write_tool(tool: &Tool, dialect: Dialect, layout: Option<&Layout>) -> Value {
             }
         }
         let schema_key = if dialect == Dialect::Anthropic { "input_schema" } else { "parameters" };
-        rename_key(&mut object, "inputSchema", schema_key);
+        crate::json::rename_key(&mut object, "inputSchema", schema_key);
     }
     if dialect != Dialect::OpenAiTool {
         if let Some(layout) = layout {
@@ -574,16 +574,6 @@ fn rename<'a>(mut members: Members<'a>, from: &str, to: &str) -> Members<'a> {
         }
     }
     members
-}
-
-/// Renames a key in place, keeping its position.
-fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) {
-    if object.contains_key(from) {
-        *object = std::mem::take(object)
-            .into_iter()
-            .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
-            .collect();
-    }
 }
 
 #[cfg(test)]

@@ -420,7 +420,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn text_hashes_as_its_value_does(value in json_value()) {
+        fn text_hashes_as_its_value_does(value in crate::json::testing::json_value()) {
             let of_value = {
                 let mut hash = Sha256::new();
                 hash_value(&mut hash, &value);
@@ -430,25 +430,6 @@ mod tests {
             hash_json(&mut hash, &Json::from_value(&value));
             proptest::prop_assert_eq!(hash.finalize().to_vec(), of_value);
         }
-    }
-
-    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
-        use proptest::prelude::*;
-        let number = prop_oneof![
-            any::<i64>().prop_map(|n| n.to_string()),
-            any::<u64>().prop_map(|n| format!("{n}{n}")),
-            (any::<i32>(), 0u32..1_000_000, -400i32..400).prop_map(|(i, f, e)| format!("{i}.{f}e{e:+}")),
-        ]
-        .prop_map(|text| serde_json::from_str::<Value>(&text).unwrap());
-        let leaf =
-            prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number, ".*".prop_map(Value::String)];
-        leaf.prop_recursive(4, 64, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::btree_map(".{0,3}", inner, 0..6)
-                    .prop_map(|entries| Value::Object(entries.into_iter().rev().collect())),
-            ]
-        })
     }
 
     #[test]

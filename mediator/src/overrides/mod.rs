@@ -7,7 +7,7 @@ pub mod remote;
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::json::Json;
 use crate::tool::{Tool, ToolContext};
@@ -117,7 +117,7 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
             let renamed = has_source && !has_exposed;
             let curated = has_exposed && !has_source && entry.input_schema.is_some();
             if renamed {
-                rename_key(properties, source_name, exposed);
+                crate::json::rename_key(properties, source_name, exposed);
                 if let Some(Value::Array(required)) = schema.as_mut().and_then(|s| s.get_mut("required")) {
                     for entry in required.iter_mut() {
                         if entry.as_str() == Some(source_name) {
@@ -143,15 +143,6 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
         tool.input_schema = Some(Json::from(schema));
     }
     (tool, aliases)
-}
-
-/// Renames a key in place, keeping its position.
-fn rename_key(map: &mut Map<String, Value>, from: &str, to: &str) {
-    let entries = std::mem::take(map);
-    *map = entries
-        .into_iter()
-        .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
-        .collect();
 }
 
 #[cfg(test)]
