@@ -240,9 +240,10 @@ impl Mediator {
             });
         }
 
-        let mut enhanced: Vec<EnhancedTool> =
-            tools.into_iter().zip(candidates).map(|(tool, candidates)| self.settle(tool, candidates)).collect();
-        self.enforce_names(&mut enhanced, &mut events);
+        // Each tool settled, with the place in the chain of the transformer whose answer it took.
+        let (mut enhanced, ranks): (Vec<EnhancedTool>, Vec<usize>) =
+            tools.into_iter().zip(candidates).map(|(tool, candidates)| self.settle(tool, candidates)).unzip();
+        self.enforce_names(&mut enhanced, &ranks, &mut events);
         for tool in &mut enhanced {
             enforce_schema(tool, &mut events, &self.known_valid);
         }
@@ -287,12 +288,12 @@ impl Mediator {
     }
 
     /// The accepted answer if there is one, else the most confident, else the tool as it came.
-    fn settle(&self, tool: Tool, candidates: Vec<Candidate>) -> EnhancedTool {
+    fn settle(&self, tool: Tool, candidates: Vec<Candidate>) -> (EnhancedTool, usize) {
         let chosen = candidates
             .into_iter()
             .reduce(|best, next| if next.answer.confidence > best.answer.confidence { next } else { best });
         let Some(Candidate { transformer, answer }) = chosen else {
-            return EnhancedTool::unchanged(tool);
+            return (EnhancedTool::unchanged(tool), usize::MAX);
         };
         let original_name = tool.name.clone();
         let original_description = match &answer.patch.description {
@@ -301,7 +302,7 @@ impl Mediator {
         };
         let mut tool = tool;
         let changes = answer.patch.apply(&mut tool);
-        EnhancedTool {
+        let enhanced = EnhancedTool {
             changes,
             original_name,
             original_description,
@@ -312,12 +313,13 @@ impl Mediator {
             argument_aliases: answer.argument_aliases,
             inferred: answer.inferred,
             hidden: answer.hidden,
-        }
+        };
+        (enhanced, transformer)
     }
 
     /// Every output name valid and unique: source names first (repaired if they must be),
     /// then renames in input order, each refused if it is invalid or taken.
-    fn enforce_names(&self, tools: &mut [EnhancedTool], events: &mut Vec<ChainEvent>) {
+    fn enforce_names(&self, tools: &mut [EnhancedTool], ranks: &[usize], events: &mut Vec<ChainEvent>) {
         // Valid source names first, each to its first holder, so a repaired or duplicate name
         // never takes a name a tool already has (`x`, `x`, `x_2`: the second `x` is `x_3`).
         let mut taken: HashSet<String> = HashSet::with_capacity(tools.len() * 2);
@@ -343,15 +345,9 @@ impl Mediator {
         let exposed = exposed.into_iter().map(|name| name.expect("every tool got a name above"));
         // Renames are granted in chain order (a curated override before a model), then by
         // confidence, then by position: a weaker answer cannot take a name a stronger one gives.
-        let rank = |tool: &EnhancedTool| {
-            self.chain.iter().position(|transformer| transformer.name() == tool.enhanced_by).unwrap_or(usize::MAX)
-        };
         let mut order: Vec<usize> = (0..tools.len()).collect();
         order.sort_by(|&a, &b| {
-            rank(&tools[a])
-                .cmp(&rank(&tools[b]))
-                .then(tools[b].confidence.total_cmp(&tools[a].confidence))
-                .then(a.cmp(&b))
+            ranks[a].cmp(&ranks[b]).then(tools[b].confidence.total_cmp(&tools[a].confidence)).then(a.cmp(&b))
         });
         let mut exposed: Vec<Option<String>> = exposed.map(Some).collect();
         for index in order {

@@ -39,7 +39,7 @@ pub mod json;
 pub mod llm;
 pub mod manifest;
 mod naming;
-mod overrides;
+pub mod overrides;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 mod rules;
@@ -53,12 +53,16 @@ pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use config::{BuildError, ChainOptions, MediatorConfig, Transformers, dictionary, is_variable_name};
 pub use json::Json;
 pub use naming::NameRules;
-pub use overrides::remote;
 pub use overrides::{
-    ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer,
-    SCHEMA as OVERRIDE_SCHEMA, ToolOverride, apply as apply_override, lint as lint_overrides, override_files,
+    ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer, ToolOverride,
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, consumer_tools, filter};
 pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
+
+/// Locks a mutex whose holder may have panicked: what it guards here stays usable (a list, a
+/// set, counters), and one failed task must not take the rest down with it.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

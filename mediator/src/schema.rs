@@ -57,7 +57,7 @@ impl KnownValid {
         use std::hash::BuildHasher as _;
 
         let key = self.keys.hash_one(schema.as_str());
-        let seen = || self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seen = || crate::lock(&self.seen);
         if seen().contains(&key) {
             return Ok(());
         }

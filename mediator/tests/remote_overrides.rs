@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_mediator::cache::{Cache, Clock, MemoryStore};
-use tool_mediator::remote::{MAX_COLLECTION_BYTES, RemoteState, fetch};
+use tool_mediator::overrides::remote::{MAX_COLLECTION_BYTES, RemoteState, fetch};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -70,7 +70,8 @@ async fn redirects_to_plain_http_elsewhere_are_not_followed() {
         .respond_with(ResponseTemplate::new(302).insert_header("location", "http://example.com/o.json"))
         .mount(&server)
         .await;
-    let result = fetch(&format!("{}/o.json", server.uri()), None, &tool_mediator::remote::http_client()).await;
+    let result =
+        fetch(&format!("{}/o.json", server.uri()), None, &tool_mediator::overrides::remote::http_client()).await;
     assert_eq!(result.state, RemoteState::Unavailable);
 }
 

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
 use indexmap::IndexMap;
-use tool_mediator::{NameRules, OverrideFile, RuleTransformer, ToolOverride, lint_overrides, schema};
+use tool_mediator::overrides;
+use tool_mediator::{NameRules, OverrideFile, RuleTransformer, ToolOverride, schema};
 
 use crate::cli::{ClientProfileArg, OverridesCommand};
 use crate::config;
@@ -22,8 +23,8 @@ fn lint(dir: &std::path::Path, profile: ClientProfileArg) -> Result<ExitCode> {
     if !dir.is_dir() {
         bail!("{} is not a directory of override files", dir.display());
     }
-    let files = tool_mediator::override_files(dir)?.len();
-    let findings = lint_overrides(dir, config::name_rules(profile))?;
+    let files = overrides::override_files(dir)?.len();
+    let findings = overrides::lint(dir, config::name_rules(profile))?;
     let mut text = String::new();
     for finding in &findings {
         text.push_str(&finding.to_string());

@@ -173,7 +173,7 @@ impl LlmTransformer {
 
     /// The requests a dry run would have sent.
     pub fn planned(&self) -> Vec<PlannedRequest> {
-        self.planned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        crate::lock(&self.planned).clone()
     }
 
     fn prompt(&self, tools: &[&Tool], context: &ToolContext) -> String {
@@ -429,7 +429,7 @@ impl ToolTransformer for LlmTransformer {
             .collect();
 
         if self.dry_run {
-            let mut planned = self.planned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut planned = crate::lock(&self.planned);
             for (batch, prompt) in batches.iter().zip(&prompts) {
                 let body = self.client.request_body(SYSTEM, prompt, &ANSWER_SCHEMA);
                 let bytes = body.to_string().len();

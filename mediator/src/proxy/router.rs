@@ -20,6 +20,7 @@ use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, 
 use super::lines::{Line, Outbox, Ready};
 use super::warnings::Warnings;
 use crate::chain::Mediator;
+use crate::lock;
 use crate::session::{ListChanged, Route, Session, SessionPolicy};
 use crate::tool::{SourceType, Tool, ToolContext};
 
@@ -101,8 +102,9 @@ struct Listing {
     rest: Map<String, Value>,
 }
 
+/// What the client's protocol revision asks of the proxy.
 #[derive(Default)]
-struct Era {
+struct Protocol {
     /// The client speaks the stateless revision: every request carries its `_meta` envelope.
     stateless: bool,
     /// That envelope, for the proxy's own requests upstream.
@@ -155,11 +157,7 @@ pub(super) struct Router {
     /// Listings started, and (behind the gate) the number of the last one that finished.
     listings_started: std::sync::atomic::AtomicU64,
     listing_gate: tokio::sync::Mutex<u64>,
-    era: Mutex<Era>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    protocol: Mutex<Protocol>,
 }
 
 impl Router {
@@ -182,7 +180,7 @@ impl Router {
             listing: Mutex::default(),
             listings_started: std::sync::atomic::AtomicU64::new(0),
             listing_gate: tokio::sync::Mutex::new(0),
-            era: Mutex::default(),
+            protocol: Mutex::default(),
         }
     }
 
@@ -224,7 +222,7 @@ impl Router {
 
     /// Whether the revision in use has JSON-RPC batches (only 2025-03-26 does).
     fn batches_allowed(&self) -> bool {
-        lock(&self.era).revision.as_deref() == Some(BATCHING_REVISION)
+        lock(&self.protocol).revision.as_deref() == Some(BATCHING_REVISION)
     }
 
     /// Logs the warnings held back since the last of their kind.
@@ -286,7 +284,7 @@ impl Router {
                 }
             }
             Message::Request { id, method, params } => {
-                self.note_era(params);
+                self.note_protocol(params);
                 match &*method {
                     "tools/list" => {
                         let cursor = params.and_then(|raw| cursor_of(raw.get()));
@@ -307,7 +305,7 @@ impl Router {
                         });
                         let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
                         if self.forward(id.clone(), purpose, lossless(line)) && wants_tools {
-                            lock(&self.era).listeners.push(id);
+                            lock(&self.protocol).listeners.push(id);
                         }
                     }
                     _ => self.forward_request(id, Purpose::Other, line),
@@ -410,7 +408,7 @@ impl Router {
                         (Purpose::Discover, Some(result)) => self.answer_handshake(
                             &id,
                             result,
-                            &format!("/_meta/{}", SERVER_INFO_KEY.replace('/', "~1")),
+                            &format!("/_meta/{}", crate::schema::escape(SERVER_INFO_KEY)),
                         ),
                         (Purpose::Listen, None) => {
                             // The server cannot listen: the proxy keeps the stream open itself,
@@ -426,7 +424,7 @@ impl Router {
                             ));
                         }
                         (Purpose::Listen, Some(_)) => {
-                            lock(&self.era).listeners.retain(|listener| *listener != id);
+                            lock(&self.protocol).listeners.retain(|listener| *listener != id);
                             self.to_client(lossless(line));
                         }
                         _ => self.to_client(lossless(line)),
@@ -592,12 +590,12 @@ impl Router {
     }
 
     /// The client's side of the protocol revision, and its `_meta` envelope.
-    fn note_era(&self, params: Option<&RawValue>) {
+    fn note_protocol(&self, params: Option<&RawValue>) {
         let Some(meta) = params.and_then(|raw| meta_of(raw.get())) else { return };
         if meta.get(PROTOCOL_VERSION_KEY).is_some() {
-            let mut era = lock(&self.era);
-            era.stateless = true;
-            era.envelope = Some(meta);
+            let mut protocol = lock(&self.protocol);
+            protocol.stateless = true;
+            protocol.envelope = Some(meta);
         }
     }
 
@@ -610,7 +608,7 @@ impl Router {
             return;
         };
         if let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) {
-            lock(&self.era).revision = Some(revision.to_owned());
+            lock(&self.protocol).revision = Some(revision.to_owned());
         }
         if let Some(name) = result.pointer(&format!("{server_info}/name")).and_then(Value::as_str) {
             *lock(&self.server_name) = Some(name.to_owned());
@@ -629,9 +627,9 @@ impl Router {
         let parsed = params.and_then(|raw| crate::json::from_str(raw.get()).ok());
         let stream = parsed
             .as_ref()
-            .and_then(|params| params.pointer(&format!("/_meta/{}", SUBSCRIPTION_ID_KEY.replace('/', "~1"))));
+            .and_then(|params| params.pointer(&format!("/_meta/{}", crate::schema::escape(SUBSCRIPTION_ID_KEY))));
         let listens = stream.is_some_and(|stream| {
-            lock(&self.era)
+            lock(&self.protocol)
                 .listeners
                 .iter()
                 .any(|listener| serde_json::from_str::<Value>(listener.as_raw()).ok().as_ref() == Some(stream))
@@ -672,12 +670,12 @@ impl Router {
                 Ok(ListChanged) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
             }
-            let era = lock(&self.era);
-            if !era.stateless {
+            let protocol = lock(&self.protocol);
+            if !protocol.stateless {
                 self.to_client(jsonrpc::notification("notifications/tools/list_changed", None));
                 continue;
             }
-            for listener in &era.listeners {
+            for listener in &protocol.listeners {
                 let stream: Value = serde_json::from_str(listener.as_raw()).unwrap_or(Value::Null);
                 let params = json!({"_meta": {SUBSCRIPTION_ID_KEY: stream}});
                 self.to_client(jsonrpc::notification("notifications/tools/list_changed", Some(&params)));
@@ -687,7 +685,7 @@ impl Router {
 
     /// Lists every page of the server's tools, as the server wrote them.
     async fn fetch(&self, meta: Option<Value>) -> Result<Fetched, Upstream> {
-        let meta = meta.or_else(|| lock(&self.era).envelope.clone());
+        let meta = meta.or_else(|| lock(&self.protocol).envelope.clone());
         let mut pages = Vec::new();
         let mut listed_bytes = 0usize;
         let mut rest = None;

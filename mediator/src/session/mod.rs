@@ -217,7 +217,7 @@ impl Session {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::lock(&self.state)
     }
 
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,
