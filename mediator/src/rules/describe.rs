@@ -1,251 +1,32 @@
 //! Guessing from a name what it does: a one-line description, a category, a minimal schema.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
 use super::dictionary::{Dictionary, is_english};
 
-/// Verbs tool names start with. A name that starts with one reads as "verb object".
-const VERBS: &[&str] = &[
-    "accept",
-    "activate",
-    "add",
-    "aggregate",
-    "analyze",
-    "append",
-    "apply",
-    "approve",
-    "archive",
-    "assign",
-    "attach",
-    "authenticate",
-    "block",
-    "browse",
-    "build",
-    "calculate",
-    "call",
-    "cancel",
-    "capture",
-    "change",
-    "check",
-    "clear",
-    "click",
-    "clone",
-    "close",
-    "commit",
-    "compare",
-    "compute",
-    "configure",
-    "connect",
-    "convert",
-    "copy",
-    "count",
-    "crawl",
-    "create",
-    "deactivate",
-    "debug",
-    "decode",
-    "delete",
-    "deploy",
-    "describe",
-    "detect",
-    "disable",
-    "disconnect",
-    "dismiss",
-    "download",
-    "draw",
-    "duplicate",
-    "edit",
-    "enable",
-    "encode",
-    "end",
-    "evaluate",
-    "execute",
-    "explain",
-    "export",
-    "extract",
-    "fetch",
-    "fill",
-    "filter",
-    "find",
-    "follow",
-    "fork",
-    "format",
-    "generate",
-    "get",
-    "grant",
-    "hide",
-    "import",
-    "insert",
-    "inspect",
-    "install",
-    "invite",
-    "invoke",
-    "join",
-    "launch",
-    "leave",
-    "like",
-    "list",
-    "load",
-    "lock",
-    "log",
-    "login",
-    "logout",
-    "look",
-    "lookup",
-    "manage",
-    "mark",
-    "merge",
-    "modify",
-    "monitor",
-    "move",
-    "navigate",
-    "open",
-    "parse",
-    "pause",
-    "ping",
-    "play",
-    "post",
-    "predict",
-    "preview",
-    "print",
-    "process",
-    "publish",
-    "purge",
-    "push",
-    "put",
-    "query",
-    "read",
-    "receive",
-    "record",
-    "refresh",
-    "register",
-    "reject",
-    "reload",
-    "remove",
-    "rename",
-    "render",
-    "reopen",
-    "reply",
-    "request",
-    "rerun",
-    "reset",
-    "resize",
-    "resolve",
-    "restart",
-    "restore",
-    "resume",
-    "retrieve",
-    "revert",
-    "revoke",
-    "rotate",
-    "run",
-    "save",
-    "scan",
-    "schedule",
-    "scrape",
-    "scroll",
-    "search",
-    "select",
-    "send",
-    "set",
-    "share",
-    "show",
-    "sign",
-    "sort",
-    "split",
-    "star",
-    "start",
-    "stop",
-    "submit",
-    "subscribe",
-    "summarize",
-    "suspend",
-    "switch",
-    "sync",
-    "tag",
-    "take",
-    "test",
-    "toggle",
-    "track",
-    "transcribe",
-    "transfer",
-    "translate",
-    "trigger",
-    "type",
-    "unarchive",
-    "unassign",
-    "unblock",
-    "unfollow",
-    "unlock",
-    "unstar",
-    "unsubscribe",
-    "update",
-    "upload",
-    "upsert",
-    "validate",
-    "verify",
-    "view",
-    "vote",
-    "wait",
-    "watch",
-    "write",
-];
+/// The word lists the sentences and categories are made with, kept as data (`grammar.json`)
+/// beside the abbreviations; what each list is for is written in the file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Grammar {
+    #[allow(dead_code)] // for the people who edit the file
+    about: HashMap<String, String>,
+    verbs: HashSet<String>,
+    prepositions: HashSet<String>,
+    not_nouns: HashSet<String>,
+    definite: HashSet<String>,
+    determiners: HashSet<String>,
+}
 
-static VERB_SET: LazyLock<std::collections::HashSet<&'static str>> = LazyLock::new(|| VERBS.iter().copied().collect());
-
-/// Words that end the object of a "verb object" name (`get_user_by_id`).
-const PREPOSITIONS: &[&str] =
-    &["by", "for", "in", "to", "from", "with", "of", "on", "at", "as", "into", "via", "and", "or"];
-
-/// Words that never make a category on their own.
-const NOT_NOUNS: &[&str] = &[
-    "a",
-    "all",
-    "an",
-    "active",
-    "available",
-    "basic",
-    "current",
-    "default",
-    "detailed",
-    "first",
-    "full",
-    "global",
-    "it",
-    "last",
-    "latest",
-    "local",
-    "me",
-    "multiple",
-    "my",
-    "new",
-    "next",
-    "open",
-    "other",
-    "own",
-    "pending",
-    "previous",
-    "private",
-    "public",
-    "raw",
-    "recent",
-    "remote",
-    "single",
-    "specific",
-    "the",
-    "this",
-    "top",
-    "total",
-];
-
-/// Words after which the object takes "the" rather than "a".
-const DEFINITE: &[&str] = &["current", "latest", "last", "first", "next", "previous", "default", "active"];
+static GRAMMAR: LazyLock<Grammar> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("grammar.json")).expect("grammar.json is valid (a test reads it)")
+});
 
 pub fn is_verb(word: &str) -> bool {
-    VERB_SET.contains(word)
+    GRAMMAR.verbs.contains(word)
 }
 
 /// A one-line description from a name's expanded words: `get user by id` -> "Get a user by ID."
@@ -297,15 +78,15 @@ fn capitalize(word: &str) -> String {
 
 fn article(object: &[String], dictionary: &Dictionary) -> Option<&'static str> {
     let first = object.first()?;
-    if PREPOSITIONS.contains(&first.as_str())
+    if GRAMMAR.prepositions.contains(first.as_str())
         || ["me", "all", "my", "it", "this", "the", "a", "an"].contains(&first.as_str())
     {
         return None;
     }
-    if DEFINITE.contains(&first.as_str()) {
+    if GRAMMAR.definite.contains(first.as_str()) {
         return Some("the");
     }
-    let head = object.iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).last()?;
+    let head = object.iter().take_while(|w| !GRAMMAR.prepositions.contains(w.as_str())).last()?;
     if is_plural(head) || head.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
@@ -347,7 +128,7 @@ pub fn repeats_name(description: &str, name_words: &[String]) -> bool {
     let normalize = |word: &str| singular(word.strip_suffix('s').filter(|s| s.len() >= 3).unwrap_or(word));
     let ignored = ["a", "an", "the", "this", "that"];
     let described: Vec<String> =
-        super::reading::Context::words_of(description).into_iter().filter(|w| !ignored.contains(&w.as_str())).collect();
+        super::identifier::words(description).into_iter().filter(|w| !ignored.contains(&w.as_str())).collect();
     if described.is_empty() {
         return true;
     }
@@ -366,18 +147,15 @@ pub fn subject(words: &[String]) -> Option<Vec<String>> {
         while rest.len() >= 3 && is_verb(&rest[0]) && ["or", "and"].contains(&rest[1].as_str()) && is_verb(&rest[2]) {
             rest = &rest[2..];
         }
-        rest[1..].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).collect()
+        rest[1..].iter().take_while(|w| !GRAMMAR.prepositions.contains(w.as_str())).collect()
     } else {
         let end = if rest.len() > 1 && rest.last().is_some_and(|w| is_verb(w)) { rest.len() - 1 } else { rest.len() };
-        rest[..end].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).collect()
+        rest[..end].iter().take_while(|w| !GRAMMAR.prepositions.contains(w.as_str())).collect()
     };
     let phrase: Vec<String> =
-        phrase.into_iter().skip_while(|w| DETERMINERS.contains(&w.as_str())).map(|w| singular(w)).collect();
+        phrase.into_iter().skip_while(|w| GRAMMAR.determiners.contains(w.as_str())).map(|w| singular(w)).collect();
     (!phrase.is_empty()).then_some(phrase)
 }
-
-/// Words that open a phrase without naming anything (`mark_all_notifications_read`).
-const DETERMINERS: &[&str] = &["a", "an", "the", "all", "every", "each", "my", "some", "any"];
 
 /// Counts of the prefixes and suffixes of the subjects of a batch of names.
 #[derive(Debug, Default)]
@@ -430,15 +208,18 @@ impl CategoryIndex {
 }
 
 fn noun(candidate: &[String]) -> bool {
-    candidate.last().is_some_and(|w| !NOT_NOUNS.contains(&w.as_str()) && w.len() > 1)
+    candidate.last().is_some_and(|w| !GRAMMAR.not_nouns.contains(w.as_str()) && w.len() > 1)
 }
 
 /// A schema where the name makes the parameters near-certain: `get_user_by_email` takes an
 /// `email`, `search_*` takes a `query`.
 pub fn infer_schema(words: &[String]) -> Option<Value> {
     if let Some(by) = words.iter().position(|w| w == "by") {
-        let field: Vec<&str> =
-            words[by + 1..].iter().take_while(|w| !PREPOSITIONS.contains(&w.as_str())).map(String::as_str).collect();
+        let field: Vec<&str> = words[by + 1..]
+            .iter()
+            .take_while(|w| !GRAMMAR.prepositions.contains(w.as_str()))
+            .map(String::as_str)
+            .collect();
         if !field.is_empty() {
             let name = field.join("_");
             return Some(json!({
@@ -461,6 +242,12 @@ pub fn infer_schema(words: &[String]) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_lists_are_read_from_their_file() {
+        assert!(GRAMMAR.verbs.contains("get") && GRAMMAR.prepositions.contains("by"));
+        assert_eq!(GRAMMAR.about.len(), 5, "each list says what it is for");
+    }
 
     fn words(text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_owned).collect()

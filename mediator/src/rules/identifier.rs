@@ -111,6 +111,20 @@ impl Case {
     }
 }
 
+/// The lowercase alphabetic words of a text (a name, a description), in order; a long text's
+/// first few hundred.
+pub fn words(text: &str) -> Vec<String> {
+    split(text)
+        .into_iter()
+        .take(MAX_WORDS)
+        .map(|token| token.text.to_lowercase())
+        .filter(|word| word.chars().all(|c| c.is_ascii_alphabetic()))
+        .collect()
+}
+
+/// The description words the rules look at; a long description says what it means early.
+const MAX_WORDS: usize = 400;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,7 +57,7 @@ impl RuleTransformer {
     pub fn answers(&self, tools: &[Tool]) -> Vec<Answer> {
         let mut siblings = SiblingWords::default();
         for tool in tools {
-            for word in Context::words_of(&tool.name) {
+            for word in identifier::words(&tool.name) {
                 siblings.add(&word);
             }
         }

@@ -51,26 +51,16 @@ impl<'a> Context<'a> {
 
     fn description(&self) -> &[String] {
         self.description.get_or_init(|| {
-            self.tool.and_then(|tool| tool.description.as_deref()).map(Context::words_of).unwrap_or_default()
+            self.tool.and_then(|tool| tool.description.as_deref()).map(identifier::words).unwrap_or_default()
         })
     }
 
     fn parameters(&self) -> &[String] {
         self.parameters.get_or_init(|| {
             self.tool
-                .map(|tool| tool.parameter_names().iter().flat_map(|name| Context::words_of(name)).collect())
+                .map(|tool| tool.parameter_names().iter().flat_map(|name| identifier::words(name)).collect())
                 .unwrap_or_default()
         })
-    }
-
-    /// Lowercase alphabetic words of a text, in order.
-    pub fn words_of(text: &str) -> Vec<String> {
-        identifier::split(text)
-            .into_iter()
-            .take(MAX_DESCRIPTION_WORDS)
-            .map(|token| token.text.to_lowercase())
-            .filter(|word| word.chars().all(|c| c.is_ascii_alphabetic()))
-            .collect()
     }
 
     fn mentions(&self, word: &str) -> bool {
@@ -296,8 +286,6 @@ pub const MAX_NAME_LEN: usize = 256;
 
 /// Longer words are not split: the search is quadratic, and no real compound is this long.
 const MAX_COMPOUND_LEN: usize = 32;
-/// The description words the rules look at; a long description says what it means early.
-const MAX_DESCRIPTION_WORDS: usize = 400;
 
 /// Splits words written together (`filepath`, `threadsafe`, `getusr`) into known words.
 fn segment_compounds<'a>(tokens: Vec<Token<'a>>, dictionary: &Dictionary, context: &Context<'_>) -> Vec<Token<'a>> {
