@@ -744,7 +744,7 @@ impl Router {
     /// One listing at a time: a listing asked for while another runs waits for it, and is served
     /// by the next one that starts after it was asked for, so an older list never overwrites a
     /// newer one and concurrent askers share one listing (and one pass through the chain).
-    async fn refresh(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
+    async fn list_upstream(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
         let asked = self.listings_started.load(std::sync::atomic::Ordering::SeqCst);
         let mut finished = self.listing_gate.lock().await;
         if *finished > asked
@@ -774,7 +774,7 @@ impl Router {
             if cursor.is_some() { lock(&self.listing).as_ref().map(|listing| listing.rest.clone()) } else { None };
         let rest = match stored {
             Some(rest) => rest,
-            None => match self.refresh(meta).await {
+            None => match self.list_upstream(meta).await {
                 Ok(rest) => rest,
                 Err(failure) => return self.fail(&id, failure),
             },
@@ -827,7 +827,7 @@ impl Router {
 
     /// Lists again; the session tells the client if what it sees changed.
     async fn relist(self: &Arc<Self>) {
-        match self.refresh(None).await {
+        match self.list_upstream(None).await {
             Ok(_) => {}
             Err(Upstream::Refused(error)) => {
                 self.warnings.warn("relist", || format!("the server refused to list its tools again: {}", error.get()));
@@ -866,7 +866,7 @@ impl Router {
             // The client calls before it lists (it knows the tools from elsewhere): the
             // session needs the list to know the names.
             let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-            if let Err(failure) = self.refresh(meta).await {
+            if let Err(failure) = self.list_upstream(meta).await {
                 return self.fail(&id, failure);
             }
         }

@@ -21,11 +21,13 @@
 //! [`ListChanged`] event only when the visible set actually changes. Hooks and predicates run
 //! while the session holds its locks: they must not call back into the session.
 
+mod cursor;
 mod disclosure;
 mod groups;
 mod state;
+mod view;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -33,15 +35,15 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::chain::Mediator;
-use crate::json::Json;
-use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 
 pub use disclosure::category_tool_name;
 pub use groups::{GroupConfig, GroupError, GroupHook, GroupInfo, Switch, switch_name};
 pub use state::{EnumFilter, Predicate, STATE_KEY, StateStrategy, StateView, Visibility};
 
+use cursor::{decode, encode_cursor};
 use groups::Groups;
+use view::{Derived, Listed, Local, category_of};
 
 /// What the session does beyond passing tools through. The default does nothing: same tools,
 /// same order.
@@ -166,30 +168,6 @@ pub struct Session {
     events: broadcast::Sender<ListChanged>,
 }
 
-/// The listing and the routing table, derived from the state.
-struct Derived {
-    /// What is listed, in order; a page is written from it when asked for.
-    listed: Vec<Listed>,
-    /// Names, and the schemas whose enums follow the state: what the client sees.
-    signature: Vec<String>,
-    locals: BTreeMap<String, Local>,
-    /// Exposed name -> index into the enhanced tools, for the tools callable now.
-    callable: HashMap<String, usize>,
-}
-
-/// One entry of the listing: an enhanced tool, by its index, or one the session made.
-enum Listed {
-    Enhanced(usize),
-    Local(Box<Tool>),
-}
-
-/// What is listed beside the upstream tools.
-#[derive(Clone)]
-enum Local {
-    Category(String),
-    Switch(String, Switch),
-}
-
 impl Session {
     pub fn new(mediator: Arc<Mediator>, context: ToolContext, policy: SessionPolicy) -> Self {
         let (events, _) = broadcast::channel(16);
@@ -247,7 +225,7 @@ impl Session {
             state.upstream = kept;
             state.tools = Some(enhanced);
             state.derived = None;
-            self.refresh(&mut state).1
+            self.view_now(&mut state).1
         };
         self.announce(changed);
     }
@@ -261,7 +239,7 @@ impl Session {
         let invalid = || InvalidCursor(cursor.unwrap_or_default().to_owned());
         let (changed, page) = {
             let mut state = self.state();
-            let (derived, changed) = self.refresh(&mut state);
+            let (derived, changed) = self.view_now(&mut state);
             let offset = match position {
                 None => 0,
                 // A cursor from before the listing changed would skip or repeat tools.
@@ -291,7 +269,7 @@ impl Session {
 
     /// The derived view, and whether what the client sees changed since it was last noted.
     /// Compared and recorded under the same lock, so events cannot cross.
-    fn refresh(&self, state: &mut State) -> (Arc<Derived>, bool) {
+    fn view_now(&self, state: &mut State) -> (Arc<Derived>, bool) {
         let derived = self.derived(state);
         if state.tools.is_none() {
             return (derived, false);
@@ -324,47 +302,6 @@ impl Session {
             && self.policy.groups.is_empty()
             && self.policy.visibility.is_empty()
             && self.policy.enum_filters.is_empty()
-    }
-
-    /// The listing and routing table, worked out again only after a change.
-    fn derived(&self, state: &mut State) -> Arc<Derived> {
-        if let Some(derived) = &state.derived {
-            return derived.clone();
-        }
-        let locals = self.locals(state);
-        let folded: BTreeSet<String> = locals
-            .values()
-            .filter_map(|local| match local {
-                Local::Category(category) => Some(category.clone()),
-                Local::Switch(..) => None,
-            })
-            .collect();
-        let tools = state.tools.as_deref().unwrap_or_default();
-        let mut callable = HashMap::with_capacity(tools.len());
-        for (index, tool) in tools.iter().enumerate() {
-            if self.is_visible(state, tool) && !folded.contains(category_of(tool)) {
-                callable.entry(tool.name().to_owned()).or_insert(index);
-            }
-        }
-        let listed = self.listing(state, &locals, &callable);
-        let mut signature: Vec<String> = listed
-            .iter()
-            .map(|entry| match entry {
-                Listed::Local(tool) => tool.name.clone(),
-                // A schema whose enum values follow the state is part of what the client sees.
-                Listed::Enhanced(index) => match self.filtered_enums(state, &tools[*index]).is_empty() {
-                    true => tools[*index].name().to_owned(),
-                    false => {
-                        let listed = self.as_listed(state, &tools[*index]);
-                        format!("{}#{}", listed.name, listed.input_schema.as_ref().map_or("", Json::as_str))
-                    }
-                },
-            })
-            .collect();
-        signature.sort();
-        let derived = Arc::new(Derived { listed, signature, locals, callable });
-        state.derived = Some(derived.clone());
-        derived
     }
 
     /// Where the call `name(arguments)` goes. Category tools and group switches are answered
@@ -418,7 +355,7 @@ impl Session {
                     let result = disclosure::expansion_result(&category, listed);
                     state.expanded.insert(category);
                     state.derived = None;
-                    (result, self.refresh(&mut state).1)
+                    (result, self.view_now(&mut state).1)
                 };
                 self.announce(changed);
                 Route::Local(result)
@@ -468,7 +405,7 @@ impl Session {
             }
             state.groups.set_active(name, true);
             state.derived = None;
-            self.refresh(&mut state).1
+            self.view_now(&mut state).1
         };
         self.announce(listed);
         Ok(())
@@ -504,7 +441,7 @@ impl Session {
                 state.groups.set_active(group, false);
             }
             state.derived = None;
-            self.refresh(&mut state).1
+            self.view_now(&mut state).1
         };
         self.announce(listed);
         Ok(())
@@ -535,7 +472,7 @@ impl Session {
         let check = async move {
             tokio::time::sleep(debounce).await;
             session.debounce_pending.store(false, Ordering::Release);
-            let changed = session.refresh(&mut session.state()).1;
+            let changed = session.view_now(&mut session.state()).1;
             session.announce(changed);
         };
         match tokio::runtime::Handle::try_current() {
@@ -545,7 +482,7 @@ impl Session {
             // Called from outside a runtime: no timer to wait on, so check at once.
             Err(_) => {
                 self.debounce_pending.store(false, Ordering::Release);
-                let changed = self.refresh(&mut self.state()).1;
+                let changed = self.view_now(&mut self.state()).1;
                 self.announce(changed);
             }
         }
@@ -570,191 +507,6 @@ impl Session {
             json!({"group": group, "active": state.groups.is_active(group), "tools": members});
         result
     }
-
-    fn visibility_of<'p>(&'p self, tool: &EnhancedTool) -> Option<&'p Visibility> {
-        self.policy.visibility.get(tool.name()).or_else(|| self.policy.visibility.get(&tool.original_name))
-    }
-
-    fn is_visible(&self, state: &State, tool: &EnhancedTool) -> bool {
-        if tool.hidden {
-            return false;
-        }
-        if self.filtered_enums(state, tool).iter().any(|(_, allowed)| allowed.is_empty()) {
-            return false; // no value of its mode is actionable now
-        }
-        match self.visibility_of(tool) {
-            None | Some(Visibility::Always) => true,
-            Some(Visibility::Group(group)) => state.groups.is_active(group),
-            Some(Visibility::When { predicate, .. }) => match self.policy.state_strategy {
-                StateStrategy::Annotate => true,
-                StateStrategy::Hide { .. } => predicate(&state.view),
-            },
-        }
-    }
-
-    /// Category tool name -> category, for the categories folded now.
-    fn folded_categories(&self, state: &State) -> HashMap<String, String> {
-        let Some(threshold) = self.policy.disclosure else { return HashMap::new() };
-        let tools = state.tools.as_deref().unwrap_or_default();
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for tool in tools.iter().filter(|tool| self.is_visible(state, tool)) {
-            if let Some(category) = tool.category.as_deref() {
-                *counts.entry(category).or_default() += 1;
-            }
-        }
-        let taken: BTreeSet<&str> = tools.iter().map(EnhancedTool::name).collect();
-        counts
-            .into_iter()
-            .filter(|(category, count)| {
-                *count >= threshold && *category != UNCATEGORIZED && !state.expanded.contains(*category)
-            })
-            .filter_map(|(category, _)| {
-                let name = category_tool_name(category, self.mediator.name_rules())?;
-                (!taken.contains(name.as_str())).then(|| (name, category.to_owned()))
-            })
-            .collect()
-    }
-
-    /// The tools the session answers itself, by name.
-    fn locals(&self, state: &State) -> BTreeMap<String, Local> {
-        let mut locals: BTreeMap<String, Local> = self
-            .folded_categories(state)
-            .into_iter()
-            .map(|(name, category)| (name, Local::Category(category)))
-            .collect();
-        let taken: BTreeSet<&str> = state.tools.iter().flatten().map(EnhancedTool::name).collect();
-        let names = self.mediator.name_rules();
-        for config in state.groups.configs() {
-            let switches = [
-                (Switch::Activate, state.groups.is_activatable(&config.name)),
-                (Switch::Deactivate, config.show_deactivator && state.groups.is_active(&config.name)),
-            ];
-            for (switch, shown) in switches {
-                // A name an upstream tool or another switch already has is not taken over.
-                if shown
-                    && let Some(name) = switch_name(&config.name, switch, names)
-                    && !taken.contains(name.as_str())
-                    && !locals.contains_key(&name)
-                {
-                    locals.insert(name, Local::Switch(config.name.clone(), switch));
-                }
-            }
-        }
-        locals
-    }
-
-    fn listing(
-        &self,
-        state: &State,
-        locals: &BTreeMap<String, Local>,
-        callable: &HashMap<String, usize>,
-    ) -> Vec<Listed> {
-        let tools = state.tools.as_deref().unwrap_or_default();
-        let mut listed: Vec<Listed> = tools
-            .iter()
-            .enumerate()
-            .filter(|(index, tool)| callable.get(tool.name()) == Some(index))
-            .map(|(index, _)| Listed::Enhanced(index))
-            .collect();
-        for (name, local) in locals {
-            listed.push(Listed::Local(Box::new(match local {
-                Local::Category(category) => {
-                    let members: Vec<&EnhancedTool> = tools
-                        .iter()
-                        .filter(|tool| self.is_visible(state, tool) && category_of(tool) == category.as_str())
-                        .collect();
-                    disclosure::category_tool(name, category, &members)
-                }
-                Local::Switch(group, switch) => switch_tool(name, group, *switch, state),
-            })));
-        }
-        if self.policy.sort_by_name {
-            let name = |entry: &Listed| match entry {
-                Listed::Enhanced(index) => tools[*index].name().to_owned(),
-                Listed::Local(tool) => tool.name.clone(),
-            };
-            listed.sort_by_cached_key(name);
-        }
-        listed
-    }
-
-    /// Parameter -> the enum values that show now, for the filters on `tool` (Hide only).
-    fn filtered_enums(&self, state: &State, tool: &EnhancedTool) -> Vec<(String, Vec<Value>)> {
-        if !matches!(self.policy.state_strategy, StateStrategy::Hide { .. }) {
-            return Vec::new();
-        }
-        let mut filters = self
-            .policy
-            .enum_filters
-            .iter()
-            .filter(|filter| filter.tool == tool.name() || filter.tool == tool.original_name)
-            .peekable();
-        if filters.peek().is_none() {
-            return Vec::new();
-        }
-        let Some(schema) = tool.tool.input_schema_value() else { return Vec::new() };
-        filters
-            .filter_map(|filter| {
-                filter.allowed(&schema, &state.view).map(|allowed| (filter.parameter.clone(), allowed))
-            })
-            .collect()
-    }
-
-    fn as_listed(&self, state: &State, tool: &EnhancedTool) -> Tool {
-        let mut listed = tool.clone().for_consumer(self.policy.provenance);
-        let filtered = self.filtered_enums(state, tool);
-        if let (false, Some(mut schema)) = (filtered.is_empty(), listed.input_schema_value()) {
-            for (parameter, allowed) in filtered {
-                if let Some(Value::Object(property)) =
-                    schema.get_mut("properties").and_then(|properties| properties.get_mut(&parameter))
-                {
-                    property.insert("enum".into(), Value::Array(allowed));
-                }
-            }
-            listed.input_schema = Some(Json::from(schema));
-        }
-        if let (Some(Visibility::When { counts, .. }), StateStrategy::Annotate) =
-            (self.visibility_of(tool), self.policy.state_strategy)
-        {
-            listed.set_meta(STATE_KEY, state::hint(&state.view, counts));
-        }
-        listed
-    }
-}
-
-fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
-    let description = state.groups.config(group).map(|config| config.description.as_str()).unwrap_or_default();
-    let text = match switch {
-        Switch::Activate => format!("Show the tools of `{group}`: {description}"),
-        Switch::Deactivate => format!("Hide the tools of `{group}` again."),
-    };
-    let mut tool =
-        Tool::new(name).with_description(text).with_input_schema(json!({"type": "object", "properties": {}}));
-    // Not idempotent: once switched, the switch is gone from the list and answers as unknown.
-    tool.annotations =
-        Some(Json::from(json!({"readOnlyHint": false, "idempotentHint": false, "openWorldHint": false})));
-    tool
-}
-
-fn category_of(tool: &EnhancedTool) -> &str {
-    tool.category_name()
-}
-
-const CURSOR_PREFIX: &str = "tm1.";
-
-/// The position a cursor stands for, `None` for the first page.
-fn decode(cursor: Option<&str>) -> Result<Option<(u64, usize)>, InvalidCursor> {
-    cursor.map(|cursor| decode_cursor(cursor).ok_or_else(|| InvalidCursor(cursor.to_owned()))).transpose()
-}
-
-fn encode_cursor(generation: u64, offset: usize) -> String {
-    format!("{CURSOR_PREFIX}{generation:x}.{offset:x}")
-}
-
-/// The listing generation and offset a cursor stands for.
-fn decode_cursor(cursor: &str) -> Option<(u64, usize)> {
-    let (generation, offset) = cursor.strip_prefix(CURSOR_PREFIX)?.split_once('.')?;
-    Some((u64::from_str_radix(generation, 16).ok()?, usize::from_str_radix(offset, 16).ok()?))
 }
 
 /// The closure form, for hosts that only want `tools -> tools`

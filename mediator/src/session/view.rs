@@ -1,0 +1,251 @@
+//! What a client is shown: the listing (upstream tools visible now, categories folded into
+//! category tools, group switches, state annotations) and the routing table, worked out from the
+//! session's state and policy and kept until something changes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::disclosure::category_tool_name;
+use super::groups::{Switch, switch_name};
+use super::state::{self, STATE_KEY, Visibility};
+use super::{Session, State, StateStrategy, disclosure};
+use crate::json::Json;
+use crate::selection::UNCATEGORIZED;
+use crate::tool::{EnhancedTool, Tool};
+
+/// The listing and the routing table, derived from the state.
+pub(super) struct Derived {
+    /// What is listed, in order; a page is written from it when asked for.
+    pub(super) listed: Vec<Listed>,
+    /// Names, and the schemas whose enums follow the state: what the client sees.
+    pub(super) signature: Vec<String>,
+    pub(super) locals: BTreeMap<String, Local>,
+    /// Exposed name -> index into the enhanced tools, for the tools callable now.
+    pub(super) callable: HashMap<String, usize>,
+}
+
+/// One entry of the listing: an enhanced tool, by its index, or one the session made.
+pub(super) enum Listed {
+    Enhanced(usize),
+    Local(Box<Tool>),
+}
+
+/// What is listed beside the upstream tools.
+#[derive(Clone)]
+pub(super) enum Local {
+    Category(String),
+    Switch(String, Switch),
+}
+
+impl Session {
+    /// The listing and routing table, worked out again only after a change.
+    pub(super) fn derived(&self, state: &mut State) -> Arc<Derived> {
+        if let Some(derived) = &state.derived {
+            return derived.clone();
+        }
+        let locals = self.locals(state);
+        let folded: BTreeSet<String> = locals
+            .values()
+            .filter_map(|local| match local {
+                Local::Category(category) => Some(category.clone()),
+                Local::Switch(..) => None,
+            })
+            .collect();
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let mut callable = HashMap::with_capacity(tools.len());
+        for (index, tool) in tools.iter().enumerate() {
+            if self.is_visible(state, tool) && !folded.contains(category_of(tool)) {
+                callable.entry(tool.name().to_owned()).or_insert(index);
+            }
+        }
+        let listed = self.listing(state, &locals, &callable);
+        let mut signature: Vec<String> = listed
+            .iter()
+            .map(|entry| match entry {
+                Listed::Local(tool) => tool.name.clone(),
+                // A schema whose enum values follow the state is part of what the client sees.
+                Listed::Enhanced(index) => match self.filtered_enums(state, &tools[*index]).is_empty() {
+                    true => tools[*index].name().to_owned(),
+                    false => {
+                        let listed = self.as_listed(state, &tools[*index]);
+                        format!("{}#{}", listed.name, listed.input_schema.as_ref().map_or("", Json::as_str))
+                    }
+                },
+            })
+            .collect();
+        signature.sort();
+        let derived = Arc::new(Derived { listed, signature, locals, callable });
+        state.derived = Some(derived.clone());
+        derived
+    }
+
+    pub(super) fn visibility_of<'p>(&'p self, tool: &EnhancedTool) -> Option<&'p Visibility> {
+        self.policy.visibility.get(tool.name()).or_else(|| self.policy.visibility.get(&tool.original_name))
+    }
+
+    pub(super) fn is_visible(&self, state: &State, tool: &EnhancedTool) -> bool {
+        if tool.hidden {
+            return false;
+        }
+        if self.filtered_enums(state, tool).iter().any(|(_, allowed)| allowed.is_empty()) {
+            return false; // no value of its mode is actionable now
+        }
+        match self.visibility_of(tool) {
+            None | Some(Visibility::Always) => true,
+            Some(Visibility::Group(group)) => state.groups.is_active(group),
+            Some(Visibility::When { predicate, .. }) => match self.policy.state_strategy {
+                StateStrategy::Annotate => true,
+                StateStrategy::Hide { .. } => predicate(&state.view),
+            },
+        }
+    }
+
+    /// Category tool name -> category, for the categories folded now.
+    pub(super) fn folded_categories(&self, state: &State) -> HashMap<String, String> {
+        let Some(threshold) = self.policy.disclosure else { return HashMap::new() };
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for tool in tools.iter().filter(|tool| self.is_visible(state, tool)) {
+            if let Some(category) = tool.category.as_deref() {
+                *counts.entry(category).or_default() += 1;
+            }
+        }
+        let taken: BTreeSet<&str> = tools.iter().map(EnhancedTool::name).collect();
+        counts
+            .into_iter()
+            .filter(|(category, count)| {
+                *count >= threshold && *category != UNCATEGORIZED && !state.expanded.contains(*category)
+            })
+            .filter_map(|(category, _)| {
+                let name = category_tool_name(category, self.mediator.name_rules())?;
+                (!taken.contains(name.as_str())).then(|| (name, category.to_owned()))
+            })
+            .collect()
+    }
+
+    /// The tools the session answers itself, by name.
+    pub(super) fn locals(&self, state: &State) -> BTreeMap<String, Local> {
+        let mut locals: BTreeMap<String, Local> = self
+            .folded_categories(state)
+            .into_iter()
+            .map(|(name, category)| (name, Local::Category(category)))
+            .collect();
+        let taken: BTreeSet<&str> = state.tools.iter().flatten().map(EnhancedTool::name).collect();
+        let names = self.mediator.name_rules();
+        for config in state.groups.configs() {
+            let switches = [
+                (Switch::Activate, state.groups.is_activatable(&config.name)),
+                (Switch::Deactivate, config.show_deactivator && state.groups.is_active(&config.name)),
+            ];
+            for (switch, shown) in switches {
+                // A name an upstream tool or another switch already has is not taken over.
+                if shown
+                    && let Some(name) = switch_name(&config.name, switch, names)
+                    && !taken.contains(name.as_str())
+                    && !locals.contains_key(&name)
+                {
+                    locals.insert(name, Local::Switch(config.name.clone(), switch));
+                }
+            }
+        }
+        locals
+    }
+
+    pub(super) fn listing(
+        &self,
+        state: &State,
+        locals: &BTreeMap<String, Local>,
+        callable: &HashMap<String, usize>,
+    ) -> Vec<Listed> {
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let mut listed: Vec<Listed> = tools
+            .iter()
+            .enumerate()
+            .filter(|(index, tool)| callable.get(tool.name()) == Some(index))
+            .map(|(index, _)| Listed::Enhanced(index))
+            .collect();
+        for (name, local) in locals {
+            listed.push(Listed::Local(Box::new(match local {
+                Local::Category(category) => {
+                    let members: Vec<&EnhancedTool> = tools
+                        .iter()
+                        .filter(|tool| self.is_visible(state, tool) && category_of(tool) == category.as_str())
+                        .collect();
+                    disclosure::category_tool(name, category, &members)
+                }
+                Local::Switch(group, switch) => switch_tool(name, group, *switch, state),
+            })));
+        }
+        if self.policy.sort_by_name {
+            let name = |entry: &Listed| match entry {
+                Listed::Enhanced(index) => tools[*index].name().to_owned(),
+                Listed::Local(tool) => tool.name.clone(),
+            };
+            listed.sort_by_cached_key(name);
+        }
+        listed
+    }
+
+    /// Parameter -> the enum values that show now, for the filters on `tool` (Hide only).
+    pub(super) fn filtered_enums(&self, state: &State, tool: &EnhancedTool) -> Vec<(String, Vec<Value>)> {
+        if !matches!(self.policy.state_strategy, StateStrategy::Hide { .. }) {
+            return Vec::new();
+        }
+        let mut filters = self
+            .policy
+            .enum_filters
+            .iter()
+            .filter(|filter| filter.tool == tool.name() || filter.tool == tool.original_name)
+            .peekable();
+        if filters.peek().is_none() {
+            return Vec::new();
+        }
+        let Some(schema) = tool.tool.input_schema_value() else { return Vec::new() };
+        filters
+            .filter_map(|filter| {
+                filter.allowed(&schema, &state.view).map(|allowed| (filter.parameter.clone(), allowed))
+            })
+            .collect()
+    }
+
+    pub(super) fn as_listed(&self, state: &State, tool: &EnhancedTool) -> Tool {
+        let mut listed = tool.clone().for_consumer(self.policy.provenance);
+        let filtered = self.filtered_enums(state, tool);
+        if let (false, Some(mut schema)) = (filtered.is_empty(), listed.input_schema_value()) {
+            for (parameter, allowed) in filtered {
+                if let Some(Value::Object(property)) =
+                    schema.get_mut("properties").and_then(|properties| properties.get_mut(&parameter))
+                {
+                    property.insert("enum".into(), Value::Array(allowed));
+                }
+            }
+            listed.input_schema = Some(Json::from(schema));
+        }
+        if let (Some(Visibility::When { counts, .. }), StateStrategy::Annotate) =
+            (self.visibility_of(tool), self.policy.state_strategy)
+        {
+            listed.set_meta(STATE_KEY, state::hint(&state.view, counts));
+        }
+        listed
+    }
+}
+
+pub(super) fn switch_tool(name: &str, group: &str, switch: Switch, state: &State) -> Tool {
+    let description = state.groups.config(group).map(|config| config.description.as_str()).unwrap_or_default();
+    let text = match switch {
+        Switch::Activate => format!("Show the tools of `{group}`: {description}"),
+        Switch::Deactivate => format!("Hide the tools of `{group}` again."),
+    };
+    let mut tool =
+        Tool::new(name).with_description(text).with_input_schema(json!({"type": "object", "properties": {}}));
+    // Not idempotent: once switched, the switch is gone from the list and answers as unknown.
+    tool.annotations =
+        Some(Json::from(json!({"readOnlyHint": false, "idempotentHint": false, "openWorldHint": false})));
+    tool
+}
+
+pub(super) fn category_of(tool: &EnhancedTool) -> &str {
+    tool.category_name()
+}
