@@ -53,6 +53,14 @@ impl Id {
     }
 }
 
+#[cfg(test)]
+impl Id {
+    /// An id as a peer would write it, for tests elsewhere in the proxy.
+    pub(super) fn written(text: &str) -> Id {
+        Id(text.into())
+    }
+}
+
 impl std::fmt::Display for Id {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

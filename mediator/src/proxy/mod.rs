@@ -19,6 +19,7 @@
 
 pub mod jsonrpc;
 mod lines;
+mod pending;
 mod router;
 mod warnings;
 

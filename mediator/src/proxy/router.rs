@@ -6,7 +6,6 @@
 //! server sends the client keep theirs too. Each direction has its own table of requests waiting
 //! for an answer, so id `0` from one side never answers id `0` from the other.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::ProxyOptions;
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
 use super::lines::{Line, Outbox, Ready};
+use super::pending::{MAX_WAITING, Pending, Refusal};
 use super::warnings::Warnings;
 use crate::chain::Mediator;
 use crate::lock;
@@ -31,9 +31,6 @@ const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
-
-/// Requests waiting for the server at once; past this a request is answered with an error.
-const MAX_WAITING: usize = 10_000;
 
 /// `tools/list` and `tools/call` requests served at once; the client is not read meanwhile.
 const TOOL_TASKS: usize = 64;
@@ -76,20 +73,6 @@ impl Reply {
     fn get(&self) -> &str {
         self.line.get(self.result.clone()).unwrap_or_default()
     }
-}
-
-#[derive(Default)]
-struct Pending {
-    /// Requests sent to the server, by id: the client's and the proxy's own.
-    upstream: HashMap<Id, Waiter>,
-    /// Requests the server sent the client.
-    downstream: HashSet<Id>,
-    /// Client requests being worked on here before they go upstream (tools/list, tools/call),
-    /// and whether the client cancelled one meanwhile: then it is not sent at all.
-    in_tasks: HashMap<Id, bool>,
-    counter: u64,
-    /// Set once the server is gone: why, for every answer from then on.
-    gone: Option<String>,
 }
 
 /// What the proxy keeps of the server's last listing: a fingerprint of its tools as written,
@@ -150,7 +133,7 @@ pub(super) struct Router {
     warnings: Warnings,
     tool_tasks: Arc<tokio::sync::Semaphore>,
     relisting: Mutex<Relisting>,
-    pending: Mutex<Pending>,
+    pending: Mutex<Pending<Waiter>>,
     server_name: Mutex<Option<String>>,
     session: OnceLock<Arc<Session>>,
     listing: Mutex<Option<Listing>>,
@@ -205,11 +188,11 @@ impl Router {
     fn spawn_tool_task(self: &Arc<Self>, id: Id, work: impl Future<Output = ()> + Send + 'static) {
         match self.tool_tasks.clone().try_acquire_owned() {
             Ok(permit) => {
-                lock(&self.pending).in_tasks.insert(id.clone(), false);
+                lock(&self.pending).task_started(&id);
                 let router = self.clone();
                 tokio::spawn(async move {
                     work.await;
-                    lock(&router.pending).in_tasks.remove(&id);
+                    lock(&router.pending).task_ended(&id);
                     drop(permit);
                 });
             }
@@ -246,7 +229,7 @@ impl Router {
                 let reason = self.too_long(length);
                 self.warnings.warn("client-too-long", || format!("skipped a line from the client: {reason}"));
                 let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
-                let answer = salvaged.is_answer(|id| lock(&self.pending).downstream.contains(id));
+                let answer = salvaged.is_answer(|id| lock(&self.pending).waits_downstream(id));
                 if let Some(id) = salvaged.id {
                     self.unusable_from_client(id, answer, INVALID_REQUEST, &reason);
                 }
@@ -316,18 +299,12 @@ impl Router {
                 if method == "notifications/cancelled"
                     && let Some(id) = jsonrpc::cancelled_request(params)
                 {
-                    let mut pending = lock(&self.pending);
-                    if matches!(pending.upstream.get(&id), Some(Waiter::Client(_))) {
-                        pending.upstream.remove(&id);
-                    } else if let Some(cancelled) = pending.in_tasks.get_mut(&id) {
-                        // Still being worked on here: it will not be sent.
-                        *cancelled = true;
-                    }
+                    lock(&self.pending).client_cancelled(&id, |waiter| matches!(waiter, Waiter::Client(_)));
                 }
                 self.to_server(lossless(line));
             }
             Message::Response { id, .. } => {
-                if !lock(&self.pending).downstream.remove(&id) {
+                if !lock(&self.pending).server_request_ended(&id) {
                     self.warnings.warn("client-unasked", || {
                         format!("the client answered {id}, which the server did not ask; passed on anyway")
                     });
@@ -345,7 +322,7 @@ impl Router {
                 let reason = self.too_long(length);
                 self.warnings.warn("server-too-long", || format!("skipped a line from the server: {reason}"));
                 let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
-                let answer = salvaged.is_answer(|id| lock(&self.pending).upstream.contains_key(id));
+                let answer = salvaged.is_answer(|id| lock(&self.pending).waits_upstream(id));
                 if let Some(id) = salvaged.id {
                     self.unusable_from_server(id, answer, INVALID_REQUEST, &reason);
                 }
@@ -387,7 +364,7 @@ impl Router {
                 }
             }
             Message::Response { id, result, error } => {
-                let waiter = lock(&self.pending).upstream.remove(&id);
+                let waiter = lock(&self.pending).answered(&id);
                 match waiter {
                     Some(Waiter::Proxy(reply)) => {
                         let answer = match (result, error) {
@@ -437,15 +414,7 @@ impl Router {
                 }
             }
             Message::Request { id, .. } => {
-                let refused = {
-                    let mut pending = lock(&self.pending);
-                    let refused = pending.downstream.len() >= MAX_WAITING && !pending.downstream.contains(&id);
-                    if !refused {
-                        pending.downstream.insert(id.clone());
-                    }
-                    refused
-                };
-                if refused {
+                if !lock(&self.pending).server_request(&id) {
                     let reason = format!("{MAX_WAITING} requests are already waiting for the client");
                     return self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
                 }
@@ -453,7 +422,7 @@ impl Router {
             }
             Message::Notification { method, params } if method == "notifications/cancelled" => {
                 if let Some(id) = jsonrpc::cancelled_request(params) {
-                    lock(&self.pending).downstream.remove(&id);
+                    lock(&self.pending).server_request_ended(&id);
                 }
                 self.to_client(lossless(line));
             }
@@ -471,7 +440,7 @@ impl Router {
         if !answer {
             return self.to_client(jsonrpc::error_response(&id, code, reason));
         }
-        if lock(&self.pending).downstream.remove(&id) {
+        if lock(&self.pending).server_request_ended(&id) {
             let reason = format!("the client's answer was unusable: {reason}");
             self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
         }
@@ -483,7 +452,7 @@ impl Router {
         if !answer {
             return self.to_server(jsonrpc::error_response(&id, code, reason));
         }
-        let waiter = lock(&self.pending).upstream.remove(&id);
+        let waiter = lock(&self.pending).answered(&id);
         match waiter {
             Some(Waiter::Client(_)) => {
                 let reason = format!("the MCP server's answer was unusable: {reason}");
@@ -501,28 +470,14 @@ impl Router {
 
     /// Whether the request went upstream; if not, the client has its error answer.
     fn forward(&self, id: Id, purpose: Purpose, line: String) -> bool {
-        let refusal = {
-            let mut pending = lock(&self.pending);
-            if pending.in_tasks.remove(&id) == Some(true) {
-                return false;
-            }
-            if let Some(reason) = &pending.gone {
-                Some((INTERNAL_ERROR, reason.clone()))
-            } else if pending.upstream.contains_key(&id) {
-                Some((INVALID_REQUEST, format!("request id {id} is already waiting for an answer")))
-            } else if pending.upstream.len() >= MAX_WAITING {
-                Some((INTERNAL_ERROR, format!("{MAX_WAITING} requests are already waiting for the MCP server")))
-            } else {
-                pending.upstream.insert(id.clone(), Waiter::Client(purpose));
-                None
-            }
-        };
+        let refusal = lock(&self.pending).client_request(&id, Waiter::Client(purpose));
         match refusal {
-            Some((code, reason)) => {
+            Err(Refusal::Cancelled) => false,
+            Err(Refusal::Error { code, reason }) => {
                 self.to_client(jsonrpc::error_response(&id, code, &reason));
                 false
             }
-            None => {
+            Ok(()) => {
                 self.to_server(line);
                 true
             }
@@ -532,33 +487,14 @@ impl Router {
     /// A request of the proxy's own, and its result.
     async fn ask(&self, method: &str, params: Value) -> Result<Reply, Upstream> {
         let (reply, answer) = oneshot::channel();
-        let id = {
-            let mut pending = lock(&self.pending);
-            if let Some(reason) = &pending.gone {
-                return Err(Upstream::Failed(reason.clone()));
-            }
-            if pending.upstream.len() >= MAX_WAITING {
-                return Err(Upstream::Failed(format!("{MAX_WAITING} requests are already waiting for the MCP server")));
-            }
-            // A client is free to use the same ids; skip those that are waiting.
-            let mut id = Id::own(pending.counter);
-            while pending.upstream.contains_key(&id) || pending.counter == 0 {
-                pending.counter += 1;
-                id = Id::own(pending.counter);
-            }
-            pending.counter += 1;
-            pending.upstream.insert(id.clone(), Waiter::Proxy(reply));
-            id
-        };
+        let id = lock(&self.pending).own_request(Waiter::Proxy(reply)).map_err(Upstream::Failed)?;
         self.to_server(jsonrpc::request(&id, method, &params));
         match tokio::time::timeout(self.request_timeout, answer).await {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(Upstream::Refused(error)),
-            Ok(Err(_)) => Err(Upstream::Failed(
-                lock(&self.pending).gone.clone().unwrap_or_else(|| "the server is gone".to_owned()),
-            )),
+            Ok(Err(_)) => Err(Upstream::Failed(lock(&self.pending).gone().unwrap_or("the server is gone").to_owned())),
             Err(_) => {
-                lock(&self.pending).upstream.remove(&id);
+                lock(&self.pending).answered(&id);
                 Err(Upstream::Failed(format!(
                     "the MCP server did not answer {method} within {}s",
                     self.request_timeout.as_secs_f64()
@@ -576,11 +512,7 @@ impl Router {
 
     /// The server is gone: every request still waiting gets an error answer, now and later.
     pub(super) fn server_gone(&self, reason: String) {
-        let waiting: Vec<(Id, Waiter)> = {
-            let mut pending = lock(&self.pending);
-            pending.gone = Some(reason.clone());
-            pending.upstream.drain().collect()
-        };
+        let waiting = lock(&self.pending).server_gone(reason.clone());
         for (id, waiter) in waiting {
             // The proxy's own requests fail when their sender drops, and answer the client then.
             if let Waiter::Client(_) = waiter {
