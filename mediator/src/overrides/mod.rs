@@ -3,6 +3,7 @@
 mod file;
 mod lint;
 pub mod remote;
+mod scaffold;
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,7 @@ use crate::transformer::{Answer, ToolTransformer, TransformError};
 
 pub use file::{ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride, override_files};
 pub use lint::{LintFinding, lint};
+pub use scaffold::{DuplicateTool, scaffold};
 
 /// Applies override files: priority 200, name `overrides`, confidence 1.
 ///
