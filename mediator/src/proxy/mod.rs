@@ -20,6 +20,7 @@
 pub mod jsonrpc;
 mod lines;
 mod pending;
+mod revision;
 mod router;
 mod warnings;
 

@@ -18,16 +18,12 @@ use super::ProxyOptions;
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
 use super::lines::{Line, Outbox, Ready};
 use super::pending::{MAX_WAITING, Pending, Refusal};
+use super::revision::{PROTOCOL_VERSION_KEY, Protocol, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
 use super::warnings::Warnings;
 use crate::chain::Mediator;
 use crate::lock;
 use crate::session::{ListChanged, Route, Session, SessionPolicy};
 use crate::tool::{SourceType, Tool, ToolContext};
-
-/// `_meta` keys of the stateless protocol revision (2026-07-28).
-const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
@@ -84,22 +80,6 @@ struct Listing {
     fingerprint: u64,
     rest: Map<String, Value>,
 }
-
-/// What the client's protocol revision asks of the proxy.
-#[derive(Default)]
-struct Protocol {
-    /// The client speaks the stateless revision: every request carries its `_meta` envelope.
-    stateless: bool,
-    /// That envelope, for the proxy's own requests upstream.
-    envelope: Option<Value>,
-    /// `subscriptions/listen` streams that asked for tool list changes.
-    listeners: Vec<Id>,
-    /// The protocol revision `initialize` agreed on.
-    revision: Option<String>,
-}
-
-/// The one revision whose peers must accept JSON-RPC batches (2025-06-18 removed them).
-const BATCHING_REVISION: &str = "2025-03-26";
 
 /// Relisting after the server says its tools changed: at most one listing in flight and one
 /// more asked for, however many notifications arrive meanwhile.
@@ -205,7 +185,7 @@ impl Router {
 
     /// Whether the revision in use has JSON-RPC batches (only 2025-03-26 does).
     fn batches_allowed(&self) -> bool {
-        lock(&self.protocol).revision.as_deref() == Some(BATCHING_REVISION)
+        lock(&self.protocol).batches_allowed()
     }
 
     /// Logs the warnings held back since the last of their kind.
@@ -288,7 +268,7 @@ impl Router {
                         });
                         let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
                         if self.forward(id.clone(), purpose, lossless(line)) && wants_tools {
-                            lock(&self.protocol).listeners.push(id);
+                            lock(&self.protocol).listen(id);
                         }
                     }
                     _ => self.forward_request(id, Purpose::Other, line),
@@ -401,7 +381,7 @@ impl Router {
                             ));
                         }
                         (Purpose::Listen, Some(_)) => {
-                            lock(&self.protocol).listeners.retain(|listener| *listener != id);
+                            lock(&self.protocol).stop_listening(&id);
                             self.to_client(lossless(line));
                         }
                         _ => self.to_client(lossless(line)),
@@ -523,11 +503,8 @@ impl Router {
 
     /// The client's side of the protocol revision, and its `_meta` envelope.
     fn note_protocol(&self, params: Option<&RawValue>) {
-        let Some(meta) = params.and_then(|raw| meta_of(raw.get())) else { return };
-        if meta.get(PROTOCOL_VERSION_KEY).is_some() {
-            let mut protocol = lock(&self.protocol);
-            protocol.stateless = true;
-            protocol.envelope = Some(meta);
+        if let Some(meta) = params.and_then(|raw| meta_of(raw.get())) {
+            lock(&self.protocol).note_meta(meta);
         }
     }
 
@@ -540,7 +517,7 @@ impl Router {
             return;
         };
         if let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) {
-            lock(&self.protocol).revision = Some(revision.to_owned());
+            lock(&self.protocol).agreed(revision);
         }
         if let Some(name) = result.pointer(&format!("{server_info}/name")).and_then(Value::as_str) {
             *lock(&self.server_name) = Some(name.to_owned());
@@ -560,12 +537,7 @@ impl Router {
         let stream = parsed
             .as_ref()
             .and_then(|params| params.pointer(&format!("/_meta/{}", crate::schema::escape(SUBSCRIPTION_ID_KEY))));
-        let listens = stream.is_some_and(|stream| {
-            lock(&self.protocol)
-                .listeners
-                .iter()
-                .any(|listener| serde_json::from_str::<Value>(listener.as_raw()).ok().as_ref() == Some(stream))
-        });
+        let listens = stream.is_some_and(|stream| lock(&self.protocol).is_listening(stream));
         match parsed {
             Some(mut params) if listens => {
                 if let Some(honoured) = params.get_mut("notifications").and_then(Value::as_object_mut) {
@@ -602,22 +574,16 @@ impl Router {
                 Ok(ListChanged) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
             }
-            let protocol = lock(&self.protocol);
-            if !protocol.stateless {
-                self.to_client(jsonrpc::notification("notifications/tools/list_changed", None));
-                continue;
-            }
-            for listener in &protocol.listeners {
-                let stream: Value = serde_json::from_str(listener.as_raw()).unwrap_or(Value::Null);
-                let params = json!({"_meta": {SUBSCRIPTION_ID_KEY: stream}});
-                self.to_client(jsonrpc::notification("notifications/tools/list_changed", Some(&params)));
+            let lines = lock(&self.protocol).list_changed();
+            for line in lines {
+                self.to_client(line);
             }
         }
     }
 
     /// Lists every page of the server's tools, as the server wrote them.
     async fn fetch(&self, meta: Option<Value>) -> Result<Fetched, Upstream> {
-        let meta = meta.or_else(|| lock(&self.protocol).envelope.clone());
+        let meta = meta.or_else(|| lock(&self.protocol).envelope());
         let mut pages = Vec::new();
         let mut listed_bytes = 0usize;
         let mut rest = None;
