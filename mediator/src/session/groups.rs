@@ -1,5 +1,8 @@
 //! Tool groups in a single tool set: activation, hierarchy, mutual exclusion, hooks.
 
+use super::state::Visibility;
+use super::{Session, text_result};
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
@@ -203,5 +206,109 @@ impl Groups {
         } else {
             self.active.remove(name);
         }
+    }
+}
+
+impl Session {
+    /// Turns a group on: its parent must be active; its hook runs first and may refuse;
+    /// groups it excludes go off (their hooks run too, first).
+    pub async fn activate_group(&self, name: &str) -> Result<(), GroupError> {
+        let _switching = self.switching.lock().await;
+        let (plan, hooks) = {
+            let state = self.state();
+            if state.groups.is_active(name) {
+                return Ok(());
+            }
+            let plan = state.groups.plan_activation(name)?;
+            // The group's own hook first: the likeliest to refuse, before anything has run.
+            let mut hooks = Vec::new();
+            if let Some(hook) = state.groups.config(name).and_then(|config| config.on_activate.clone()) {
+                hooks.push((name.to_owned(), hook));
+            }
+            for off in &plan {
+                if let Some(hook) = state.groups.config(off).and_then(|config| config.on_deactivate.clone()) {
+                    hooks.push((off.clone(), hook));
+                }
+            }
+            (plan, hooks)
+        };
+        for (group, hook) in hooks {
+            hook(&group).await.map_err(|message| GroupError::Hook { group, message })?;
+        }
+        let listed = {
+            let mut state = self.state();
+            for off in &plan {
+                state.groups.set_active(off, false);
+            }
+            state.groups.set_active(name, true);
+            state.derived = None;
+            self.view_now(&mut state).1
+        };
+        self.announce(listed);
+        Ok(())
+    }
+
+    /// Turns a group off, and every group below it; hooks run first and may refuse.
+    pub async fn deactivate_group(&self, name: &str) -> Result<(), GroupError> {
+        let _switching = self.switching.lock().await;
+        let (off, hooks) = {
+            let state = self.state();
+            if state.groups.config(name).is_none() {
+                return Err(GroupError::Unknown(name.to_owned()));
+            }
+            let off = state.groups.with_descendants(name);
+            let hooks: Vec<(String, GroupHook)> = off
+                .iter()
+                .filter_map(|group| {
+                    state
+                        .groups
+                        .config(group)
+                        .and_then(|config| config.on_deactivate.clone())
+                        .map(|hook| (group.clone(), hook))
+                })
+                .collect();
+            (off, hooks)
+        };
+        for (group, hook) in hooks {
+            hook(&group).await.map_err(|message| GroupError::Hook { group, message })?;
+        }
+        let listed = {
+            let mut state = self.state();
+            for group in &off {
+                state.groups.set_active(group, false);
+            }
+            state.derived = None;
+            self.view_now(&mut state).1
+        };
+        self.announce(listed);
+        Ok(())
+    }
+
+    pub fn list_groups(&self) -> Vec<GroupInfo> {
+        self.state().groups.infos()
+    }
+
+    pub fn is_group_active(&self, name: &str) -> bool {
+        self.state().groups.is_active(name)
+    }
+
+    pub(super) fn switch_result(&self, group: &str, switch: Switch) -> Value {
+        let mut state = self.state();
+        let derived = self.derived(&mut state);
+        let tools = state.tools.as_deref().unwrap_or_default();
+        let mut members: Vec<String> = derived
+            .callable
+            .iter()
+            .filter(
+                |(_, index)| matches!(self.visibility_of(&tools[**index]), Some(Visibility::Group(g)) if g == group),
+            )
+            .map(|(name, _)| name.clone())
+            .collect();
+        members.sort();
+        let verb = if switch == Switch::Activate { "activated" } else { "deactivated" };
+        let mut result = text_result(format!("Group `{group}` {verb}; its tools: {}.", members.join(", ")), false);
+        result["structuredContent"] =
+            json!({"group": group, "active": state.groups.is_active(group), "tools": members});
+        result
     }
 }

@@ -1,9 +1,11 @@
 //! Visibility that follows the host's state: what the host has captured, and what it means for
 //! which tools the model sees.
 
+use super::Session;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -115,5 +117,40 @@ impl EnumFilter {
                 .cloned()
                 .collect(),
         )
+    }
+}
+
+impl Session {
+    /// The host's state changed. With [`StateStrategy::Hide`] the visible set follows it, and a
+    /// burst of changes within the debounce window is announced once; with
+    /// [`StateStrategy::Annotate`] the list stays and its hints follow the new counts.
+    pub fn set_state(self: &Arc<Self>, view: StateView) {
+        {
+            let mut state = self.state();
+            state.view = view;
+            state.derived = None;
+        }
+        let StateStrategy::Hide { debounce } = self.policy.state_strategy else { return };
+        if self.debounce_pending.swap(true, Ordering::AcqRel) {
+            return; // the pending check will see this change too
+        }
+        let session = Arc::clone(self);
+        let check = async move {
+            tokio::time::sleep(debounce).await;
+            session.debounce_pending.store(false, Ordering::Release);
+            let changed = session.view_now(&mut session.state()).1;
+            session.announce(changed);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(check);
+            }
+            // Called from outside a runtime: no timer to wait on, so check at once.
+            Err(_) => {
+                self.debounce_pending.store(false, Ordering::Release);
+                let changed = self.view_now(&mut self.state()).1;
+                self.announce(changed);
+            }
+        }
     }
 }
