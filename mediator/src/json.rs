@@ -279,8 +279,31 @@ pub fn deserialize_object<'de, D: Deserializer<'de>>(deserializer: D) -> Result<
 pub fn deserialize_compact<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Box<RawValue>, D::Error> {
     let mut text = Vec::new();
     Compact { out: &mut text }.deserialize(deserializer)?;
-    let text = String::from_utf8(text).map_err(de::Error::custom)?;
-    RawValue::from_string(text).map_err(de::Error::custom)
+    // Written from `str`s and ASCII, and read as JSON on the way: it is both, so it is copied
+    // into a raw value rather than read again.
+    let text = std::str::from_utf8(&text).map_err(de::Error::custom)?;
+    Ok(verbatim(text))
+}
+
+/// serde_json's name for a raw value when it serializes one: it writes the text as it is. A test
+/// below fails if serde_json ever changes it.
+const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// `text`, known to be JSON, as a raw value, without reading it again (one copy).
+fn verbatim(text: &str) -> Box<RawValue> {
+    struct Verbatim<'a>(&'a str);
+
+    impl Serialize for Verbatim<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeStruct as _;
+
+            let mut raw = serializer.serialize_struct(RAW_TOKEN, 1)?;
+            raw.serialize_field(RAW_TOKEN, self.0)?;
+            raw.end()
+        }
+    }
+
+    serde_json::value::to_raw_value(&Verbatim(text)).expect("writing to memory does not fail")
 }
 
 /// Writes the value it reads as compact JSON text into `out`.
@@ -639,6 +662,13 @@ mod tests {
             deep = Value::Array(vec![deep]);
         }
         assert_eq!(Json::from_value(&deep).to_value(), deep);
+    }
+
+    #[test]
+    fn a_raw_value_is_made_from_text_as_serde_json_names_it() {
+        let raw = verbatim(r#"{"a":[1,"x"]}"#);
+        assert_eq!(raw.get(), r#"{"a":[1,"x"]}"#, "serde_json's raw value token changed");
+        assert_eq!(serde_json::to_string(&raw).unwrap(), r#"{"a":[1,"x"]}"#);
     }
 
     #[test]
