@@ -110,6 +110,8 @@ fn provider_of(arg: LlmArg) -> Provider {
 /// What a command's tools go through and where they come from: the transformers the settings
 /// and flags name, built by the library ([`MediatorConfig::build`]), and a progress display.
 pub struct Setup {
+    /// The settings in effect: the configuration file with the flags applied.
+    pub settings: MediatorConfig,
     source: Option<String>,
     source_type: SourceType,
     transformers: Transformers,
@@ -146,6 +148,7 @@ impl Setup {
             source: args.source.clone(),
             source_type: source_type(args.source_type),
             transformers: config.build(&options).await?,
+            settings: config,
             names: args.client_profile.map(name_rules),
             progress,
         })

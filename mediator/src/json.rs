@@ -79,12 +79,6 @@ impl From<Value> for Json {
     }
 }
 
-impl PartialEq<Value> for Json {
-    fn eq(&self, other: &Value) -> bool {
-        self.to_value() == *other
-    }
-}
-
 impl fmt::Debug for Json {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -262,14 +256,6 @@ pub fn object_members(text: &str) -> Result<Vec<(String, &RawValue)>, serde_json
 /// Any JSON value, refusing duplicate keys at every depth.
 pub fn deserialize_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
     deserializer.deserialize_any(ExactValue)
-}
-
-/// A JSON object, refusing duplicate keys at every depth.
-pub fn deserialize_object<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
-    match deserialize_value(deserializer)? {
-        Value::Object(object) => Ok(object),
-        other => Err(de::Error::invalid_type(unexpected(&other), &"a JSON object")),
-    }
 }
 
 /// Any JSON value as compact text, refusing duplicate keys at every depth: the form a tool list
@@ -465,17 +451,6 @@ impl<'de> Visitor<'de> for Compact<'_> {
         }
         self.out.push(b'}');
         Ok(())
-    }
-}
-
-fn unexpected(value: &Value) -> de::Unexpected<'_> {
-    match value {
-        Value::Null => de::Unexpected::Unit,
-        Value::Bool(flag) => de::Unexpected::Bool(*flag),
-        Value::Number(_) => de::Unexpected::Other("number"),
-        Value::String(text) => de::Unexpected::Str(text),
-        Value::Array(_) => de::Unexpected::Seq,
-        Value::Object(_) => de::Unexpected::Map,
     }
 }
 

@@ -400,14 +400,12 @@ fn array(value: &RawValue) -> Option<Vec<&RawValue>> {
 /// Takes the member `key` out of `members`, leaving a `null` in its place so the document
 /// keeps its key order when it is written back.
 fn member<'a>(members: &mut Members<'a>, key: &str) -> Option<&'a RawValue> {
-    const NULL: &str = "null";
     let (_, value) = members.iter_mut().find(|(name, _)| name == key)?;
-    let null: &'static RawValue = serde_json::from_str(NULL).expect("null is JSON");
-    Some(std::mem::replace(value, null))
+    Some(std::mem::replace(value, RawValue::NULL))
 }
 
 fn is_null(value: &RawValue) -> bool {
-    value.get() == "null"
+    value.get() == RawValue::NULL.get()
 }
 
 /// Members read into values (an envelope's, an OpenAI tool's outer fields).

@@ -168,16 +168,14 @@ impl<'de> Visitor<'de> for Node {
                     object_type = declared == "object";
                     repair |= !is_standard_type(&declared);
                 }
-                "required" => repair |= members.next_value_seed(Children { list: true, each: None })?.is_none(),
+                "required" => repair |= members.next_value_seed(Children { list: true, schemas: false })?.is_none(),
                 key if SCHEMA_MAPS.contains(&key) => {
-                    let children =
-                        members.next_value_seed(Children { list: false, each: Some(Node { root: false }) })?;
+                    let children = members.next_value_seed(Children { list: false, schemas: true })?;
                     properties |= key == "properties" && children.is_some();
                     repair |= children == Some(true);
                 }
                 key if SCHEMA_LISTS.contains(&key) => {
-                    let children =
-                        members.next_value_seed(Children { list: true, each: Some(Node { root: false }) })?;
+                    let children = members.next_value_seed(Children { list: true, schemas: true })?;
                     repair |= children == Some(true);
                 }
                 key if SCHEMA_SINGLES.contains(&key) => repair |= members.next_value_seed(Node { root: false })?,
@@ -220,18 +218,18 @@ impl<'de> Visitor<'de> for Node {
 }
 
 /// The members of an object (`list: false`) or the items of an array (`list: true`), each
-/// asked whether it needs repair (`each`), or only read past: `None` when the value is not of
-/// that kind, else whether any needs repair.
+/// asked whether it needs repair as a schema (`schemas`), or only read past: `None` when the
+/// value is not of that kind, else whether any needs repair.
 struct Children {
     list: bool,
-    each: Option<Node>,
+    schemas: bool,
 }
 
 impl Children {
     fn ask<'de, D: Deserializer<'de>>(&self, child: D) -> Result<bool, D::Error> {
-        match &self.each {
-            Some(node) => Node { root: node.root }.deserialize(child),
-            None => IgnoredAny::deserialize(child).map(|_| false),
+        match self.schemas {
+            true => Node { root: false }.deserialize(child),
+            false => IgnoredAny::deserialize(child).map(|_| false),
         }
     }
 }

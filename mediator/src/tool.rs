@@ -186,11 +186,6 @@ impl Tool {
         self.meta = Some(Json::from(Value::Object(meta)));
     }
 
-    /// The field this crate does not model named `key`.
-    pub fn extra(&self, key: &str) -> Option<&Json> {
-        self.extra.iter().find(|(name, _)| name == key).map(|(_, value)| value)
-    }
-
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self

@@ -9,12 +9,12 @@ use tool_mediator::proxy::{self, Ending, ProxyOptions};
 use tool_mediator::session::SessionPolicy;
 
 use crate::cli::ProxyArgs;
-use crate::config::{self, Setup};
+use crate::config::Setup;
 use crate::manifest::Dialect;
 
 pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
-    let (mut settings, _) = config::effective(&args.chain)?;
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let mut settings = setup.settings.clone();
     let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
     if let Some(threshold) = args.disclosure {
         settings.grouping_threshold = usize::try_from(threshold).unwrap_or(usize::MAX);

@@ -43,7 +43,7 @@ pub use state::{EnumFilter, Predicate, STATE_KEY, StateStrategy, StateView, Visi
 
 use cursor::{decode, encode_cursor};
 use groups::Groups;
-use view::{Derived, Listed, Local, category_of};
+use view::{Derived, Listed, Local};
 
 /// What the session does beyond passing tools through. The default does nothing: same tools,
 /// same order.
@@ -349,7 +349,7 @@ impl Session {
                         .tools
                         .iter()
                         .flatten()
-                        .filter(|tool| self.is_visible(&state, tool) && category_of(tool) == category)
+                        .filter(|tool| self.is_visible(&state, tool) && tool.category_name() == category)
                         .collect();
                     let listed = members.into_iter().map(|tool| self.as_listed(&state, tool));
                     let result = disclosure::expansion_result(&category, listed);

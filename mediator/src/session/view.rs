@@ -56,7 +56,7 @@ impl Session {
         let tools = state.tools.as_deref().unwrap_or_default();
         let mut callable = HashMap::with_capacity(tools.len());
         for (index, tool) in tools.iter().enumerate() {
-            if self.is_visible(state, tool) && !folded.contains(category_of(tool)) {
+            if self.is_visible(state, tool) && !folded.contains(tool.category_name()) {
                 callable.entry(tool.name().to_owned()).or_insert(index);
             }
         }
@@ -171,7 +171,7 @@ impl Session {
                 Local::Category(category) => {
                     let members: Vec<&EnhancedTool> = tools
                         .iter()
-                        .filter(|tool| self.is_visible(state, tool) && category_of(tool) == category.as_str())
+                        .filter(|tool| self.is_visible(state, tool) && tool.category_name() == category.as_str())
                         .collect();
                     disclosure::category_tool(name, category, &members)
                 }
@@ -244,8 +244,4 @@ pub(super) fn switch_tool(name: &str, group: &str, switch: Switch, state: &State
     tool.annotations =
         Some(Json::from(json!({"readOnlyHint": false, "idempotentHint": false, "openWorldHint": false})));
     tool
-}
-
-pub(super) fn category_of(tool: &EnhancedTool) -> &str {
-    tool.category_name()
 }
