@@ -1,81 +1,32 @@
 //! Checked settings built from the configuration file and the command line (flags win):
 //! everything the commands need, loaded and validated before any file is written.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::Result;
 use tool_mediator::llm::{LlmTransformer, Provider, Task};
 use tool_mediator::{ChainOptions, Mediator, MediatorConfig, NameRules, SourceType, ToolContext, Transformers};
 
 use crate::cli::{CacheArgs, ChainArgs, ClientProfileArg, ConfigArgs, LlmArg, SourceTypeArg};
 use crate::manifest::{Dialect, Origin};
 
-/// Reads the configuration file: `--config`, else the working directory's
-/// `tool-mediator.toml`/`.json`, else the user's `tool-mediator/config.toml`/`.json`, else the
-/// defaults. Returns the file it read.
+/// Reads the configuration file: `--config`, else the one [`MediatorConfig::discover`] finds,
+/// else the defaults. Returns the file it read.
 pub fn load(args: &ConfigArgs) -> Result<(MediatorConfig, Option<PathBuf>)> {
-    let candidates: Vec<PathBuf> = match &args.config {
-        Some(path) => {
-            if !path.is_file() {
-                bail!("{}: no such configuration file", path.display());
-            }
-            vec![path.clone()]
-        }
-        None => {
-            let mut candidates = vec![PathBuf::from("tool-mediator.toml"), PathBuf::from("tool-mediator.json")];
-            if let Some(dir) = dirs::config_dir() {
-                candidates.push(dir.join("tool-mediator/config.toml"));
-                candidates.push(dir.join("tool-mediator/config.json"));
-            }
-            candidates
-        }
-    };
-    for path in candidates {
-        if path.is_file() {
-            return Ok((parse(&path)?, Some(path)));
-        }
-    }
-    Ok((MediatorConfig::default(), None))
-}
-
-fn parse(path: &Path) -> Result<MediatorConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if path.extension().is_some_and(|ext| ext == "json") {
-        return tool_mediator::json::from_str_as(&text)
-            .map_err(|error| anyhow::anyhow!("{}:{}:{}: {error}", path.display(), error.line(), error.column()));
-    }
-    toml::from_str(&text).map_err(|error| {
-        let (line, column) = error.span().map_or((1, 1), |span| line_column(&text, span.start));
-        anyhow::anyhow!("{}:{line}:{column}: {}", path.display(), error.message())
+    Ok(match &args.config {
+        Some(path) => (MediatorConfig::from_file(path)?, Some(path.clone())),
+        None => MediatorConfig::discover()?,
     })
-}
-
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.len() - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
-    (line, column)
 }
 
 /// The configuration with the command line's flags applied.
 pub fn effective(chain: &ChainArgs) -> Result<(MediatorConfig, Option<PathBuf>)> {
     let (mut config, file) = load(&chain.config)?;
-    match chain.llm {
-        Some(LlmArg::Off) => config.llm_provider = None,
-        Some(provider) => {
-            let provider = provider_of(provider);
-            // A key the file holds for one provider is never sent to another.
-            if config.llm_provider != Some(provider) {
-                config.api_key = None;
-                config.api_key_env = None;
-            }
-            config.llm_provider = Some(provider);
-            config.auto_enhance = true;
-        }
-        None if !config.auto_enhance => config.llm_provider = None,
-        None => {}
-    }
+    config.choose_llm(chain.llm.map(|choice| match choice {
+        LlmArg::Off => None,
+        provider => Some(provider_of(provider)),
+    }));
     if chain.model.is_some() {
         config.model.clone_from(&chain.model);
     }

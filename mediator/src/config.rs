@@ -2,9 +2,7 @@
 //! and the one way a front door turns them into a chain ([`MediatorConfig::build`]) and a
 //! session policy ([`MediatorConfig::session_policy`]).
 
-#[cfg(test)]
-use std::path::Path;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,6 +101,61 @@ impl MediatorConfig {
 }
 
 impl MediatorConfig {
+    /// Reads a configuration file: JSON by its `.json` extension, else TOML. What is wrong is
+    /// placed at its line and column.
+    pub fn from_file(path: &Path) -> Result<MediatorConfig, ConfigError> {
+        if !path.is_file() {
+            return Err(ConfigError::Missing(path.to_owned()));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Unreadable { path: path.to_owned(), source })?;
+        let invalid = |(line, column), message: String| ConfigError::Invalid { path: path.to_owned(), line, column, message };
+        if path.extension().is_some_and(|ext| ext == "json") {
+            return crate::json::from_str_as(&text)
+                .map_err(|error| invalid((error.line(), error.column()), error.to_string()));
+        }
+        toml::from_str(&text).map_err(|error| {
+            let place = error.span().map_or((1, 1), |span| line_column(&text, span.start));
+            invalid(place, error.message().to_owned())
+        })
+    }
+
+    /// The settings a front door reads when no file is named: the working directory's
+    /// `tool-mediator.toml`/`.json`, else the user's `tool-mediator/config.toml`/`.json`, else
+    /// the defaults. Returns the file it read.
+    pub fn discover() -> Result<(MediatorConfig, Option<PathBuf>), ConfigError> {
+        let mut candidates = vec![PathBuf::from("tool-mediator.toml"), PathBuf::from("tool-mediator.json")];
+        if let Some(dir) = dirs::config_dir() {
+            candidates.push(dir.join("tool-mediator/config.toml"));
+            candidates.push(dir.join("tool-mediator/config.json"));
+        }
+        for path in candidates {
+            if path.is_file() {
+                return Ok((MediatorConfig::from_file(&path)?, Some(path)));
+            }
+        }
+        Ok((MediatorConfig::default(), None))
+    }
+
+    /// A front door's choice of language model over the file's: `Some(None)` turns it off,
+    /// `Some(Some(provider))` asks for `provider` (a key the file holds for another provider is
+    /// dropped, never sent to it), `None` keeps the file's provider when `auto_enhance` is on.
+    pub fn choose_llm(&mut self, choice: Option<Option<Provider>>) {
+        match choice {
+            Some(None) => self.llm_provider = None,
+            Some(Some(provider)) => {
+                if self.llm_provider != Some(provider) {
+                    self.api_key = None;
+                    self.api_key_env = None;
+                }
+                self.llm_provider = Some(provider);
+                self.auto_enhance = true;
+            }
+            None if !self.auto_enhance => self.llm_provider = None,
+            None => {}
+        }
+    }
+
     /// The cache directory in use: `cache_dir`, else the platform cache directory's
     /// `tool-mediator`.
     pub fn cache_directory(&self) -> Option<PathBuf> {
@@ -209,6 +262,25 @@ impl MediatorConfig {
             variable.unwrap_or("the key variable")
         )
     }
+}
+
+/// The line and column, both from 1, of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
+    (line, column)
+}
+
+/// Why a configuration file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: no such configuration file", .0.display())]
+    Missing(PathBuf),
+    #[error("cannot read {}", path.display())]
+    Unreadable { path: PathBuf, source: std::io::Error },
+    #[error("{}:{line}:{column}: {message}", path.display())]
+    Invalid { path: PathBuf, line: usize, column: usize, message: String },
 }
 
 /// Whether `name` looks like an environment variable's name (and not like a pasted key).

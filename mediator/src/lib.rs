@@ -50,7 +50,7 @@ mod tool;
 mod transformer;
 
 pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
-pub use config::{BuildError, ChainOptions, MediatorConfig, Transformers, dictionary, is_variable_name};
+pub use config::{BuildError, ChainOptions, ConfigError, MediatorConfig, Transformers, dictionary, is_variable_name};
 pub use json::Json;
 pub use naming::NameRules;
 pub use overrides::{
