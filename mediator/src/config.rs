@@ -109,7 +109,8 @@ impl MediatorConfig {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Unreadable { path: path.to_owned(), source })?;
-        let invalid = |(line, column), message: String| ConfigError::Invalid { path: path.to_owned(), line, column, message };
+        let invalid =
+            |(line, column), message: String| ConfigError::Invalid { path: path.to_owned(), line, column, message };
         if path.extension().is_some_and(|ext| ext == "json") {
             return crate::json::from_str_as(&text)
                 .map_err(|error| invalid((error.line(), error.column()), error.to_string()));

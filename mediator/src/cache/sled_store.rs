@@ -1,6 +1,7 @@
 //! The default store: sled, embedded, one directory on disk.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::{CacheError, CacheStore, Clock, KeyedRecord, SystemClock};
@@ -9,9 +10,14 @@ use super::{CacheError, CacheStore, Clock, KeyedRecord, SystemClock};
 pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 pub struct SledStore {
-    db: sled::Db,
+    db: Arc<sled::Db>,
     dir: PathBuf,
 }
+
+/// The stores open in this process, by canonical directory. sled lets a process open a
+/// directory once; a second store on it (two mediators in one Node host, say) shares the first
+/// one's database, and the directory is let go when the last of them is dropped.
+static OPEN: Mutex<Vec<(PathBuf, Weak<sled::Db>)>> = Mutex::new(Vec::new());
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`. sled lets one process at a time hold a directory:
@@ -26,11 +32,27 @@ impl SledStore {
         if dir.exists() && !dir.is_dir() {
             return Err(store_error(dir, "not a directory".into()));
         }
+        // Held while opening, so two threads opening one directory do not lock each other out.
+        let mut open = crate::lock(&OPEN);
+        open.retain(|(_, db)| db.strong_count() > 0);
+        let canonical = |dir: &Path| dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+        if dir.exists() {
+            let key = canonical(dir);
+            if let Some(db) = open.iter().find(|(held, _)| *held == key).and_then(|(_, db)| db.upgrade()) {
+                return Ok(SledStore { db, dir: dir.to_owned() });
+            }
+        }
+        let store = SledStore::open_new(dir, wait)?;
+        open.push((canonical(dir), Arc::downgrade(&store.db)));
+        Ok(store)
+    }
+
+    fn open_new(dir: &Path, wait: Duration) -> Result<SledStore, CacheError> {
         let deadline = Instant::now() + wait;
         let mut unreadable = 0;
         loop {
             match open(dir) {
-                Ok(db) => return Ok(SledStore { db, dir: dir.to_owned() }),
+                Ok(db) => return Ok(SledStore { db: Arc::new(db), dir: dir.to_owned() }),
                 Err(Opening::Locked) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
                 Err(Opening::Locked) => return Err(CacheError::Locked { dir: dir.to_owned() }),
                 // Another process may be writing a new store's configuration this instant.
@@ -56,7 +78,7 @@ impl SledStore {
             aside.display()
         );
         let db = sled::Config::new().path(dir).open().map_err(|error| store_error(dir, error.to_string()))?;
-        Ok(SledStore { db, dir: dir.to_owned() })
+        Ok(SledStore { db: Arc::new(db), dir: dir.to_owned() })
     }
 
     pub fn dir(&self) -> &Path {
@@ -154,15 +176,49 @@ mod tests {
     }
 
     #[test]
-    fn a_held_store_is_reported_after_a_short_wait() {
+    fn stores_on_one_directory_in_one_process_share_it_and_let_it_go() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache");
-        let _held = SledStore::open(&path).unwrap();
-        // sled locks per process with a file lock; a second open in this process is refused the
-        // same way another process would be.
-        match SledStore::open_waiting(&path, Duration::from_millis(200)) {
+        let first = SledStore::open(&path).unwrap();
+        let second = SledStore::open_waiting(&dir.path().join("./cache"), Duration::ZERO).expect("shared, not locked");
+        first.put(b"k", b"v").unwrap();
+        assert_eq!(second.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+        drop((first, second));
+        let again = SledStore::open_waiting(&path, Duration::ZERO).expect("let go with the last store");
+        assert_eq!(again.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+
+    /// The other process of the test below: this test binary, run again to hold a store.
+    const HOLD: &str = "TOOL_MEDIATOR_TEST_HOLD_STORE";
+
+    #[test]
+    fn a_store_another_process_holds_is_reported_after_a_short_wait() {
+        use std::io::{BufRead as _, BufReader};
+        if let Some(path) = std::env::var_os(HOLD) {
+            let _held = SledStore::open(Path::new(&path)).unwrap();
+            println!("holding");
+            // Until the parent closes our stdin.
+            let _ = std::io::stdin().read_line(&mut String::new());
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache");
+        let mut holder = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "cache::sled_store::tests::a_store_another_process_holds_is_reported_after_a_short_wait"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(HOLD, &path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+        assert!(lines.any(|line| line.is_ok_and(|line| line.contains("holding"))), "the other process holds the store");
+        let outcome = SledStore::open_waiting(&path, Duration::from_millis(200));
+        drop(holder.stdin.take());
+        holder.wait().unwrap();
+        match outcome {
             Err(CacheError::Locked { dir }) => assert_eq!(dir, path),
-            Ok(_) => {} // platforms without file locks let it through; nothing to report then
+            Ok(_) => assert!(!cfg!(unix), "sled locks its directory with a file lock on unix"),
             Err(other) => panic!("{other}"),
         }
     }
