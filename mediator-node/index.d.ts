@@ -1,0 +1,150 @@
+// Types of @tool-mediator/node, written by hand and checked by `npm run typecheck`
+// (test/types.ts uses every one of them the way a transport does).
+
+/** A tool definition as MCP and WebMCP publish it. Fields the mediator does not know are kept. */
+export interface Tool {
+  name: string
+  title?: string
+  description?: string
+  inputSchema?: JsonSchema
+  outputSchema?: JsonSchema
+  annotations?: ToolAnnotations
+  _meta?: { [key: string]: unknown }
+  [field: string]: unknown
+}
+
+export type JsonSchema = { [keyword: string]: unknown }
+
+export interface ToolAnnotations {
+  title?: string
+  readOnlyHint?: boolean
+  destructiveHint?: boolean
+  idempotentHint?: boolean
+  openWorldHint?: boolean
+  [hint: string]: unknown
+}
+
+/** What the mediator records under `_meta["tool-mediator/provenance"]` of a tool it changed. */
+export interface Provenance {
+  /** The name the source knows the tool by: calls go there under it. */
+  originalName: string
+  category?: string
+  confidence: number
+  /** Which transformer's answer was taken: `overrides`, `rules`, `llm`, `cached-llm`. */
+  enhancedBy: string
+  /** Exposed argument name to the source's. */
+  argumentAliases?: { [exposed: string]: string }
+  /** Fields the mediator guessed rather than read (a description, a schema). */
+  inferred?: string[]
+  originalDescription?: string
+}
+
+/** A JSON Schema with an object root, as MCP requires of tool schemas. */
+export type ObjectSchema = {
+  type: 'object'
+  properties?: { [name: string]: object }
+  required?: string[]
+  [keyword: string]: unknown
+}
+
+/** An enhanced tool, as a consumer receives it: it always has an object input schema. */
+export interface EnhancedTool extends Tool {
+  inputSchema: ObjectSchema
+  outputSchema?: ObjectSchema
+  _meta?: { 'tool-mediator/provenance'?: Provenance; [key: string]: unknown }
+}
+
+/** Where tools come from: overrides are chosen by `source`. */
+export interface ToolContext {
+  /** A domain (`example.com`), an MCP server's name, an API's name. */
+  source: string
+  /** `api` unless told. */
+  sourceType?: 'web' | 'api' | 'file' | 'manual'
+}
+
+/** A mediator's settings: the CLI's configuration file and flags, as one object. */
+export interface MediatorOptions {
+  /** A configuration file (TOML, or JSON by its extension), as the CLI's `--config`. None is
+   * read unless named. */
+  config?: string
+  /** Directories of override files, after the configuration's (`--overrides`). */
+  overrides?: string[]
+  /** The rule-based transformer; on unless `false` (`--no-rules`). */
+  rules?: boolean
+  /** Dictionary files extending the built-in one (`--dictionary`). */
+  dictionaries?: string[]
+  /** A directory of prompt templates (`--prompts`). */
+  prompts?: string
+  /** The language model (`--llm`); `off` turns off one the configuration names. */
+  llm?: 'anthropic' | 'openai' | 'openai-compatible' | 'off'
+  model?: string
+  llmUrl?: string
+  llmDeadlineSecs?: number
+  /** The sled cache of the model's answers; on unless `false` (`--no-cache`). */
+  cache?: boolean
+  cacheDir?: string
+  cacheTtlHours?: number
+  /** Which tool names the consumer accepts: `mcp` (default) or `strict` (`[a-zA-Z0-9_-]{1,64}`). */
+  clientProfile?: 'mcp' | 'strict'
+  /** Never use an answer less confident than this, 0 to 1 (default 0). */
+  minConfidence?: number
+  /** The context of `enhance`, `session` and `toolMiddleware` calls that give none. */
+  source?: string
+  sourceType?: ToolContext['sourceType']
+}
+
+export interface SessionOptions {
+  /** Fold categories of at least this many tools into one category tool each; `false` folds
+   * none. The configuration's `grouping_threshold` (5) unless told. */
+  disclosure?: number | false
+}
+
+/** One page of what a client sees: an MCP `ListToolsResult`. */
+export type ToolPage = {
+  tools: EnhancedTool[]
+  /** Pass it back to `listTools` for the next page. */
+  nextCursor?: string
+}
+
+/** An MCP `CallToolResult`, as the session answers one itself. */
+export type CallToolResult = {
+  content: Array<{ type: 'text'; text: string }>
+  structuredContent?: { [key: string]: unknown }
+  isError?: boolean
+}
+
+/** Where a call goes. */
+export type Route =
+  /** Answered by the session (a category tool, a group switch): send `result` to the client. */
+  | { route: 'local'; result: CallToolResult }
+  /** Call the source's tool `name` with `arguments`, both in the source's own names. */
+  | { route: 'upstream'; name: string; arguments: { [argument: string]: unknown } }
+  /** No such tool for this client now: answer as for an unknown tool. */
+  | { route: 'notFound' }
+
+export declare class Mediator {
+  private constructor()
+  /** Loads and checks everything the options name; rejects with the CLI's message when
+   * something cannot be had (a bad override file, a missing API key asked for). */
+  static create(options?: MediatorOptions): Promise<Mediator>
+  /** The tools a consumer sees: enhanced, hidden ones left out, provenance under `_meta` for
+   * changed ones. Rejects when a tool is malformed, naming it by its JSON pointer. */
+  enhance(tools: Tool[], context?: ToolContext): Promise<EnhancedTool[]>
+  /** A session for one client. */
+  session(context?: ToolContext, options?: SessionOptions): Session
+  /** The seed's middleware shape: `setToolMiddleware(mediator.toolMiddleware())`. */
+  toolMiddleware(context?: ToolContext): (tools: Tool[]) => Promise<EnhancedTool[]>
+}
+
+export declare class Session {
+  private constructor()
+  /** What the client sees of `upstream` now; enhanced again only when the list changed. */
+  listTools(upstream: Tool[], cursor?: string): Promise<ToolPage>
+  /** Where the client's call `name(args)` goes. */
+  routeCall(name: string, args?: { [argument: string]: unknown }): Promise<Route>
+  /** Calls `callback` whenever the visible list changes (send
+   * `notifications/tools/list_changed`). Does not keep Node running by itself. */
+  onListChanged(callback: () => void): this
+  /** Stops the list-changed callbacks. */
+  close(): void
+}

@@ -1,0 +1,300 @@
+//! The native half of `@tool-mediator/node`: the library behind Node-API.
+//!
+//! Tools cross the boundary as JSON text, one string each way: V8 writes and reads JSON faster
+//! than a walk over the objects through Node-API, and the library reads JSON text straight into
+//! its tools (see `tool_mediator::Json`). `index.js` is the JavaScript half (the text, the
+//! middleware closure) and `index.d.ts` the types a TypeScript transport sees. Every method that
+//! works runs on the Tokio runtime napi keeps, never on Node's event loop; its errors are
+//! JavaScript `Error`s carrying the messages the CLI prints.
+
+#[cfg(feature = "bench")]
+pub mod benchmark;
+
+use std::fmt::Display;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Result, spawn};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Error, Status};
+use napi_derive::napi;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+use tool_mediator::llm::Provider;
+use tool_mediator::session::Route;
+use tool_mediator::{ChainOptions, MediatorConfig, NameRules, SourceType, Tool, ToolContext};
+
+/// The settings of a mediator: the CLI's configuration file and flags, as one object.
+#[napi(object)]
+#[derive(Default)]
+pub struct MediatorOptions {
+    /// A configuration file (TOML, or JSON by extension), as the CLI's `--config`. None is read
+    /// unless named: a library does not look around the working directory.
+    pub config: Option<String>,
+    /// Override directories, after the file's (`--overrides`).
+    pub overrides: Option<Vec<String>>,
+    /// The rule-based transformer (on by default; `--no-rules`).
+    pub rules: Option<bool>,
+    /// Dictionary files extending the built-in one (`--dictionary`).
+    pub dictionaries: Option<Vec<String>>,
+    /// A directory of prompt templates (`--prompts`).
+    pub prompts: Option<String>,
+    /// `anthropic`, `openai`, `openai-compatible` or `off` (`--llm`).
+    pub llm: Option<String>,
+    pub model: Option<String>,
+    pub llm_url: Option<String>,
+    pub llm_deadline_secs: Option<u32>,
+    /// The cache of the language model's answers (on by default; `--no-cache`).
+    pub cache: Option<bool>,
+    pub cache_dir: Option<String>,
+    pub cache_ttl_hours: Option<u32>,
+    /// `mcp` (default) or `strict`: which tool names the consumer accepts.
+    pub client_profile: Option<String>,
+    /// Never use an answer less confident than this, 0 to 1.
+    pub min_confidence: Option<f64>,
+}
+
+/// A chain of transformers built from settings, shared by every call and session made from it.
+#[napi]
+pub struct Mediator {
+    core: Arc<tool_mediator::Mediator>,
+    settings: MediatorConfig,
+}
+
+/// Builds a mediator from `options`: loads and checks the configuration file, the override
+/// directories, the dictionaries, the language model and its cache.
+#[napi]
+pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediator> {
+    let options = options.unwrap_or_default();
+    let mut settings = match &options.config {
+        Some(path) => MediatorConfig::from_file(path.as_ref()).map_err(failed)?,
+        None => MediatorConfig::default(),
+    };
+    let llm = options.llm.as_deref().map(provider).transpose()?;
+    settings.choose_llm(llm);
+    if options.model.is_some() {
+        settings.model = options.model;
+    }
+    if options.llm_url.is_some() {
+        settings.llm_url = options.llm_url;
+    }
+    if let Some(deadline) = options.llm_deadline_secs {
+        settings.llm_deadline_secs = deadline.into();
+    }
+    if let Some(dir) = options.cache_dir {
+        settings.cache_dir = Some(dir.into());
+    }
+    if let Some(hours) = options.cache_ttl_hours {
+        settings.cache_ttl_hours = u64::from(hours).max(1);
+    }
+    settings.override_dirs.extend(options.overrides.into_iter().flatten().map(PathBuf::from));
+    let names = match options.client_profile.as_deref() {
+        None | Some("mcp") => NameRules::MCP,
+        Some("strict") => NameRules::STRICT,
+        Some(other) => return Err(failure(format!("unknown client profile `{other}` (expected mcp or strict)"))),
+    };
+    let min_confidence = options.min_confidence.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&min_confidence) {
+        return Err(failure(format!("minConfidence must be between 0 and 1, not {min_confidence}")));
+    }
+    let chain = ChainOptions {
+        rules: options.rules.unwrap_or(true),
+        dictionaries: options.dictionaries.into_iter().flatten().map(PathBuf::from).collect(),
+        prompts: options.prompts.map(PathBuf::from),
+        llm_required: llm.flatten().is_some(),
+        cache: options.cache.unwrap_or(true),
+        ..ChainOptions::default()
+    };
+    let transformers = settings.build(&chain).await.map_err(failed)?;
+    Ok(Mediator { core: Arc::new(transformers.mediator(names, min_confidence)), settings })
+}
+
+#[napi]
+impl Mediator {
+    /// Enhances `tools` (a JSON array of MCP tools) from `source`: the tools a consumer sees, as
+    /// a JSON array, hidden ones left out and provenance under `_meta` for changed ones. A tool
+    /// the mediator left as it came is written as its index in `tools`, for the caller to put
+    /// back the object it already has: most tools of a real list are well made, and reading
+    /// them back would be most of the crossing's cost.
+    #[napi]
+    pub async fn enhance(&self, tools: String, source: String, source_type: Option<String>) -> Result<String> {
+        #[derive(serde::Serialize)]
+        #[serde(untagged)]
+        enum Consumed {
+            Unchanged(usize),
+            Changed(Tool),
+        }
+        let context = context(source, source_type)?;
+        let tools = read_tools(&tools)?;
+        let enhanced = self.core.enhance(tools, &context).await;
+        let consumer: Vec<Consumed> = enhanced
+            .into_iter()
+            .enumerate()
+            .filter(|(_, tool)| !tool.hidden)
+            .map(|(index, tool)| match tool.changes.any() {
+                true => Consumed::Changed(tool.into_consumer_tool()),
+                false => Consumed::Unchanged(index),
+            })
+            .collect();
+        serde_json::to_string(&consumer).map_err(failure)
+    }
+
+    /// A session for one client of `source`: what it sees now and where its calls go, with the
+    /// policy of the proxy (categories of `disclosure` tools or more folded, or the settings'
+    /// threshold; 0 folds none).
+    #[napi]
+    pub fn session(&self, source: String, source_type: Option<String>, disclosure: Option<u32>) -> Result<Session> {
+        let context = context(source, source_type)?;
+        let mut policy = self.settings.session_policy();
+        if let Some(threshold) = disclosure {
+            policy.disclosure = (threshold > 0).then(|| usize::try_from(threshold).unwrap_or(usize::MAX).max(2));
+        }
+        Ok(Session::new(tool_mediator::session::Session::new(self.core.clone(), context, policy)))
+    }
+}
+
+/// One client's view of the tools.
+#[napi]
+pub struct Session {
+    core: Arc<tool_mediator::session::Session>,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+impl Session {
+    fn new(core: tool_mediator::session::Session) -> Session {
+        Session { core: Arc::new(core), listeners: Vec::new() }
+    }
+}
+
+#[napi]
+impl Session {
+    /// What the client sees of `upstream` (a JSON array of tools), from the start or from
+    /// `cursor`: `{"tools": [...], "nextCursor": "..."}`. The list is enhanced again only
+    /// when it changed.
+    #[napi]
+    pub async fn list_tools(&self, upstream: String, cursor: Option<String>) -> Result<String> {
+        let upstream = read_tools(&upstream)?;
+        let page = self.core.list_tools(&upstream, cursor.as_deref()).await.map_err(failed)?;
+        let mut answer = json!({"tools": page.tools()});
+        if let Some(cursor) = &page.next_cursor {
+            answer["nextCursor"] = cursor.as_str().into();
+        }
+        Ok(answer.to_string())
+    }
+
+    /// Where the call `name(arguments)` goes, `arguments` a JSON object:
+    /// `{"route": "local", "result": CallToolResult}`, answered here (a category tool);
+    /// `{"route": "upstream", "name", "arguments"}`, the source's name and argument names;
+    /// `{"route": "notFound"}`, no such tool for this client now.
+    #[napi]
+    pub async fn route_call(&self, name: String, arguments: Option<String>) -> Result<String> {
+        let arguments = match arguments.as_deref() {
+            None => Map::new(),
+            Some(text) => {
+                match tool_mediator::json::from_str(text).map_err(|error| failure(located("arguments", &error)))? {
+                    Value::Object(arguments) => arguments,
+                    Value::Null => Map::new(),
+                    other => return Err(failure(format!("arguments: must be an object, not {other}"))),
+                }
+            }
+        };
+        let route = match self.core.route_call(&name, arguments).await {
+            Route::Local(result) => json!({"route": "local", "result": result}),
+            Route::Upstream { name, arguments } => json!({"route": "upstream", "name": name, "arguments": arguments}),
+            Route::NotFound => json!({"route": "notFound"}),
+        };
+        Ok(route.to_string())
+    }
+
+    /// Calls `callback` each time the visible tool list changes, until [`Session::close`]. The
+    /// callback never keeps Node running by itself (the function is weak).
+    #[napi]
+    pub fn on_list_changed(&mut self, callback: ThreadsafeFunction<(), (), (), Status, false, true>) {
+        let mut events = self.core.subscribe();
+        self.listeners.push(spawn(async move {
+            loop {
+                match events.recv().await {
+                    // Missed events are one change as far as a client is concerned.
+                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                        callback.call((), ThreadsafeFunctionCallMode::NonBlocking);
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }));
+    }
+
+    /// Stops calling the list-changed callbacks.
+    #[napi]
+    pub fn close(&mut self) {
+        for listener in self.listeners.drain(..) {
+            listener.abort();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn failure(message: impl Display) -> Error {
+    Error::from_reason(message.to_string())
+}
+
+/// `error` and its causes as the CLI prints them: `outer: inner: innermost`.
+fn failed(error: impl std::error::Error) -> Error {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        message = format!("{message}: {inner}");
+        cause = inner.source();
+    }
+    failure(message)
+}
+
+fn provider(name: &str) -> Result<Option<Provider>> {
+    Ok(Some(match name {
+        "off" => return Ok(None),
+        "anthropic" => Provider::Anthropic,
+        "openai" => Provider::OpenAi,
+        "openai-compatible" => Provider::OpenAiCompatible,
+        other => {
+            return Err(failure(format!(
+                "unknown language model provider `{other}` (expected anthropic, openai, openai-compatible or off)"
+            )));
+        }
+    }))
+}
+
+fn context(source: String, source_type: Option<String>) -> Result<ToolContext> {
+    let source_type = match source_type.as_deref() {
+        None => SourceType::Api,
+        Some(name) => name.parse().map_err(failure)?,
+    };
+    Ok(ToolContext::new(source, source_type))
+}
+
+/// Reads a JSON array of tools, each on its own so a bad one is named by its JSON pointer.
+fn read_tools(text: &str) -> Result<Vec<Tool>> {
+    let items: Vec<&RawValue> =
+        serde_json::from_str(text).map_err(|error| failure(located("tools: not an array of tools", &error)))?;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            serde_json::from_str(item.get()).map_err(|error| failure(located(&format!("tools: `/{index}`"), &error)))
+        })
+        .collect()
+}
+
+/// `place: message`, without serde_json's line and column: they count in text the caller never
+/// saw (the `JSON.stringify` of its objects).
+fn located(place: &str, error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    format!("{place}: {}", message.strip_suffix(&position).unwrap_or(&message))
+}

@@ -1,0 +1,221 @@
+// The binding from JavaScript: what a transport linking it sees. Run by `npm test`.
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { after, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+import { Mediator } from '@tool-mediator/node'
+import { seedTools } from './dist/test/seed-tools.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '../..')
+const overrides = join(root, 'overrides')
+const scratch = mkdtempSync(join(tmpdir(), 'tool-mediator-node-'))
+after(() => rmSync(scratch, { recursive: true, force: true }))
+
+const PROVENANCE = 'tool-mediator/provenance'
+
+/** The CLI built by cargo (the tests' debug build, or a release build). */
+function cli() {
+  for (const profile of ['debug', 'release']) {
+    const binary = join(root, 'target', profile, 'tool-mediator')
+    if (existsSync(binary)) return binary
+  }
+  assert.fail('the tool-mediator binary is not built: run `cargo build -p tool-mediator-cli` first')
+}
+
+/** What the CLI prints on stderr for `args`, without its `error: ` prefix. */
+function cliError(args) {
+  try {
+    execFileSync(cli(), args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: scratch })
+  } catch (failure) {
+    assert.equal(failure.status, 2, `the CLI exits 2 on bad input: ${failure.stderr}`)
+    return failure.stderr.toString().trim().replace(/^error: /, '')
+  }
+  assert.fail(`the CLI accepted ${args.join(' ')}`)
+}
+
+describe('enhance', () => {
+  test("the seed's tools come out as the model should see them, with provenance", async () => {
+    const mediator = await Mediator.create({ overrides: [overrides] })
+    const tools = await mediator.enhance(seedTools, { source: 'example.com', sourceType: 'web' })
+    assert.deepEqual(
+      tools.map((tool) => tool.name),
+      ['get_user', 'delete_user', 'update_profile'],
+    )
+    const provenance = tools[0]._meta[PROVENANCE]
+    assert.equal(provenance.originalName, 'gt_usr')
+    assert.equal(provenance.enhancedBy, 'overrides')
+    assert.deepEqual(provenance.argumentAliases, { userId: 'uid', email: 'eml' })
+    assert.deepEqual(Object.keys(tools[0].inputSchema.properties), ['userId', 'email'])
+  })
+
+  test('what the CLI writes for the same file, the binding returns', async () => {
+    const file = join(root, 'tests/fixtures/example.com.json')
+    const written = JSON.parse(
+      execFileSync(cli(), ['enhance', file, '--source', 'example.com', '--source-type', 'web', '--overrides', overrides]),
+    )
+    const mediator = await Mediator.create({ overrides: [overrides], source: 'example.com', sourceType: 'web' })
+    const raw = JSON.parse(readFileSync(file, 'utf8')).tools
+    assert.deepEqual(await mediator.enhance(raw), written.tools)
+  })
+
+  test("the seed's middleware shape: tools => tools", async () => {
+    const mediator = await Mediator.create({ overrides: [overrides], source: 'example.com' })
+    const middleware = mediator.toolMiddleware()
+    const tools = await middleware(seedTools)
+    assert.equal(tools[2].name, 'update_profile')
+    assert.deepEqual(await middleware([]), [])
+  })
+
+  test('numbers and unknown fields pass through untouched', async () => {
+    const mediator = await Mediator.create({ rules: false })
+    const tool = {
+      name: 'get_weather',
+      description: 'Current weather for a city.',
+      inputSchema: { type: 'object', properties: { days: { type: 'integer', maximum: 9007199254740991, minimum: -0.5 } } },
+      icons: [{ src: 'https://example.com/w.png' }],
+      _meta: { 'vendor/x': 1 },
+    }
+    assert.deepEqual(await mediator.enhance([tool], { source: 'weather' }), [tool])
+  })
+})
+
+describe('errors', () => {
+  test('a malformed tool is named by its JSON pointer', async () => {
+    const mediator = await Mediator.create({ source: 'example.com' })
+    await assert.rejects(mediator.enhance([seedTools[0], { description: 'no name' }]), {
+      message: 'tools: `/1`: missing field `name`',
+    })
+    await assert.rejects(mediator.enhance([{ name: 'x', _meta: [] }]), /tools: `\/0`: invalid type: `_meta` must be an object/)
+    await assert.rejects(mediator.enhance('gt_usr'), TypeError)
+    await assert.rejects(mediator.enhance(seedTools, { source: '' }), /context.source/)
+    await assert.rejects(Mediator.create({}).then((bare) => bare.enhance(seedTools)), /no source/)
+  })
+
+  test('settings that cannot be used reject with the messages the CLI prints', async () => {
+    const broken = join(scratch, 'broken')
+    execFileSync('mkdir', ['-p', broken])
+    writeFileSync(join(broken, 'example.com.json'), '{"source": "example.com",\n "tools": {"gt_usr": {"name": 7}}}\n')
+    const file = join(root, 'tests/fixtures/example.com.json')
+    const cases = [
+      [{ overrides: [broken] }, ['enhance', file, '--overrides', broken]],
+      [{ overrides: [join(scratch, 'missing')] }, ['enhance', file, '--overrides', join(scratch, 'missing')]],
+      [{ config: join(scratch, 'missing.toml') }, ['enhance', file, '--config', join(scratch, 'missing.toml')]],
+      [{ dictionaries: [join(scratch, 'words.json')] }, ['enhance', file, '--dictionary', join(scratch, 'words.json')]],
+    ]
+    writeFileSync(join(scratch, 'bad.toml'), 'llm_provider = "anthropic"\ncache_ttl_hours = "a week"\n')
+    cases.push([{ config: join(scratch, 'bad.toml') }, ['enhance', file, '--config', join(scratch, 'bad.toml')]])
+    for (const [options, args] of cases) {
+      const expected = cliError(args)
+      await assert.rejects(Mediator.create(options), (error) => {
+        assert.ok(error instanceof Error)
+        assert.equal(error.message, expected)
+        return true
+      })
+    }
+    await assert.rejects(Mediator.create({ llm: 'gpt' }), /unknown language model provider `gpt`/)
+    await assert.rejects(Mediator.create({ clientProfile: 'lax' }), /unknown client profile `lax`/)
+  })
+})
+
+describe('session', () => {
+  test('a category folds, expands on demand, and calls go back under the source names', async () => {
+    const mediator = await Mediator.create({ overrides: [overrides], source: 'example.com', sourceType: 'web' })
+    const session = mediator.session(undefined, { disclosure: 2 })
+    let changes = 0
+    session.onListChanged(() => changes++)
+
+    const first = await session.listTools(seedTools)
+    assert.deepEqual(
+      first.tools.map((tool) => tool.name),
+      ['user_tools'],
+    )
+    assert.equal(first.nextCursor, undefined)
+    assert.deepEqual(await session.routeCall('get_user', { userId: 7 }), { route: 'notFound' })
+
+    const expansion = await session.routeCall('user_tools', {})
+    assert.equal(expansion.route, 'local')
+    assert.deepEqual(
+      expansion.result.structuredContent.tools.map((tool) => tool.name),
+      ['get_user', 'delete_user', 'update_profile'],
+    )
+    assert.deepEqual(await session.routeCall('update_profile', { userId: 7, displayName: 'Ada', bio: 'x' }), {
+      route: 'upstream',
+      name: 'upd_prf',
+      arguments: { uid: 7, nm: 'Ada', bio: 'x' },
+    })
+    // Expanded, the category's tools take its place.
+    const second = await session.listTools(seedTools)
+    assert.deepEqual(
+      second.tools.map((tool) => tool.name),
+      ['delete_user', 'get_user', 'update_profile'],
+    )
+    // The callback runs on Node's event loop, after the change.
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(changes, 1)
+    session.close()
+  })
+
+  test('pages follow the cursor; a cursor it did not hand out is refused', async () => {
+    const mediator = await Mediator.create({ rules: false, source: 'many' })
+    const session = mediator.session(undefined, { disclosure: false })
+    const tools = Array.from({ length: 250 }, (_, index) => ({ name: `tool_${String(index).padStart(3, '0')}` }))
+    const names = []
+    let cursor
+    do {
+      const page = await session.listTools(tools, cursor)
+      names.push(...page.tools.map((tool) => tool.name))
+      cursor = page.nextCursor
+    } while (cursor)
+    assert.equal(names.length, 250)
+    await assert.rejects(session.listTools(tools, 'nonsense'), { message: 'invalid cursor `nonsense`' })
+  })
+})
+
+describe('the language model, through the binding', () => {
+  test("is asked from the library's runtime while Node's event loop serves it, and cached in sled", async () => {
+    // The model is an HTTP server in this very process: if a call blocked the event loop, it
+    // could never answer.
+    const asked = []
+    const model = createServer((request, response) => {
+      let body = ''
+      request.on('data', (chunk) => (body += chunk))
+      request.on('end', () => {
+        asked.push(JSON.parse(body))
+        const answer = {
+          tools: [{ original_name: 'ChaScr', name: 'change_screen', description: 'Switch the app to another screen.', category: 'navigation', confidence: 0.9 }],
+        }
+        response.setHeader('content-type', 'application/json')
+        response.end(JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(answer) }, finish_reason: 'stop' }] }))
+      })
+    })
+    await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve))
+    const settings = {
+      llm: 'openai-compatible',
+      llmUrl: `http://127.0.0.1:${model.address().port}`,
+      rules: false,
+      cacheDir: join(scratch, 'cache'),
+      source: 'app.example',
+    }
+    try {
+      const mediator = await Mediator.create(settings)
+      const [tool] = await mediator.enhance([{ name: 'ChaScr', description: 'cs' }])
+      assert.equal(tool.name, 'change_screen')
+      assert.equal(tool._meta[PROVENANCE].enhancedBy, 'cached-llm')
+      assert.equal(asked.length, 1)
+    } finally {
+      await new Promise((resolve) => model.close(resolve))
+    }
+    // The model is gone; the cache answers.
+    const cached = await Mediator.create(settings)
+    const [tool] = await cached.enhance([{ name: 'ChaScr', description: 'cs' }])
+    assert.equal(tool.name, 'change_screen')
+    assert.equal(tool._meta[PROVENANCE].confidence, 0.9)
+    assert.equal(asked.length, 1, 'answered from the cache, not asked again')
+  })
+})
