@@ -218,7 +218,10 @@ mod tests {
         holder.wait().unwrap();
         match outcome {
             Err(CacheError::Locked { dir }) => assert_eq!(dir, path),
-            Ok(_) => assert!(!cfg!(unix), "sled locks its directory with a file lock on unix"),
+            #[cfg(unix)]
+            Ok(_) => panic!("sled locks its directory with a file lock on unix"),
+            #[cfg(not(unix))]
+            Ok(_) => {} // platforms without file locks let it through; nothing to report then
             Err(other) => panic!("{other}"),
         }
     }
