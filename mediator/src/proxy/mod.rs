@@ -22,6 +22,7 @@ mod lines;
 mod pending;
 mod revision;
 mod router;
+pub mod servers;
 mod warnings;
 
 use std::io;

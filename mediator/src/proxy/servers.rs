@@ -1,0 +1,440 @@
+//! The servers a gateway stands in front of, as MCP clients already configure them:
+//! `{"mcpServers": {NAME: {"command", "args", "env", "cwd"} | {"url", "headers"}}}`.
+//!
+//! A user points the gateway at the file their client uses, so what clients write is read:
+//! `servers` for `mcpServers` (VS Code), a `type` or `transport` of `stdio`, `http`,
+//! `streamable-http` or `streamable_http` (a `url` alone means HTTP), `${VAR}` and
+//! `${VAR:-default}` in `env` and `headers` (secrets stay in the environment). Per server, the
+//! mediator's own settings: `source` (the override source; the server's `serverInfo.name` by
+//! default), `include` and `exclude` (tool names), `disabled`. A key nobody here knows is kept
+//! out with a warning naming it, never an error: the file is the client's too.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::manifest::Place;
+
+/// A gateway's servers, in the file's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Servers {
+    pub servers: Vec<ServerConfig>,
+    /// What was ignored, each naming the file and the place.
+    pub warnings: Vec<String>,
+}
+
+/// One server and how the mediator treats its tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Its name in the file: what a tool's name is prefixed with when two servers share one.
+    pub name: String,
+    pub transport: Transport,
+    /// The override source; the server's `serverInfo.name` when not set.
+    pub source: Option<String>,
+    /// Only these tools, by the server's names; all when not set.
+    pub include: Option<Vec<String>>,
+    /// Never these tools, by the server's names.
+    pub exclude: Vec<String>,
+    /// Left out of the gateway altogether.
+    pub disabled: bool,
+}
+
+/// How the gateway reaches a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on its standard streams.
+    Stdio { command: String, args: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf> },
+    /// MCP's Streamable HTTP at `url`, with these headers on every request.
+    Http { url: String, headers: Vec<(String, String)> },
+}
+
+/// Why a servers file cannot be used: the file, the place in it, what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{place}: {message}", path.display())]
+pub struct ServersError {
+    pub path: PathBuf,
+    pub place: Place,
+    pub message: String,
+}
+
+impl Servers {
+    /// Reads a servers file; `${VAR}` is looked up with `env`.
+    pub fn parse(text: &str, path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Servers, ServersError> {
+        let document = crate::json::from_str(text).map_err(|error| ServersError {
+            path: path.to_owned(),
+            place: Place::At { line: error.line(), column: error.column() },
+            message: strip_position(&error),
+        })?;
+        let mut reader = Reader { path, env: &env, warnings: Vec::new() };
+        let servers = reader.document(&document)?;
+        Ok(Servers { servers, warnings: reader.warnings })
+    }
+
+    /// Reads the servers file at `path`, variables from the environment.
+    pub fn read(path: &Path) -> Result<Servers, ServersError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ServersError {
+            path: path.to_owned(),
+            place: Place::Pointer(String::new()),
+            message: format!("cannot read it: {error}"),
+        })?;
+        Servers::parse(&text, path, |name| std::env::var(name).ok())
+    }
+
+    /// The servers not disabled.
+    pub fn enabled(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.iter().filter(|server| !server.disabled)
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transport::Stdio { command, .. } => write!(f, "stdio `{command}`"),
+            Transport::Http { url, .. } => write!(f, "Streamable HTTP {url}"),
+        }
+    }
+}
+
+/// serde_json's message without the " at line L column C" it appends: the place is given apart.
+fn strip_position(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    message.strip_suffix(&position).unwrap_or(&message).to_owned()
+}
+
+struct Reader<'a, E> {
+    path: &'a Path,
+    env: &'a E,
+    warnings: Vec<String>,
+}
+
+impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
+    fn error(&self, pointer: &str, message: impl Into<String>) -> ServersError {
+        ServersError { path: self.path.to_owned(), place: Place::Pointer(pointer.to_owned()), message: message.into() }
+    }
+
+    fn warn(&mut self, pointer: &str, message: &str) {
+        self.warnings.push(format!("{}: `{pointer}`: {message}", self.path.display()));
+    }
+
+    fn document(&mut self, document: &Value) -> Result<Vec<ServerConfig>, ServersError> {
+        let Some(document) = document.as_object() else {
+            return Err(self.error("", "a servers file is an object: {\"mcpServers\": {NAME: {...}}}"));
+        };
+        let key = match (document.contains_key("mcpServers"), document.contains_key("servers")) {
+            (true, true) => return Err(self.error("", "both `mcpServers` and `servers`: say which servers are meant")),
+            (true, false) => "mcpServers",
+            (false, true) => "servers",
+            (false, false) => return Err(self.error("", "no `mcpServers` object naming the servers")),
+        };
+        for other in document.keys().filter(|name| *name != key) {
+            self.warn(&format!("/{}", escape(other)), "not a gateway setting; ignored");
+        }
+        let Some(entries) = document[key].as_object() else {
+            return Err(self.error(&format!("/{key}"), "must be an object of servers by name"));
+        };
+        if entries.is_empty() {
+            return Err(self.error(&format!("/{key}"), "names no server"));
+        }
+        entries.iter().map(|(name, entry)| self.server(&format!("/{key}/{}", escape(name)), name, entry)).collect()
+    }
+
+    fn server(&mut self, at: &str, name: &str, entry: &Value) -> Result<ServerConfig, ServersError> {
+        if name.is_empty() {
+            return Err(self.error(at, "a server needs a name"));
+        }
+        let Some(entry) = entry.as_object() else {
+            return Err(self.error(at, "a server is an object: {\"command\": ...} or {\"url\": ...}"));
+        };
+        let kind = match (entry.get("type"), entry.get("transport")) {
+            (Some(kind), _) => Some(("type", kind)),
+            (None, Some(kind)) => Some(("transport", kind)),
+            (None, None) => None,
+        };
+        let http = match kind {
+            None => entry.contains_key("url"),
+            Some((key, kind)) => match kind.as_str() {
+                Some("stdio") => false,
+                Some("http" | "streamable-http" | "streamable_http") => true,
+                Some("sse") => {
+                    return Err(self.error(
+                        &format!("{at}/{key}"),
+                        "the legacy HTTP+SSE transport is not supported; servers that offer it mostly offer \
+                         Streamable HTTP too (`\"type\": \"http\"`)",
+                    ));
+                }
+                _ => {
+                    return Err(self.error(
+                        &format!("{at}/{key}"),
+                        format!("unknown transport {kind} (expected stdio, http or streamable-http)"),
+                    ));
+                }
+            },
+        };
+        let known: &[&str] = if http { &HTTP_KEYS } else { &STDIO_KEYS };
+        for key in entry.keys().filter(|key| !known.contains(&key.as_str()) && !SETTINGS.contains(&key.as_str())) {
+            let message = match (http, key.as_str()) {
+                (true, "command" | "args" | "env" | "cwd") => "a stdio setting on an HTTP server; ignored",
+                (false, "url" | "headers") => "an HTTP setting on a stdio server; ignored",
+                _ => "not a gateway setting; ignored",
+            };
+            self.warn(&format!("{at}/{}", escape(key)), message);
+        }
+        let transport = if http {
+            let url = self.string(entry, at, "url")?.ok_or_else(|| self.error(at, "an HTTP server needs a `url`"))?;
+            match reqwest::Url::parse(&url) {
+                Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
+                Ok(_) => return Err(self.error(&format!("{at}/url"), format!("`{url}` is not an http(s) URL"))),
+                Err(error) => return Err(self.error(&format!("{at}/url"), format!("`{url}`: {error}"))),
+            }
+            Transport::Http { url, headers: self.variables(entry, at, "headers")? }
+        } else {
+            let command =
+                self.string(entry, at, "command")?.ok_or_else(|| self.error(at, "a stdio server needs a `command`"))?;
+            if command.is_empty() {
+                return Err(self.error(&format!("{at}/command"), "an empty command"));
+            }
+            Transport::Stdio {
+                command,
+                args: self.strings(entry, at, "args")?.unwrap_or_default(),
+                env: self.variables(entry, at, "env")?,
+                cwd: self.string(entry, at, "cwd")?.map(PathBuf::from),
+            }
+        };
+        let disabled = match entry.get("disabled") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(disabled)) => *disabled,
+            Some(_) => return Err(self.error(&format!("{at}/disabled"), "must be true or false")),
+        };
+        Ok(ServerConfig {
+            name: name.to_owned(),
+            transport,
+            source: self.string(entry, at, "source")?,
+            include: self.strings(entry, at, "include")?,
+            exclude: self.strings(entry, at, "exclude")?.unwrap_or_default(),
+            disabled,
+        })
+    }
+
+    fn string(&self, entry: &Map<String, Value>, at: &str, key: &str) -> Result<Option<String>, ServersError> {
+        match entry.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(self.error(&format!("{at}/{key}"), format!("must be a string, not {other}"))),
+        }
+    }
+
+    fn strings(&self, entry: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Vec<String>>, ServersError> {
+        let Some(value) = entry.get(key).filter(|value| !value.is_null()) else {
+            return Ok(None);
+        };
+        let Some(items) = value.as_array() else {
+            return Err(self.error(&format!("{at}/{key}"), "must be an array of strings"));
+        };
+        let strings = items.iter().enumerate().map(|(index, item)| match item {
+            Value::String(text) => Ok(text.clone()),
+            other => Err(self.error(&format!("{at}/{key}/{index}"), format!("must be a string, not {other}"))),
+        });
+        strings.collect::<Result<_, _>>().map(Some)
+    }
+
+    /// `env` or `headers`: an object of strings, `${VAR}` expanded.
+    fn variables(
+        &self,
+        entry: &Map<String, Value>,
+        at: &str,
+        key: &str,
+    ) -> Result<Vec<(String, String)>, ServersError> {
+        let Some(value) = entry.get(key).filter(|value| !value.is_null()) else {
+            return Ok(Vec::new());
+        };
+        let Some(members) = value.as_object() else {
+            return Err(self.error(&format!("{at}/{key}"), "must be an object of strings"));
+        };
+        members
+            .iter()
+            .map(|(name, value)| {
+                let here = format!("{at}/{key}/{}", escape(name));
+                let Some(text) = value.as_str() else {
+                    return Err(self.error(&here, format!("must be a string, not {value}")));
+                };
+                let expanded = expand(text, self.env).map_err(|message| self.error(&here, message))?;
+                Ok((name.clone(), expanded))
+            })
+            .collect()
+    }
+}
+
+const STDIO_KEYS: [&str; 6] = ["type", "transport", "command", "args", "env", "cwd"];
+const HTTP_KEYS: [&str; 4] = ["type", "transport", "url", "headers"];
+const SETTINGS: [&str; 4] = ["source", "include", "exclude", "disabled"];
+
+/// `text` with each `${NAME}` replaced by the variable's value, or by `default` in
+/// `${NAME:-default}` when the variable is unset or empty. An unset variable without a default
+/// is an error: a header with a hole in it would fail later, and less clearly.
+fn expand(text: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut expanded = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        expanded.push_str(&rest[..start]);
+        let Some(length) = rest[start..].find('}') else {
+            return Err(format!("`{}` is not closed with `}}`", &rest[start..]));
+        };
+        let inner = &rest[start + 2..start + length];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("`${{{inner}}}` does not name an environment variable"));
+        }
+        match (env(name).filter(|value| !value.is_empty()), default) {
+            (Some(value), _) => expanded.push_str(&value),
+            (None, Some(default)) => expanded.push_str(default),
+            (None, None) => return Err(format!("the environment variable {name} is not set")),
+        }
+        rest = &rest[start + length + 1..];
+    }
+    expanded.push_str(rest);
+    Ok(expanded)
+}
+
+/// A JSON pointer token (RFC 6901).
+fn escape(token: &str) -> String {
+    crate::schema::escape(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Servers, ServersError> {
+        let env = |name: &str| match name {
+            "GITHUB_TOKEN" => Some("ghp_secret".to_owned()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        };
+        Servers::parse(text, Path::new("servers.json"), env)
+    }
+
+    #[test]
+    fn a_client_configuration_reads_as_the_gateway_servers() {
+        let servers = parse(
+            r#"{
+              "mcpServers": {
+                "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}, "cwd": "/tmp"},
+                "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/",
+                           "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}, "exclude": ["delete_repo"]},
+                "linear": {"url": "https://mcp.linear.app/mcp", "source": "linear", "include": ["list_issues"]},
+                "old": {"command": "old-server", "disabled": true}
+              },
+              "globalShortcut": "Ctrl+Space"
+            }"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = servers.enabled().map(|server| server.name.as_str()).collect();
+        assert_eq!(names, ["time", "github", "linear"]);
+        assert_eq!(
+            servers.servers[0].transport,
+            Transport::Stdio {
+                command: "uvx".into(),
+                args: vec!["mcp-server-time".into()],
+                env: vec![("TZ".into(), "UTC".into())],
+                cwd: Some("/tmp".into()),
+            }
+        );
+        assert_eq!(
+            servers.servers[1].transport,
+            Transport::Http {
+                url: "https://api.githubcopilot.com/mcp/".into(),
+                headers: vec![("Authorization".into(), "Bearer ghp_secret".into())],
+            }
+        );
+        assert_eq!(servers.servers[1].exclude, ["delete_repo"]);
+        assert_eq!(servers.servers[2].source.as_deref(), Some("linear"));
+        assert_eq!(servers.servers[2].include.as_deref(), Some(&["list_issues".to_owned()][..]));
+        assert_eq!(servers.warnings, ["servers.json: `/globalShortcut`: not a gateway setting; ignored"]);
+    }
+
+    #[test]
+    fn what_other_clients_write_is_read_and_what_is_unknown_is_named() {
+        let servers = parse(
+            r#"{"servers": {
+                "a": {"type": "stdio", "command": "a", "envFile": ".env"},
+                "b": {"transport": "streamable-http", "url": "http://127.0.0.1:3001/mcp", "command": "b"}
+            }}"#,
+        )
+        .unwrap();
+        assert!(matches!(servers.servers[0].transport, Transport::Stdio { .. }));
+        assert!(matches!(servers.servers[1].transport, Transport::Http { .. }));
+        assert_eq!(
+            servers.warnings,
+            [
+                "servers.json: `/servers/a/envFile`: not a gateway setting; ignored",
+                "servers.json: `/servers/b/command`: a stdio setting on an HTTP server; ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn variables_expand_with_defaults_and_a_missing_one_is_an_error() {
+        let env = |name: &str| (name == "HOME").then(|| "/home/ada".to_owned());
+        assert_eq!(expand("${HOME}/x", &env).unwrap(), "/home/ada/x");
+        assert_eq!(expand("a${NOPE:-b}c", &env).unwrap(), "abc");
+        assert_eq!(expand("no variables, $HOME stays", &env).unwrap(), "no variables, $HOME stays");
+        assert_eq!(expand("${NOPE}", &env).unwrap_err(), "the environment variable NOPE is not set");
+        assert!(expand("${HOME", &env).unwrap_err().contains("not closed"));
+        assert!(expand("${a b}", &env).unwrap_err().contains("does not name"));
+
+        let error =
+            parse(r#"{"mcpServers": {"x": {"url": "http://h/mcp", "headers": {"Authorization": "${TOKEN}"}}}}"#)
+                .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "servers.json: `/mcpServers/x/headers/Authorization`: the environment variable TOKEN is not set"
+        );
+        let error = parse(r#"{"mcpServers": {"x": {"command": "c", "env": {"K": "${EMPTY}"}}}}"#).unwrap_err();
+        assert!(error.to_string().contains("EMPTY is not set"), "{error}");
+    }
+
+    #[test]
+    fn every_error_names_the_file_and_the_place() {
+        let cases = [
+            ("{\"mcpServers\": {\n  \"x\": {\"command\": \"c\",}}}", "servers.json:2:24: trailing comma"),
+            ("[]", "servers.json: ``: a servers file is an object"),
+            ("{}", "servers.json: ``: no `mcpServers` object"),
+            (r#"{"mcpServers": {}}"#, "servers.json: `/mcpServers`: names no server"),
+            (r#"{"mcpServers": {"x": {}}}"#, "servers.json: `/mcpServers/x`: a stdio server needs a `command`"),
+            (
+                r#"{"mcpServers": {"x": {"type": "http"}}}"#,
+                "servers.json: `/mcpServers/x`: an HTTP server needs a `url`",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"url": "ftp://h/"}}}"#,
+                "servers.json: `/mcpServers/x/url`: `ftp://h/` is not an http(s) URL",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+                "servers.json: `/mcpServers/x/type`: the legacy HTTP+SSE transport is not supported",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"command": "c", "args": ["a", 1]}}}"#,
+                "servers.json: `/mcpServers/x/args/1`: must be a string, not 1",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"command": "c", "disabled": "yes"}}}"#,
+                "servers.json: `/mcpServers/x/disabled`: must be true or false",
+            ),
+            (r#"{"mcpServers": {"a/b": 7}}"#, "servers.json: `/mcpServers/a~1b`: a server is an object"),
+            (
+                r#"{"mcpServers": {"x": {"command": "a", "command": "b"}}}"#,
+                "servers.json:1:47: duplicate key `command` in one object",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.starts_with(expected), "{text}\n  gave {error}\n  not {expected}");
+        }
+    }
+}
