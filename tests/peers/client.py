@@ -9,6 +9,7 @@ prints a traceback and exits non-zero.
 
 import json
 import sys
+import urllib.request
 
 import anyio
 import mcp_types as types
@@ -175,12 +176,125 @@ async def modern(argv):
         }
 
 
+def control(url, path, body=None):
+    """One request to tests/browser/driver.mjs's control API (blocking: run it in a thread)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+async def browser(argv, control_url, relay_port, relay_id):
+    """The seed's browser story through the proxy: a page registers gt_usr, del and upd_prf with
+    @mcp-b/global, webmcp-local-relay relays them, the proxy enhances them. Opens the page (via
+    the driver), waits for the enhanced tools, calls them by their new names and arguments, has
+    the page register one more tool, closes the tab."""
+
+    async def ask(path, body=None):
+        return await anyio.to_thread.run_sync(lambda: control(control_url, path, body))
+
+    async def tools_of(session):
+        tools, cursor = [], None
+        while True:
+            page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+            tools += [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    def heard(notes):
+        return notes.methods.count("notifications/tools/list_changed")
+
+    async def until(session, notes, predicate, what, since):
+        """Lists until `predicate(names)` holds, listing again at each tools/list_changed, then
+        waits for the tools/list_changed that announces the change if none came yet (a listing
+        can see a change before its notification arrives). Returns the tools and how many
+        list_changed notifications came since `since`."""
+        tools = []
+        try:
+            with anyio.fail_after(30):
+                while True:
+                    notes.tools_changed = anyio.Event()
+                    tools = await tools_of(session)
+                    if predicate([tool["name"] for tool in tools]):
+                        break
+                    await notes.tools_changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"{what}: not within 30 s; last listed {[tool['name'] for tool in tools]}")
+        if heard(notes) == since:
+            with anyio.move_on_after(10):
+                await notes.tools_changed.wait()
+        return tools, heard(notes) - since
+
+    def names(tools):
+        return sorted(tool["name"] for tool in tools)
+
+    async def call(session, name, arguments):
+        result = await session.call_tool(name, arguments)
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    page_tools = {"gt_usr", "del", "upd_prf", "srch_imgs"}
+    enhanced = {"get_user", "delete_user", "update_profile"}
+
+    async def body(session, notes, init):
+        before = names(await tools_of(session))
+        since = heard(notes)
+        tab = (await ask("/open", {"relayPort": int(relay_port), "relayId": relay_id}))["tab"]
+        opened, opened_notes = await until(
+            session, notes, lambda listed: enhanced <= set(listed), "the page's tools, enhanced", since
+        )
+        calls = {
+            "get_user": await call(session, "get_user", {"userId": 42, "email": "ada@example.com"}),
+            "update_profile": await call(session, "update_profile", {"userId": 42, "displayName": "Ada", "bio": "Counts."}),
+            "delete_user": await call(session, "delete_user", {"userId": 42}),
+        }
+        page_calls = (await ask(f"/calls?tab={tab}"))["calls"]
+        since = heard(notes)
+        await ask("/register", {"tab": tab})
+        registered, registered_notes = await until(
+            session,
+            notes,
+            lambda listed: len(set(listed) - set(names(opened))) > 0,
+            "the tool registered later",
+            since,
+        )
+        extra = [tool for tool in registered if tool["name"] not in names(opened)]
+        since = heard(notes)
+        await ask("/close", {"tab": tab})
+        closed, closed_notes = await until(
+            session,
+            notes,
+            lambda listed: not (set(listed) & (enhanced | page_tools | {tool["name"] for tool in extra})),
+            "the page's tools leaving with the tab",
+            since,
+        )
+        return {
+            "server": init.server_info.name,
+            "list_changed_capability": init.capabilities.tools.list_changed,
+            "before": before,
+            "opened": names(opened),
+            "opened_notifications": opened_notes,
+            "tools": {tool["name"]: tool for tool in opened if tool["name"] in enhanced},
+            "calls": calls,
+            "page_calls": page_calls,
+            "registered": names(registered),
+            "registered_notifications": registered_notes,
+            "extra": extra,
+            "closed": names(closed),
+            "closed_notifications": closed_notes,
+        }
+
+    with anyio.fail_after(150):
+        return await legacy(argv, body)
+
+
 SCENARIOS = {
     "disclose": lambda argv, *rest: disclose(argv),
     "call": lambda argv, name, arguments: call(argv, name, arguments),
     "load": lambda argv, sequential, concurrent: load(argv, int(sequential), int(concurrent)),
     "server-requests": lambda argv: server_requests(argv),
     "modern": lambda argv: modern(argv),
+    "browser": lambda argv, control_url, relay_port, relay_id: browser(argv, control_url, relay_port, relay_id),
 }
 
 
