@@ -38,9 +38,11 @@ pub enum Command {
     /// What the first tools/list of a manifest costs a model, per tool and in total, with and
     /// without progressive disclosure (o200k_base tokens).
     Tokens(TokensArgs),
-    /// Put tool-mediator in front of an MCP server: `tool-mediator proxy [OPTIONS] -- <COMMAND>...`.
+    /// Put tool-mediator in front of an MCP server: `tool-mediator proxy [OPTIONS] -- <COMMAND>...`,
+    /// or `tool-mediator proxy [OPTIONS] --url <URL>` for a remote one.
     ///
-    /// Starts the server and speaks MCP over stdio to both sides: tools are listed enhanced
+    /// Starts the server (or connects to it over Streamable HTTP) and speaks MCP over stdio to
+    /// the client: tools are listed enhanced
     /// (overrides, rules, the language model if configured), with large categories folded
     /// into category tools; calls reach the server under its own names; everything else
     /// passes through. The override source is the server's name unless `--source` is given.
@@ -209,10 +211,33 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = byte_size)]
     pub max_message_size: u64,
 
+    /// A remote MCP server's Streamable HTTP endpoint, instead of a command to start.
+    #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command", required_unless_present = "command")]
+    pub url: Option<reqwest::Url>,
+
+    /// A header for every request to the remote server (`--header "Authorization: Bearer $T"`).
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url")]
+    pub headers: Vec<(String, String)>,
+
     /// The MCP server's command and its arguments: everything from the first word that is not
     /// an option of the proxy's (or everything after `--`).
-    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+fn http_url(text: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(text).map_err(|error| format!("`{text}`: {error}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        scheme => Err(format!("`{text}`: an MCP server is reached over http or https, not {scheme}")),
+    }
+}
+
+fn header(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.trim().to_owned())),
+        _ => Err(format!("`{text}`: a header is written `Name: value`")),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use tool_mediator::llm::Task;
-use tool_mediator::proxy::{self, Ending, ProxyOptions};
+use tool_mediator::proxy::remote::Remote;
+use tool_mediator::proxy::{self, Ending, ProxyOptions, Upstream};
 use tool_mediator::session::SessionPolicy;
 
 use crate::cli::ProxyArgs;
@@ -30,9 +31,15 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
         ..ProxyOptions::new(mediator, policy)
     };
 
-    let (program, rest) = args.command.split_first().expect("clap requires a command");
-    let mut server = tokio::process::Command::new(program);
-    server.args(rest);
+    let server: Upstream = match (&args.url, args.command.split_first()) {
+        (Some(url), _) => Remote { url: url.clone(), headers: args.headers.clone() }.into(),
+        (None, Some((program, rest))) => {
+            let mut server = tokio::process::Command::new(program);
+            server.args(rest);
+            server.into()
+        }
+        (None, None) => unreachable!("clap requires a command or a URL"),
+    };
     let ending = proxy::run_until_gone(options, server, proxy::stdio()).await?;
     setup.finish();
     match ending {

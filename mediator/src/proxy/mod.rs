@@ -20,6 +20,7 @@
 pub mod jsonrpc;
 mod lines;
 mod pending;
+pub mod remote;
 mod revision;
 mod router;
 pub mod servers;
@@ -36,7 +37,46 @@ use tokio::process::{Child, Command};
 use crate::chain::Mediator;
 use crate::session::SessionPolicy;
 use lines::{Outbox, read_lines};
+use remote::{Remote, RemoteError};
 use router::Router;
+
+/// The MCP server behind the proxy.
+pub enum Upstream {
+    /// A child process, started here, speaking on its standard streams.
+    Process(Command),
+    /// A remote server, over Streamable HTTP.
+    Remote(Remote),
+}
+
+impl From<Command> for Upstream {
+    fn from(command: Command) -> Upstream {
+        Upstream::Process(command)
+    }
+}
+
+impl From<Remote> for Upstream {
+    fn from(remote: Remote) -> Upstream {
+        Upstream::Remote(remote)
+    }
+}
+
+/// How the server behind the proxy ended.
+#[derive(Debug)]
+pub enum ServerEnd {
+    /// The child process exited.
+    Exited(ExitStatus),
+    /// The connection to a remote server closed.
+    Disconnected(String),
+}
+
+impl std::fmt::Display for ServerEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerEnd::Exited(status) => write!(f, "{status}"),
+            ServerEnd::Disconnected(reason) => f.write_str(reason),
+        }
+    }
+}
 
 /// How the proxy mediates and how it ends.
 #[derive(Clone)]
@@ -77,9 +117,9 @@ impl ProxyOptions {
 #[derive(Debug)]
 pub enum Ending {
     /// The client closed its input (or the proxy was asked to stop); the server was ended.
-    ClientClosed { server: ExitStatus },
-    /// The server exited first.
-    ServerExited(ExitStatus),
+    ClientClosed { server: ServerEnd },
+    /// The server exited (or its connection closed) first.
+    ServerExited(ServerEnd),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,13 +128,15 @@ pub enum ProxyError {
     Spawn { program: String, source: io::Error },
     #[error("cannot read from the client: {0}")]
     Client(io::Error),
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
 }
 
 /// Runs `server` behind the proxy, speaking to the client on `client_in`/`client_out`, until
 /// one side ends.
 pub async fn run<R, W>(
     options: ProxyOptions,
-    server: Command,
+    server: impl Into<Upstream>,
     client_in: R,
     client_out: W,
 ) -> Result<Ending, ProxyError>
@@ -117,7 +159,7 @@ pub struct Client<R, W, G> {
 /// [`run`], ending also when `client.gone` completes.
 pub async fn run_until_gone<R, W, G>(
     options: ProxyOptions,
-    mut server: Command,
+    server: impl Into<Upstream>,
     client: Client<R, W, G>,
 ) -> Result<Ending, ProxyError>
 where
@@ -126,20 +168,10 @@ where
     G: Future<Output = ()> + Send,
 {
     let Client { input: client_in, output: client_out, gone: client_gone } = client;
-    let program = server.as_std().get_program().to_string_lossy().into_owned();
-    server.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
-    // Its own process group, so ending it reaches what it started (npx, uvx and the like).
-    #[cfg(unix)]
-    server.process_group(0);
-    let mut child = server.spawn().map_err(|source| ProxyError::Spawn { program: program.clone(), source })?;
-    let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
-        unreachable!("both streams were asked for as pipes");
-    };
+    let (mut server, server_in, server_out, fallback) = Server::start(server.into(), options.max_message_bytes)?;
 
     let (to_client, client_queue) = Outbox::new(OUTBOX_BYTES);
     let (to_server, server_queue) = Outbox::new(OUTBOX_BYTES);
-    let fallback =
-        std::path::Path::new(&program).file_name().map_or(program.clone(), |name| name.to_string_lossy().into_owned());
     let (limit, grace) = (options.max_message_bytes, options.grace);
     let router = Arc::new(Router::new(options, fallback, to_client, to_server));
     let client_writer = tokio::spawn({
@@ -183,13 +215,13 @@ where
     };
     let ending = if client_ended {
         router.close_server_input();
-        let status = exit_within(&mut child, grace).await;
+        let status = server.end_within(grace).await;
         // Answers still coming from the server go on to the client meanwhile.
         let _ = tokio::time::timeout(Duration::from_millis(200), &mut server_reader).await;
         router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
         Ending::ClientClosed { server: status }
     } else {
-        let status = exit_within(&mut child, grace).await;
+        let status = server.end_within(grace).await;
         router.server_gone(format!("the MCP server exited ({status}) before answering"));
         // Requests the proxy made for the client (a listing) fail as their answers drop;
         // give those tasks a moment to answer the client.
@@ -265,6 +297,66 @@ async fn output_closed() {
             return;
         }
         ready.clear_ready();
+    }
+}
+
+/// The server behind the proxy, started: its process, or the bridge to a remote one.
+enum Server {
+    Process(Child),
+    Remote(tokio::task::JoinHandle<String>),
+}
+
+type ServerInput = Box<dyn AsyncWrite + Unpin + Send>;
+type ServerOutput = Box<dyn AsyncRead + Unpin + Send>;
+
+impl Server {
+    /// Starts `upstream`; its input and output, and the source to use when the server does not
+    /// name itself (the program's file name, or the URL's host).
+    fn start(upstream: Upstream, limit: usize) -> Result<(Server, ServerInput, ServerOutput, String), ProxyError> {
+        match upstream {
+            Upstream::Process(mut command) => {
+                let program = command.as_std().get_program().to_string_lossy().into_owned();
+                command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+                // Its own process group, so ending it reaches what it started (npx, uvx and the like).
+                #[cfg(unix)]
+                command.process_group(0);
+                let mut child =
+                    command.spawn().map_err(|source| ProxyError::Spawn { program: program.clone(), source })?;
+                let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+                    unreachable!("both streams were asked for as pipes");
+                };
+                let fallback = std::path::Path::new(&program)
+                    .file_name()
+                    .map_or(program.clone(), |name| name.to_string_lossy().into_owned());
+                Ok((Server::Process(child), Box::new(input), Box::new(output), fallback))
+            }
+            Upstream::Remote(remote) => {
+                let fallback = remote.url.host_str().unwrap_or("remote").to_owned();
+                let connection = remote::connect(remote, limit)?;
+                Ok((
+                    Server::Remote(connection.bridge),
+                    Box::new(connection.input),
+                    Box::new(connection.output),
+                    fallback,
+                ))
+            }
+        }
+    }
+
+    /// How the server ended: a process is given `grace` to exit, then ended; a connection is
+    /// given as long to close its session.
+    async fn end_within(&mut self, grace: Duration) -> ServerEnd {
+        match self {
+            Server::Process(child) => ServerEnd::Exited(exit_within(child, grace).await),
+            Server::Remote(bridge) => match tokio::time::timeout(grace, &mut *bridge).await {
+                Ok(Ok(reason)) => ServerEnd::Disconnected(reason),
+                Ok(Err(error)) => ServerEnd::Disconnected(format!("the connection failed: {error}")),
+                Err(_) => {
+                    bridge.abort();
+                    ServerEnd::Disconnected("the connection did not close in time".to_owned())
+                }
+            },
+        }
     }
 }
 

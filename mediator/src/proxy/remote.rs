@@ -1,0 +1,452 @@
+//! A remote MCP server as the proxy's upstream, over Streamable HTTP (the client's side).
+//!
+//! The router speaks lines to its server whether that is a child process or this: [`connect`]
+//! gives it a pair of in-process pipes, and a bridge turns each line into a POST and each
+//! message that comes back (a JSON body, or the events of an SSE stream) into a line. The
+//! session the server issues with its answer to `initialize` (`Mcp-Session-Id`) and the
+//! protocol revision agreed go with every later request; once the client has said
+//! `notifications/initialized`, a GET opens the stream the server sends its own requests and
+//! notifications on, when it offers one. When the router closes its side, the session is ended
+//! with DELETE. Messages pass as their sender wrote them but for line ends, which JSON allows
+//! only between tokens. A request the server cannot be asked (unreachable, an HTTP error, a
+//! stream that ends before the answer) is answered with a JSON-RPC error that says why.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt as _};
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use super::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
+use crate::lock;
+
+/// A remote MCP server: its endpoint and the headers that go with every request to it.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub url: reqwest::Url,
+    pub headers: Vec<(String, String)>,
+}
+
+const SESSION: &str = "mcp-session-id";
+const PROTOCOL: &str = "mcp-protocol-version";
+/// Bytes in each in-process pipe between the router and the bridge.
+const PIPE: usize = 256 * 1024;
+/// Requests in flight at once; past this the router's writes wait.
+const AT_ONCE: usize = 64;
+/// Messages from the server waiting for the router to read them.
+const WAITING: usize = 64;
+/// How often the listening stream is opened again after failing, in a row, before giving up.
+const LISTEN_TRIES: u32 = 5;
+
+/// The router's ends of a connection, and the bridge, which returns why it ended.
+pub(super) struct Connection {
+    /// What the router writes: one message a line.
+    pub(super) input: DuplexStream,
+    /// What the router reads: one message a line.
+    pub(super) output: DuplexStream,
+    pub(super) bridge: tokio::task::JoinHandle<String>,
+}
+
+/// Why a remote server cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("the header `{0}` cannot be sent: {1}")]
+    Header(String, String),
+    #[error("cannot make an HTTP client: {0}")]
+    Client(reqwest::Error),
+}
+
+/// Connects the router to `remote`; each message from the server is held to `limit` bytes.
+pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, RemoteError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &remote.headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|error| RemoteError::Header(name.clone(), error.to_string()))?;
+        let value =
+            HeaderValue::from_str(value).map_err(|error| RemoteError::Header(name.clone(), error.to_string()))?;
+        headers.append(header, value);
+    }
+    // Connecting fails fast; a stream stays open as long as the server keeps it.
+    let client =
+        reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build().map_err(RemoteError::Client)?;
+    let (input, requests) = tokio::io::duplex(PIPE);
+    let (answers, output) = tokio::io::duplex(PIPE);
+    let (messages, waiting) = mpsc::channel(WAITING);
+    tokio::spawn(write_messages(waiting, answers));
+    let shared = Arc::new(Shared {
+        url: remote.url,
+        client,
+        headers,
+        session: Mutex::new(None),
+        protocol: Mutex::new(None),
+        messages,
+        limit,
+    });
+    let bridge = tokio::spawn(bridge(shared, requests));
+    Ok(Connection { input, output, bridge })
+}
+
+struct Shared {
+    url: reqwest::Url,
+    client: reqwest::Client,
+    headers: HeaderMap,
+    session: Mutex<Option<HeaderValue>>,
+    protocol: Mutex<Option<HeaderValue>>,
+    messages: mpsc::Sender<Vec<u8>>,
+    limit: usize,
+}
+
+/// What the bridge needs to know of a message the router sends.
+struct Sent {
+    id: Option<Id>,
+    method: Option<String>,
+}
+
+impl Sent {
+    fn of(line: &str) -> Sent {
+        match Message::parse(line.as_bytes()) {
+            Ok(Message::Request { id, method, .. }) => Sent { id: Some(id), method: Some(method.into_owned()) },
+            Ok(Message::Notification { method, .. }) => Sent { id: None, method: Some(method.into_owned()) },
+            _ => Sent { id: None, method: None },
+        }
+    }
+
+    fn is(&self, method: &str) -> bool {
+        self.method.as_deref() == Some(method)
+    }
+}
+
+/// Writes each message the server sent as a line of the router's input.
+async fn write_messages(mut waiting: mpsc::Receiver<Vec<u8>>, mut answers: DuplexStream) {
+    while let Some(mut message) = waiting.recv().await {
+        message.push(b'\n');
+        if answers.write_all(&message).await.is_err() {
+            return;
+        }
+    }
+    let _ = answers.shutdown().await;
+}
+
+/// Sends every line of `requests` to the server, until the router closes them.
+async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
+    let mut lines = BufReader::new(requests).lines();
+    let slots = Arc::new(Semaphore::new(AT_ONCE));
+    let mut posts = JoinSet::new();
+    let mut listening: Option<tokio::task::JoinHandle<()>> = None;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let sent = Sent::of(&line);
+        if sent.is("initialize") {
+            // What follows goes in the session its answer opens: nothing is sent meanwhile.
+            if shared.post(line, &sent).await && listening.is_none() {
+                // The server may ask the client something as soon as it hears
+                // `notifications/initialized`, on the stream it sends its own messages on: that
+                // stream is open before anything more is sent.
+                let (opened, open) = tokio::sync::oneshot::channel();
+                listening = Some(tokio::spawn(shared.clone().listen(opened)));
+                let _ = tokio::time::timeout(Duration::from_secs(10), open).await;
+            }
+            continue;
+        }
+        let Ok(slot) = slots.clone().acquire_owned().await else { break };
+        let poster = shared.clone();
+        posts.spawn(async move {
+            poster.post(line, &sent).await;
+            drop(slot);
+        });
+        // Finished requests are let go as others come.
+        while posts.try_join_next().is_some() {}
+    }
+    if let Some(listening) = listening {
+        listening.abort();
+    }
+    posts.abort_all();
+    shared.end_session().await;
+    format!("the connection to {} was closed", shared.url)
+}
+
+impl Shared {
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut request = self.client.request(method, self.url.clone()).headers(self.headers.clone());
+        if let Some(session) = lock(&self.session).clone() {
+            request = request.header(SESSION, session);
+        }
+        if let Some(protocol) = lock(&self.protocol).clone() {
+            request = request.header(PROTOCOL, protocol);
+        }
+        request
+    }
+
+    /// POSTs one message and passes on what comes back; whether the server took it.
+    async fn post(&self, line: String, sent: &Sent) -> bool {
+        let request = self
+            .request(reqwest::Method::POST)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(line);
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => {
+                self.fail(sent, format!("cannot reach the MCP server at {}: {}", self.url, chain(&error))).await;
+                return false;
+            }
+        };
+        let status = response.status();
+        if sent.is("initialize")
+            && status.is_success()
+            && let Some(session) = response.headers().get(SESSION)
+        {
+            *lock(&self.session) = Some(session.clone());
+        }
+        if !status.is_success() {
+            let body = crate::http::text_limited(response, 1024).await.unwrap_or_default();
+            let reason = match status {
+                StatusCode::NOT_FOUND if lock(&self.session).is_some() => {
+                    format!("the MCP server at {} ended the session (HTTP 404)", self.url)
+                }
+                _ => format!("the MCP server at {} answered HTTP {status}: {}", self.url, body.trim()),
+            };
+            self.fail(sent, reason).await;
+            return false;
+        }
+        if status == StatusCode::ACCEPTED || sent.id.is_none() {
+            return true;
+        }
+        let events = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|kind| kind.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("text/event-stream"));
+        let answered = if events {
+            self.pass_events(response.bytes_stream(), sent).await
+        } else {
+            match crate::http::read_limited(response, self.limit as u64).await {
+                Ok(body) => self.pass(body, sent).await,
+                Err(error) => {
+                    let reason = format!("the MCP server's answer was unusable: {error}");
+                    self.fail(sent, reason).await;
+                    return false;
+                }
+            }
+        };
+        if !answered {
+            self.fail(sent, format!("the MCP server at {} closed its answer stream before answering", self.url)).await;
+        }
+        true
+    }
+
+    /// Passes one message on; whether it answers `sent`.
+    async fn pass(&self, mut message: Vec<u8>, sent: &Sent) -> bool {
+        // Line ends are whitespace between tokens in JSON; a line carries one message.
+        for byte in &mut message {
+            if *byte == b'\n' || *byte == b'\r' {
+                *byte = b' ';
+            }
+        }
+        let answers = match (&sent.id, Message::parse(&message)) {
+            (Some(id), Ok(Message::Response { id: answered, .. })) => *id == answered,
+            _ => false,
+        };
+        if sent.is("initialize") && answers {
+            self.note_protocol(&message);
+        }
+        // The router reads the line and says what is wrong with it if anything is.
+        let _ = self.messages.send(message).await;
+        answers
+    }
+
+    /// Passes on each message of an SSE stream; whether one answered `sent`.
+    async fn pass_events<S, E>(&self, stream: S, sent: &Sent) -> bool
+    where
+        S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let mut events = sse_stream::SseByteStream::new(Bounded::new(stream, self.limit));
+        let mut answered = false;
+        while let Some(event) = events.next().await {
+            tracing::debug!("event from {}: {event:?}", self.url);
+            match event {
+                Ok(event) => match event.data {
+                    // A priming event (an id for resuming, no message) passes nothing on.
+                    Some(data) if !data.trim().is_empty() => answered |= self.pass(data.into_bytes(), sent).await,
+                    _ => {}
+                },
+                Err(error) => {
+                    tracing::warn!("the MCP server's event stream broke: {error}");
+                    break;
+                }
+            }
+        }
+        answered
+    }
+
+    /// The protocol revision agreed, for the header every later request carries.
+    fn note_protocol(&self, message: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            result: Option<Agreed>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Agreed {
+            #[serde(rename = "protocolVersion")]
+            protocol_version: Option<String>,
+        }
+        let agreed = serde_json::from_slice::<Answer>(message).ok().and_then(|answer| answer.result?.protocol_version);
+        if let Some(value) = agreed.and_then(|revision| HeaderValue::from_str(&revision).ok()) {
+            *lock(&self.protocol) = Some(value);
+        }
+    }
+
+    /// Answers `sent` with an error saying why, when it is a request; else says so in the log.
+    async fn fail(&self, sent: &Sent, reason: String) {
+        match &sent.id {
+            Some(id) => {
+                let answer = jsonrpc::error_response(id, INTERNAL_ERROR, &reason);
+                let _ = self.messages.send(answer.into_bytes()).await;
+            }
+            None => tracing::warn!("{reason}"),
+        }
+    }
+
+    /// Listens on the stream the server sends its own messages on, while it offers one; says
+    /// when the server first answered (the stream is open, or not offered).
+    async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
+        let none = Sent { id: None, method: None };
+        let mut opened = Some(opened);
+        let mut failures = 0;
+        while failures < LISTEN_TRIES {
+            let request = self.request(reqwest::Method::GET).header(ACCEPT, "text/event-stream");
+            let response = request.send().await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            match response {
+                // No stream offered: the server speaks only in answers.
+                Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                Ok(response) if response.status().is_success() => {
+                    failures = 0;
+                    self.pass_events(response.bytes_stream(), &none).await;
+                }
+                Ok(response) => {
+                    failures += 1;
+                    tracing::warn!(
+                        "the MCP server at {} refused its event stream: HTTP {}",
+                        self.url,
+                        response.status()
+                    );
+                }
+                Err(error) => {
+                    failures += 1;
+                    tracing::warn!("cannot open the MCP server's event stream: {}", chain(&error));
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1) * failures.max(1)).await;
+        }
+    }
+
+    /// Ends the session the server issued, if it did.
+    async fn end_session(&self) {
+        if lock(&self.session).is_none() {
+            return;
+        }
+        let ending = self.request(reqwest::Method::DELETE).timeout(Duration::from_secs(2)).send();
+        if let Err(error) = ending.await {
+            tracing::info!("could not end the session with the MCP server: {}", chain(&error));
+        }
+    }
+}
+
+/// An error and its causes, `outer: inner`: reqwest's own message names only the outermost.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        message = format!("{message}: {inner}");
+        cause = inner.source();
+    }
+    message
+}
+
+/// A byte stream that fails once `limit` bytes come without an event's end (a blank line)
+/// between them: an event is never held past the limit, however the server sends it.
+struct Bounded<S> {
+    inner: S,
+    limit: usize,
+    since_end: usize,
+    /// Line ends seen in a row (carriage returns aside), across chunks.
+    line_ends: u8,
+}
+
+impl<S> Bounded<S> {
+    fn new(inner: S, limit: usize) -> Self {
+        Bounded { inner, limit, since_end: 0, line_ends: 0 }
+    }
+}
+
+impl<S, E> Stream for Bounded<S>
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    type Item = Result<bytes::Bytes, std::io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let chunk = match std::task::ready!(this.inner.poll_next_unpin(cx)) {
+            None => return std::task::Poll::Ready(None),
+            Some(Err(error)) => return std::task::Poll::Ready(Some(Err(std::io::Error::other(error)))),
+            Some(Ok(chunk)) => chunk,
+        };
+        for &byte in chunk.iter() {
+            match byte {
+                b'\n' => {
+                    this.line_ends = this.line_ends.saturating_add(1);
+                    if this.line_ends >= 2 {
+                        this.since_end = 0;
+                        continue;
+                    }
+                }
+                b'\r' => {}
+                _ => this.line_ends = 0,
+            }
+            this.since_end += 1;
+        }
+        if this.since_end > this.limit {
+            let message = format!("an event passed {} bytes, the proxy's limit for one message", this.limit);
+            return std::task::Poll::Ready(Some(Err(std::io::Error::other(message))));
+        }
+        std::task::Poll::Ready(Some(Ok(chunk)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(parts: &[&'static str]) -> impl Stream<Item = Result<bytes::Bytes, std::io::Error>> + Unpin {
+        futures_util::stream::iter(
+            parts.iter().map(|part| Ok(bytes::Bytes::from_static(part.as_bytes()))).collect::<Vec<_>>(),
+        )
+    }
+
+    #[tokio::test]
+    async fn events_under_the_limit_pass_however_they_are_cut() {
+        let stream = Bounded::new(chunks(&["data: 12345\n", "\ndata: 678", "90\r\n\r", "\n"]), 12);
+        let passed: Vec<_> = stream.collect().await;
+        assert!(passed.iter().all(Result::is_ok), "{passed:?}");
+    }
+
+    #[tokio::test]
+    async fn an_event_past_the_limit_fails_the_stream() {
+        let stream = Bounded::new(chunks(&["data: 1234567", "\ndata: 89012\n", "\n"]), 16);
+        let passed: Vec<_> = stream.collect().await;
+        let error = passed.iter().find_map(|item| item.as_ref().err()).expect("refused");
+        assert!(error.to_string().contains("16 bytes"), "{error}");
+    }
+}
