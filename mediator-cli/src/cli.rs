@@ -42,7 +42,8 @@ pub enum Command {
     /// or `tool-mediator proxy [OPTIONS] --url <URL>` for a remote one.
     ///
     /// Starts the server (or connects to it over Streamable HTTP) and speaks MCP over stdio to
-    /// the client: tools are listed enhanced
+    /// the client (or serves clients over Streamable HTTP with `--listen`): tools are listed
+    /// enhanced
     /// (overrides, rules, the language model if configured), with large categories folded
     /// into category tools; calls reach the server under its own names; everything else
     /// passes through. The override source is the server's name unless `--source` is given.
@@ -218,6 +219,17 @@ pub struct ProxyArgs {
     /// A header for every request to the remote server (`--header "Authorization: Bearer $T"`).
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url")]
     pub headers: Vec<(String, String)>,
+
+    /// Serve clients over Streamable HTTP at `http://ADDRESS/mcp` instead of stdio, each client
+    /// session with a server of its own (`127.0.0.1:8080`; bind to loopback unless others must
+    /// reach it).
+    #[arg(long, value_name = "ADDRESS")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// With `--listen`: every request must carry `Authorization: Bearer <token>`, the token
+    /// read from this environment variable.
+    #[arg(long, value_name = "VAR", requires = "listen")]
+    pub token_env: Option<String>,
 
     /// The MCP server's command and its arguments: everything from the first word that is not
     /// an option of the proxy's (or everything after `--`).

@@ -2,7 +2,8 @@
 
     python client.py SCENARIO COMMAND [ARGS...]
 
-COMMAND is what the SDK starts: the proxy with its server, or a server directly. Each scenario
+COMMAND is what the SDK starts: the proxy with its server, or a server directly; a URL alone
+is a Streamable HTTP endpoint the SDK connects to. Each scenario
 prints one JSON object on stdout; the Rust tests read it and assert. Failures raise, which
 prints a traceback and exits non-zero.
 """
@@ -16,6 +17,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def server(argv):
@@ -55,9 +57,18 @@ async def list_names(session):
             return names
 
 
+def is_url(argv):
+    """A URL alone is a Streamable HTTP endpoint; anything else a command to start (stdio)."""
+    return len(argv) == 1 and argv[0].startswith(("http://", "https://"))
+
+
+def transport(argv):
+    return streamable_http_client(argv[0]) if is_url(argv) else stdio_client(server(argv))
+
+
 async def legacy(argv, body, **callbacks):
     notes = Notifications()
-    async with stdio_client(server(argv)) as (read, write):
+    async with transport(argv) as (read, write):
         async with ClientSession(read, write, message_handler=notes, **callbacks) as session:
             init = await session.initialize()
             return await body(session, notes, init)
@@ -152,7 +163,7 @@ async def server_requests(argv):
 async def modern(argv):
     """The SDK's high-level client in its default mode: server/discover first (2026-07-28),
     the initialize handshake only if the server does not answer it."""
-    async with Client(server(argv)) as client:
+    async with Client(argv[0] if is_url(argv) else server(argv)) as client:
         listed = await client.list_tools()
         names = [tool.name for tool in listed.tools]
         category = next((name for name in names if name.endswith("_tools")), None)

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use tool_mediator::llm::Task;
+use tool_mediator::proxy::listen::ListenOptions;
 use tool_mediator::proxy::remote::Remote;
 use tool_mediator::proxy::{self, Ending, ProxyOptions, Upstream};
 use tool_mediator::session::SessionPolicy;
@@ -31,15 +32,38 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
         ..ProxyOptions::new(mediator, policy)
     };
 
-    let server: Upstream = match (&args.url, args.command.split_first()) {
-        (Some(url), _) => Remote { url: url.clone(), headers: args.headers.clone() }.into(),
-        (None, Some((program, rest))) => {
-            let mut server = tokio::process::Command::new(program);
-            server.args(rest);
-            server.into()
+    let upstream = {
+        let (url, headers, command) = (args.url.clone(), args.headers.clone(), args.command.clone());
+        move || -> Upstream {
+            match (&url, command.split_first()) {
+                (Some(url), _) => Remote { url: url.clone(), headers: headers.clone() }.into(),
+                (None, Some((program, rest))) => {
+                    let mut server = tokio::process::Command::new(program);
+                    server.args(rest);
+                    server.into()
+                }
+                (None, None) => unreachable!("clap requires a command or a URL"),
+            }
         }
-        (None, None) => unreachable!("clap requires a command or a URL"),
     };
+    if let Some(address) = args.listen {
+        let token = match &args.token_env {
+            Some(variable) => match std::env::var(variable) {
+                Ok(token) if !token.is_empty() => Some(token),
+                _ => anyhow::bail!("--token-env {variable}: the environment variable {variable} is not set"),
+            },
+            None => None,
+        };
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|error| anyhow::anyhow!("cannot listen on {address}: {error}"))?;
+        eprintln!("tool-mediator: serving MCP at http://{}/mcp", listener.local_addr()?);
+        let listen = ListenOptions { address, token };
+        proxy::listen::serve(listener, listen, options, Arc::new(upstream)).await?;
+        setup.finish();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let server = upstream();
     let ending = proxy::run_until_gone(options, server, proxy::stdio()).await?;
     setup.finish();
     match ending {

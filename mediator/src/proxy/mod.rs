@@ -19,6 +19,7 @@
 
 pub mod jsonrpc;
 mod lines;
+pub mod listen;
 mod pending;
 pub mod remote;
 mod revision;

@@ -1,0 +1,189 @@
+//! The proxy serving its clients over Streamable HTTP (`--listen`): the MCP Python SDK's
+//! Streamable HTTP client and the Inspector (`--transport http`) against it, and what the
+//! specification says an endpoint refuses.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{Peers, binary, peers, root, stderr, stdout};
+
+/// `tool-mediator proxy --listen 127.0.0.1:0 ARGS...`, ended when dropped.
+struct Listening {
+    child: Child,
+    address: String,
+}
+
+impl Listening {
+    fn start(peers: &Peers, arguments: &[&str]) -> Listening {
+        let mut child = peers
+            .command(binary())
+            .args(["proxy", "--listen", "127.0.0.1:0"])
+            .args(arguments)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the proxy starts");
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line
+            .trim()
+            .strip_prefix("tool-mediator: serving MCP at http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("the proxy says where it listens, not {line:?}"))
+            .to_owned();
+        Listening { child, address }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+
+    /// One HTTP/1.1 request to `/mcp`: its status and body.
+    fn ask(&self, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, \
+             text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.address,
+            body.len()
+        );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        let status = answer.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+        let body = answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default();
+        (status, body)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        // SIGTERM: it ends every session's server, as it would for a user.
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+#[test]
+fn categories_fold_and_list_changes_reach_an_http_client() {
+    let peers = peers();
+    let git = peers.bin("mcp-server-git").display().to_string();
+    let repository = root().display().to_string();
+    let proxy = Listening::start(&peers, &["--disclosure", "2", "--", &git, "--repository", &repository]);
+    let outcome = peers.python_client("disclose", &[], &[&proxy.url()]);
+    assert_eq!(outcome["server"], json!("mcp-git"), "{outcome}");
+    assert_eq!(outcome["first"], json!(["git_tools"]), "{outcome}");
+    assert_eq!(outcome["notified"], json!(true), "list_changed came on the GET stream: {outcome}");
+    assert!(outcome["second"].as_array().unwrap().len() >= 10, "{outcome}");
+}
+
+#[test]
+fn the_servers_requests_reach_an_http_client_and_come_back() {
+    let peers = peers();
+    let everything = peers.bin("mcp-server-everything").display().to_string();
+    let proxy = Listening::start(&peers, &["--no-disclosure", "--", &everything]);
+    let outcome = peers.python_client("server-requests", &[], &[&proxy.url()]);
+    assert!(outcome["roots"].as_str().unwrap().contains("file:///tmp/proxy-roots"), "{outcome}");
+    assert!(outcome["sampling"].as_str().unwrap().contains("sampled through the proxy"), "{outcome}");
+
+    let inspector = peers.inspector(&[&proxy.url(), "--transport", "http"], &["--method", "tools/list"]);
+    assert!(inspector.status.success(), "{}", stderr(&inspector));
+    let listed: Value = serde_json::from_str(&stdout(&inspector)).unwrap();
+    assert!(listed["tools"].as_array().unwrap().iter().any(|tool| tool["name"] == "get-sum"), "{listed}");
+}
+
+#[test]
+fn concurrent_sessions_each_get_their_own_answers() {
+    let peers = peers();
+    let everything = peers.bin("mcp-server-everything").display().to_string();
+    let proxy = Listening::start(&peers, &["--no-disclosure", "--", &everything]);
+    let url = proxy.url();
+    // Four sessions at once, each with 100 calls one after another and 25 at once.
+    std::thread::scope(|scope| {
+        let sessions: Vec<_> =
+            (0..4).map(|_| scope.spawn(|| peers.python_client("load", &["100", "25"], &[url.as_str()]))).collect();
+        for session in sessions {
+            let outcome = session.join().unwrap();
+            assert_eq!(outcome["calls"], json!(125), "{outcome}");
+            assert_eq!(outcome["wrong"], json!([]), "answers reached the wrong request");
+        }
+    });
+}
+
+#[test]
+fn the_endpoint_refuses_what_the_specification_says_it_refuses() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let proxy = Listening::start(&peers, &["--", &time]);
+
+    let (status, _) = proxy.ask("POST", &[("Origin", "https://evil.example")], INITIALIZE);
+    assert_eq!(status, 403, "another origin");
+    let (status, body) = proxy.ask("POST", &[], "{not json");
+    assert_eq!(status, 400);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], json!(-32700), "{body}");
+    let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", "nobody-issued-this")], INITIALIZE);
+    assert_eq!(status, 404, "a session nobody issued");
+    let (status, body) = proxy.ask("POST", &[], r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("send initialize first"), "{body}");
+
+    // A local page's origin is welcome; the session it opens answers and ends with DELETE.
+    let (status, body) = proxy.ask("POST", &[("Origin", "http://localhost:5173")], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""serverInfo":{"name":"mcp-time""#), "{body}");
+}
+
+#[test]
+fn with_a_token_every_request_must_carry_it() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    // The token comes from the environment the proxy starts in.
+    let proxy = {
+        let mut child = peers
+            .command(binary())
+            .env("TOOL_MEDIATOR_TEST_TOKEN", "s3cret")
+            .args(["proxy", "--listen", "127.0.0.1:0", "--token-env", "TOOL_MEDIATOR_TEST_TOKEN", "--", &time])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line.trim().trim_start_matches("tool-mediator: serving MCP at http://").trim_end_matches("/mcp");
+        Listening { address: address.to_owned(), child }
+    };
+    let (status, _) = proxy.ask("POST", &[], INITIALIZE);
+    assert_eq!(status, 401, "no token");
+    let (status, _) = proxy.ask("POST", &[("Authorization", "Bearer wrong")], INITIALIZE);
+    assert_eq!(status, 401, "the wrong token");
+    let (status, body) = proxy.ask("POST", &[("Authorization", "Bearer s3cret")], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+
+    let missing = tool_mediator_tests::run(
+        &["proxy", "--listen", "127.0.0.1:0", "--token-env", "TOOL_MEDIATOR_TEST_NO_SUCH_TOKEN", "--", "true"],
+        None,
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("TOOL_MEDIATOR_TEST_NO_SUCH_TOKEN is not set"), "{}", stderr(&missing));
+}
