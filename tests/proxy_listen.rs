@@ -44,6 +44,12 @@ impl Listening {
 
     /// One HTTP/1.1 request to `/mcp`: its status and body.
     fn ask(&self, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let (status, _, body) = self.ask_with_head(method, headers, body);
+        (status, body)
+    }
+
+    /// One HTTP/1.1 request to `/mcp`: its status, head and body.
+    fn ask_with_head(&self, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut request = format!(
@@ -61,8 +67,8 @@ impl Listening {
         let mut answer = String::new();
         let _ = stream.read_to_string(&mut answer);
         let status = answer.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-        let body = answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default();
-        (status, body)
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, head.to_owned(), body.to_owned())
     }
 }
 
@@ -186,4 +192,23 @@ fn with_a_token_every_request_must_carry_it() {
     );
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("TOOL_MEDIATOR_TEST_NO_SUCH_TOKEN is not set"), "{}", stderr(&missing));
+}
+
+#[test]
+fn a_session_left_without_delete_ends_when_idle() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let proxy = Listening::start(&peers, &["--session-idle", "1s", "--", &time]);
+    let (status, head, body) = proxy.ask_with_head("POST", &[], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    let session = head
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
+        .expect("the answer names the session");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
+    assert_eq!(status, 202, "the session is open");
+    std::thread::sleep(Duration::from_millis(2_500));
+    let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
+    assert_eq!(status, 404, "the idle session was ended");
 }

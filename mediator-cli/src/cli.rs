@@ -231,6 +231,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "VAR", requires = "listen")]
     pub token_env: Option<String>,
 
+    /// With `--listen`: end a client session (and its server) unused this long with no stream
+    /// open.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration, requires = "listen")]
+    pub session_idle: std::time::Duration,
+
     /// The MCP server's command and its arguments: everything from the first word that is not
     /// an option of the proxy's (or everything after `--`).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]

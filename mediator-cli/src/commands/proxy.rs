@@ -58,7 +58,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
             .await
             .map_err(|error| anyhow::anyhow!("cannot listen on {address}: {error}"))?;
         eprintln!("tool-mediator: serving MCP at http://{}/mcp", listener.local_addr()?);
-        let listen = ListenOptions { address, token };
+        let listen = ListenOptions { address, token, idle: args.session_idle };
         proxy::listen::serve(listener, listen, options, Arc::new(upstream)).await?;
         setup.finish();
         return Ok(ExitCode::SUCCESS);

@@ -49,6 +49,9 @@ pub struct ListenOptions {
     pub address: SocketAddr,
     /// Requests must carry `Authorization: Bearer <token>`.
     pub token: Option<String>,
+    /// A session nobody has used for this long, with no stream open, is ended with its server:
+    /// a client that goes without DELETE leaves nothing running for good.
+    pub idle: std::time::Duration,
 }
 
 /// Makes the server a new session stands in front of.
@@ -72,7 +75,9 @@ pub async fn serve(
         super::stop_signal().await;
         tracing::info!("asked to stop; ending every session's server");
     };
+    let janitor = tokio::spawn(end_idle_sessions(state.clone()));
     let served = axum::serve(listener, app).with_graceful_shutdown(stopping).await;
+    janitor.abort();
     let sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, session)| session).collect();
     for session in sessions {
         session.end().await;
@@ -96,11 +101,43 @@ struct Session {
     /// The GET stream, when the client has one open.
     listening: Mutex<Option<mpsc::Sender<String>>>,
     proxy: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    last_used: Mutex<std::time::Instant>,
+}
+
+/// Ends, every so often, the sessions idle for longer than the options allow.
+async fn end_idle_sessions(front: Arc<Front>) {
+    let every =
+        (front.listen.idle / 4).clamp(std::time::Duration::from_millis(100), std::time::Duration::from_secs(60));
+    loop {
+        tokio::time::sleep(every).await;
+        let idle: Vec<(String, Arc<Session>)> = lock(&front.sessions)
+            .iter()
+            .filter(|(_, session)| session.is_idle(front.listen.idle))
+            .map(|(id, session)| (id.clone(), session.clone()))
+            .collect();
+        for (id, session) in idle {
+            tracing::info!("session {id} idle for {:?}; ending it", front.listen.idle);
+            lock(&front.sessions).remove(&id);
+            session.end().await;
+        }
+    }
 }
 
 impl Session {
+    fn used(&self) {
+        *lock(&self.last_used) = std::time::Instant::now();
+    }
+
+    /// Unused for `idle`, no request waiting and no stream open.
+    fn is_idle(&self, idle: std::time::Duration) -> bool {
+        let streams = lock(&self.waiting).values().any(|stream| !stream.is_closed())
+            || lock(&self.listening).as_ref().is_some_and(|stream| !stream.is_closed());
+        !streams && lock(&self.last_used).elapsed() >= idle
+    }
+
     /// Writes one message to the proxy; false when the session has ended.
     async fn send(&self, message: &[u8]) -> bool {
+        self.used();
         let mut input = self.input.lock().await;
         let Some(pipe) = input.as_mut() else { return false };
         let written = async {
@@ -184,6 +221,7 @@ impl Front {
             waiting: Mutex::new(HashMap::new()),
             listening: Mutex::new(None),
             proxy: Mutex::new(None),
+            last_used: Mutex::new(std::time::Instant::now()),
         });
         let client = Client { input: proxy_in, output: proxy_out, gone: std::future::pending::<()>() };
         let (options, upstream) = (self.proxy.clone(), (self.upstream)());
