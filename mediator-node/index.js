@@ -20,6 +20,12 @@ function contextOf(context, fallback, where) {
   return chosen
 }
 
+function count(value, name, where, least = 0) {
+  if (value !== undefined && !(Number.isInteger(value) && value >= least && value <= 0xffffffff)) {
+    throw new TypeError(`${where}: ${name} must be a whole number from ${least}, not ${JSON.stringify(value)}`)
+  }
+}
+
 function toolsText(tools, where) {
   if (!Array.isArray(tools)) {
     throw new TypeError(`${where}: tools must be an array of tool definitions`)
@@ -42,6 +48,8 @@ class Mediator {
 
   static async create(options = {}) {
     const { source, sourceType, ...settings } = options
+    count(settings.llmDeadlineSecs, 'llmDeadlineSecs', 'Mediator.create')
+    count(settings.cacheTtlHours, 'cacheTtlHours', 'Mediator.create', 1)
     const context = source === undefined ? undefined : contextOf({ source, sourceType }, undefined, 'Mediator.create')
     return new Mediator(await native.createMediator(settings), context)
   }
@@ -60,6 +68,7 @@ class Mediator {
   session(context, options = {}) {
     const { source, sourceType } = contextOf(context, this.#context, 'session')
     const disclosure = options.disclosure === false ? 0 : options.disclosure
+    if (options.disclosure !== false) count(options.disclosure, 'disclosure (or false)', 'session', 2)
     return new Session(this.#native.session(source, sourceType, disclosure))
   }
 

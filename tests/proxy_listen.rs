@@ -212,3 +212,30 @@ fn a_session_left_without_delete_ends_when_idle() {
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
     assert_eq!(status, 404, "the idle session was ended");
 }
+
+#[test]
+fn delete_ends_a_session_whose_server_will_not_stop() {
+    let peers = peers();
+    // Answers initialize, then reads nothing more and ignores SIGTERM.
+    let stubborn = r#"
+import json, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+request = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "stubborn", "version": "1"}}}), flush=True)
+time.sleep(3600)
+"#;
+    let python = peers.bin("python").display().to_string();
+    let proxy = Listening::start(&peers, &["--grace", "1s", "--", &python, "-c", stubborn]);
+    let (status, head, body) = proxy.ask_with_head("POST", &[], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    let session = head
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
+        .expect("the answer names the session");
+    let started = std::time::Instant::now();
+    let (status, _) = proxy.ask("DELETE", &[("Mcp-Session-Id", &session)], "");
+    assert_eq!(status, 200);
+    assert!(started.elapsed() < Duration::from_secs(10), "DELETE took {:?}", started.elapsed());
+    let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], INITIALIZE);
+    assert_eq!(status, 404, "the session is gone");
+}

@@ -165,12 +165,12 @@ impl Mediator {
 #[napi]
 pub struct Session {
     core: Arc<tool_mediator::session::Session>,
-    listeners: Vec<JoinHandle<()>>,
+    listeners: std::sync::Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Session {
     fn new(core: tool_mediator::session::Session) -> Session {
-        Session { core: Arc::new(core), listeners: Vec::new() }
+        Session { core: Arc::new(core), listeners: std::sync::Mutex::default() }
     }
 }
 
@@ -215,11 +215,12 @@ impl Session {
     }
 
     /// Calls `callback` each time the visible tool list changes, until [`Session::close`]. The
-    /// callback never keeps Node running by itself (the function is weak).
+    /// callback never keeps Node running by itself (the function is weak), and calls waiting
+    /// for Node are one at most: a change while one waits is told by that one.
     #[napi]
-    pub fn on_list_changed(&mut self, callback: ThreadsafeFunction<(), (), (), Status, false, true>) {
+    pub fn on_list_changed(&self, callback: ThreadsafeFunction<(), (), (), Status, false, true, 1>) {
         let mut events = self.core.subscribe();
-        self.listeners.push(spawn(async move {
+        let listener = spawn(async move {
             loop {
                 match events.recv().await {
                     // Missed events are one change as far as a client is concerned.
@@ -229,13 +230,14 @@ impl Session {
                     Err(RecvError::Closed) => return,
                 }
             }
-        }));
+        });
+        self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(listener);
     }
 
     /// Stops calling the list-changed callbacks.
     #[napi]
-    pub fn close(&mut self) {
-        for listener in self.listeners.drain(..) {
+    pub fn close(&self) {
+        for listener in self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
             listener.abort();
         }
     }

@@ -119,6 +119,10 @@ describe('errors', () => {
       })
     }
     await assert.rejects(Mediator.create({ llm: 'gpt' }), /unknown language model provider `gpt`/)
+    await assert.rejects(Mediator.create({ cacheTtlHours: -1 }), /cacheTtlHours must be a whole number from 1/)
+    const mediator = await Mediator.create({ source: 'example.com' })
+    assert.throws(() => mediator.session(undefined, { disclosure: -1 }), /disclosure \(or false\) must be a whole number from 2/)
+    assert.throws(() => mediator.session(undefined, { disclosure: Number.NaN }), TypeError)
     await assert.rejects(Mediator.create({ clientProfile: 'lax' }), /unknown client profile `lax`/)
   })
 })

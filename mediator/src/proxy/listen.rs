@@ -20,18 +20,19 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use futures_util::Stream;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
-use super::jsonrpc::{self, INVALID_REQUEST, Id, Message};
+use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use super::{Client, ProxyOptions, Upstream};
 use crate::lock;
 
@@ -51,7 +52,7 @@ pub struct ListenOptions {
     pub token: Option<String>,
     /// A session nobody has used for this long, with no stream open, is ended with its server:
     /// a client that goes without DELETE leaves nothing running for good.
-    pub idle: std::time::Duration,
+    pub idle: Duration,
 }
 
 /// Makes the server a new session stands in front of.
@@ -70,6 +71,7 @@ pub async fn serve(
     let app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state.clone());
     let stopping = async {
         super::stop_signal().await;
@@ -92,22 +94,39 @@ struct Front {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
+/// Where an answer or a message of the server's goes: a POST's stream, or the GET stream.
+struct Stream {
+    sender: mpsc::Sender<String>,
+    /// It is a stream (SSE), not a POST waiting for its answer alone (JSON): only a stream
+    /// can carry the server's messages on the way.
+    carries_messages: bool,
+    /// Which POST it is, so the POST takes out its own entry and no later one's.
+    post: u64,
+}
+
+/// Numbers the POSTs waiting for an answer.
+static POSTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// One client session: the proxy behind it, and the streams waiting for what it writes.
 struct Session {
-    /// The proxy's input: one message a line. `None` once the session is ending.
-    input: tokio::sync::Mutex<Option<DuplexStream>>,
-    /// POSTed requests waiting for their answer, by id as written, each with its stream.
-    waiting: Mutex<HashMap<Id, mpsc::Sender<String>>>,
+    /// Whole messages for the proxy, written by one task so none is ever cut by a client that
+    /// goes mid-write.
+    input: mpsc::Sender<Vec<u8>>,
+    /// Set when the session ends: the writer lets go, and the proxy ends its server.
+    ended: tokio::sync::watch::Sender<bool>,
+    /// POSTed requests waiting for their answer, by id as written.
+    waiting: Mutex<HashMap<Id, Stream>>,
     /// The GET stream, when the client has one open.
     listening: Mutex<Option<mpsc::Sender<String>>>,
     proxy: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    last_used: Mutex<std::time::Instant>,
+    last_used: Mutex<Instant>,
+    /// How long the proxy has to end its server.
+    grace: Duration,
 }
 
 /// Ends, every so often, the sessions idle for longer than the options allow.
 async fn end_idle_sessions(front: Arc<Front>) {
-    let every =
-        (front.listen.idle / 4).clamp(std::time::Duration::from_millis(100), std::time::Duration::from_secs(60));
+    let every = (front.listen.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
     loop {
         tokio::time::sleep(every).await;
         let idle: Vec<(String, Arc<Session>)> = lock(&front.sessions)
@@ -118,61 +137,140 @@ async fn end_idle_sessions(front: Arc<Front>) {
         for (id, session) in idle {
             tracing::info!("session {id} idle for {:?}; ending it", front.listen.idle);
             lock(&front.sessions).remove(&id);
-            session.end().await;
+            // Each on its own: one slow to end holds up no other.
+            tokio::spawn(async move { session.end().await });
         }
     }
 }
 
 impl Session {
     fn used(&self) {
-        *lock(&self.last_used) = std::time::Instant::now();
+        *lock(&self.last_used) = Instant::now();
     }
 
     /// Unused for `idle`, no request waiting and no stream open.
-    fn is_idle(&self, idle: std::time::Duration) -> bool {
-        let streams = lock(&self.waiting).values().any(|stream| !stream.is_closed())
+    fn is_idle(&self, idle: Duration) -> bool {
+        let streams = lock(&self.waiting).values().any(|stream| !stream.sender.is_closed())
             || lock(&self.listening).as_ref().is_some_and(|stream| !stream.is_closed());
         !streams && lock(&self.last_used).elapsed() >= idle
     }
 
-    /// Writes one message to the proxy; false when the session has ended.
-    async fn send(&self, message: &[u8]) -> bool {
+    /// Hands one message to the proxy; false when the session has ended.
+    async fn send(&self, message: Vec<u8>) -> bool {
         self.used();
-        let mut input = self.input.lock().await;
-        let Some(pipe) = input.as_mut() else { return false };
-        let written = async {
-            pipe.write_all(message).await?;
-            pipe.write_all(b"\n").await?;
-            pipe.flush().await
-        };
-        written.await.is_ok()
-    }
-
-    /// Ends the session: its proxy's input closes, and the proxy ends its server.
-    async fn end(&self) {
-        drop(self.input.lock().await.take());
-        let proxy = lock(&self.proxy).take();
-        if let Some(proxy) = proxy {
-            let _ = proxy.await;
+        let mut ended = self.ended.subscribe();
+        tokio::select! {
+            sent = self.input.send(message) => sent.is_ok(),
+            _ = ended.wait_for(|ended| *ended) => false,
         }
     }
 
-    /// Hands a line the proxy wrote to whoever waits for it.
-    async fn deliver(&self, line: String) {
-        let answered = match Message::parse(line.as_bytes()) {
-            Ok(Message::Response { id, .. }) => lock(&self.waiting).remove(&id),
-            _ => None,
-        };
-        let stream = answered.or_else(|| {
-            // Of its own accord: the GET stream, else a POST stream still open.
-            let listening = lock(&self.listening).clone().filter(|stream| !stream.is_closed());
-            listening.or_else(|| lock(&self.waiting).values().find(|stream| !stream.is_closed()).cloned())
-        });
-        match stream {
-            Some(stream) => {
-                let _ = stream.send(line).await;
+    /// Ends the session: the proxy ends its server (given its grace, then stopped).
+    async fn end(&self) {
+        self.ended.send_replace(true);
+        let proxy = lock(&self.proxy).take();
+        if let Some(mut proxy) = proxy {
+            // The proxy's own ending takes at most two graces (input closed, then SIGTERM).
+            if tokio::time::timeout(self.grace * 3 + Duration::from_secs(1), &mut proxy).await.is_err() {
+                tracing::warn!("a session's proxy did not end in time; stopped");
+                proxy.abort();
             }
-            None => tracing::warn!("the client has no stream open for a message of the server's; dropped"),
+        }
+    }
+
+    /// A POST's stream for the answer to `id`, taken out of the waiting list when dropped;
+    /// none while a request with this id still waits.
+    fn wait_for(self: &Arc<Self>, id: &Id, carries_messages: bool) -> Option<Waiting> {
+        let (sender, answers) = mpsc::channel(STREAM_QUEUE);
+        let mut waiting = lock(&self.waiting);
+        if waiting.get(id).is_some_and(|earlier| !earlier.sender.is_closed()) {
+            return None;
+        }
+        let post = POSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        waiting.insert(id.clone(), Stream { sender, carries_messages, post });
+        Some(Waiting { answers, id: id.clone(), post, session: self.clone() })
+    }
+
+    /// Hands a line the proxy wrote to whoever waits for it. Never waits on a client: a client
+    /// that does not read its stream costs only that stream.
+    fn deliver(&self, line: String) {
+        // What it is, owned: the line moves on.
+        let (answer, request) = match Message::parse(line.as_bytes()) {
+            Ok(Message::Response { id, .. }) => (Some(id), None),
+            Ok(Message::Request { id, .. }) => (None, Some(id)),
+            _ => (None, None),
+        };
+        if let Some(id) = &answer {
+            let answered = lock(&self.waiting).remove(id);
+            match answered {
+                Some(stream) => send_or_hold(stream.sender, line),
+                None => tracing::warn!("an answer to {id}, which no client request waits for; dropped"),
+            }
+            return;
+        }
+        // Of the server's own accord: the GET stream, else a POST stream still open.
+        let listening = lock(&self.listening).clone().filter(|stream| !stream.is_closed());
+        let stream = listening.or_else(|| {
+            let waiting = lock(&self.waiting);
+            waiting
+                .values()
+                .find(|stream| stream.carries_messages && !stream.sender.is_closed())
+                .map(|s| s.sender.clone())
+        });
+        let undelivered = match stream {
+            Some(stream) => match stream.try_send(line) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(line) | mpsc::error::TrySendError::Closed(line)) => {
+                    // A stream this far behind is let go; the client opens another.
+                    tracing::warn!("a client stream is {STREAM_QUEUE} messages behind; closed it");
+                    let mut listening = lock(&self.listening);
+                    if listening.as_ref().is_some_and(|open| open.same_channel(&stream)) {
+                        listening.take();
+                    }
+                    line
+                }
+            },
+            None => line,
+        };
+        // A request nobody can hear is answered, so the server does not wait for it forever.
+        match request {
+            Some(id) => {
+                let reason = "the client has no stream open to receive this request";
+                let answer = jsonrpc::error_response(&id, INTERNAL_ERROR, reason).into_bytes();
+                if self.input.try_send(answer).is_err() {
+                    tracing::warn!("the server's request {id} could not be delivered or answered");
+                }
+            }
+            _ => tracing::warn!(
+                "the client has no stream open for a message of the server's; dropped: {undelivered:.200}"
+            ),
+        }
+    }
+}
+
+/// Sends an answer to a POST's stream; one that is full gets it when it has room, without
+/// holding up the session's other streams.
+fn send_or_hold(stream: mpsc::Sender<String>, line: String) {
+    if let Err(mpsc::error::TrySendError::Full(line)) = stream.try_send(line) {
+        tokio::spawn(async move {
+            let _ = stream.send(line).await;
+        });
+    }
+}
+
+/// A POST waiting for its answer; leaves the waiting list when the POST goes.
+struct Waiting {
+    answers: mpsc::Receiver<String>,
+    id: Id,
+    post: u64,
+    session: Arc<Session>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut waiting = lock(&self.session.waiting);
+        if waiting.get(&self.id).is_some_and(|stream| stream.post == self.post) {
+            waiting.remove(&self.id);
         }
     }
 }
@@ -192,7 +290,8 @@ impl Front {
         }
         if let Some(token) = &self.listen.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-            if given.and_then(|value| value.strip_prefix("Bearer ")) != Some(token.as_str()) {
+            let given = given.and_then(|value| value.strip_prefix("Bearer ")).unwrap_or_default();
+            if !same_secret(given.as_bytes(), token.as_bytes()) {
                 return Err(Refused(StatusCode::UNAUTHORIZED, "a bearer token is required"));
             }
         }
@@ -203,57 +302,118 @@ impl Front {
         let Some(id) = headers.get(SESSION) else { return Ok(None) };
         let id = id.to_str().unwrap_or_default().to_owned();
         match lock(&self.sessions).get(&id) {
-            Some(session) => Ok(Some((id, session.clone()))),
+            Some(session) => {
+                session.used();
+                Ok(Some((id, session.clone())))
+            }
             None => Err(Refused(StatusCode::NOT_FOUND, "no such session")),
         }
     }
 
-    /// A new session and its proxy.
-    fn open(self: &Arc<Self>) -> Result<(String, Arc<Session>), Refused> {
-        if lock(&self.sessions).len() >= MAX_SESSIONS {
-            return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "too many sessions at once"));
-        }
-        let id = format!("{:032x}", fastrand::u128(..));
-        let (input, proxy_in) = tokio::io::duplex(PIPE);
-        let (proxy_out, output) = tokio::io::duplex(PIPE);
+    /// A new session and its proxy; if the proxy cannot start, `initialize` (`id`) is
+    /// answered with why.
+    fn open(self: &Arc<Self>, initialize: &Id) -> Result<(String, Arc<Session>), Refused> {
+        let id =
+            session_id().map_err(|_| Refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session id"))?;
+        let (input, pending) = mpsc::channel::<Vec<u8>>(STREAM_QUEUE);
+        let (ended, _) = tokio::sync::watch::channel(false);
         let session = Arc::new(Session {
-            input: tokio::sync::Mutex::new(Some(input)),
+            input,
+            ended,
             waiting: Mutex::new(HashMap::new()),
             listening: Mutex::new(None),
             proxy: Mutex::new(None),
-            last_used: Mutex::new(std::time::Instant::now()),
+            last_used: Mutex::new(Instant::now()),
+            grace: self.proxy.grace,
         });
-        let client = Client { input: proxy_in, output: proxy_out, gone: std::future::pending::<()>() };
+        {
+            let mut sessions = lock(&self.sessions);
+            if sessions.len() >= MAX_SESSIONS {
+                return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "too many sessions at once"));
+            }
+            sessions.insert(id.clone(), session.clone());
+        }
+        let (proxy_in, writer) = tokio::io::duplex(PIPE);
+        let (proxy_out, output) = tokio::io::duplex(PIPE);
+        tokio::spawn(write_messages(pending, writer, session.ended.subscribe()));
+        let mut ended = session.ended.subscribe();
+        let gone = async move {
+            let _ = ended.wait_for(|ended| *ended).await;
+        };
+        let client = Client { input: proxy_in, output: proxy_out, gone };
         let (options, upstream) = (self.proxy.clone(), (self.upstream)());
-        let front = self.clone();
-        let ending = id.clone();
+        let (front, name, started) = (self.clone(), id.clone(), session.clone());
+        let initialize = initialize.clone();
         let proxy = tokio::spawn(async move {
             match super::run_until_gone(options, upstream, client).await {
-                Ok(ending) => tracing::info!("session {ending:?} ended"),
-                Err(error) => tracing::warn!("session could not start its server: {error}"),
+                Ok(ending) => tracing::info!("session {name} ended: {ending:?}"),
+                Err(error) => {
+                    tracing::warn!("session {name} could not start its server: {error}");
+                    started.deliver(jsonrpc::error_response(&initialize, INTERNAL_ERROR, &error.to_string()));
+                }
             }
-            drop(lock(&front.sessions).remove(&ending));
+            drop(lock(&front.sessions).remove(&name));
         });
         *lock(&session.proxy) = Some(proxy);
         let reader = session.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(output).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                reader.deliver(line).await;
+                reader.deliver(line);
             }
             // The proxy ended: nothing more will answer.
             lock(&reader.waiting).clear();
             lock(&reader.listening).take();
         });
-        lock(&self.sessions).insert(id.clone(), session.clone());
         Ok((id, session))
     }
 }
 
-async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = front.check(&headers) {
-        return refused.into_response();
+/// Writes whole messages to the proxy until the session ends.
+async fn write_messages(
+    mut pending: mpsc::Receiver<Vec<u8>>,
+    mut writer: DuplexStream,
+    mut ended: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let message = tokio::select! {
+            message = pending.recv() => message,
+            _ = ended.wait_for(|ended| *ended) => None,
+        };
+        let Some(mut message) = message else { return };
+        message.push(b'\n');
+        let written = tokio::select! {
+            written = writer.write_all(&message) => written.is_ok(),
+            _ = ended.wait_for(|ended| *ended) => false,
+        };
+        if !written {
+            return;
+        }
     }
+}
+
+/// A session id no one can guess (the operating system's randomness).
+fn session_id() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Whether two secrets are equal, in a time that does not tell where they first differ.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |differ, (a, b)| differ | (a ^ b)) == 0
+}
+
+/// Checks every request before its body is read: another origin, or a missing token, is
+/// refused before a byte of the body is held.
+async fn guard(State(front): State<Arc<Front>>, request: axum::extract::Request, next: Next) -> Response {
+    match front.check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
     let message = match Message::parse(&body) {
         Ok(message) => message,
         Err(malformed) => {
@@ -268,41 +428,41 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Byte
         }
         _ => (None, false),
     };
-    let (session_id, session) = match front.session(&headers) {
-        Err(refused) => return refused.into_response(),
-        Ok(Some(found)) => found,
-        Ok(None) if initialize => match front.open() {
+    let found = match (front.session(&headers), &id) {
+        (Err(refused), _) => return refused.into_response(),
+        (Ok(Some(found)), _) => found,
+        (Ok(None), Some(id)) if initialize => match front.open(id) {
             Ok(opened) => opened,
             Err(refused) => return refused.into_response(),
         },
-        Ok(None) => {
+        (Ok(None), _) => {
             let id = id.unwrap_or_else(Id::null);
             return json_error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, "no session: send initialize first");
         }
     };
+    let (session_id, session) = found;
     let Some(id) = id else {
         // A notification or an answer: taken, nothing to wait for.
-        return match session.send(&body).await {
+        return match session.send(body.to_vec()).await {
             true => StatusCode::ACCEPTED.into_response(),
             false => refusal(StatusCode::NOT_FOUND, "the session has ended"),
         };
     };
-    let (stream, answers) = mpsc::channel(STREAM_QUEUE);
-    if lock(&session.waiting).insert(id.clone(), stream).is_some() {
-        return json_error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, "a request with this id is already waiting");
-    }
-    if !session.send(&body).await {
-        lock(&session.waiting).remove(&id);
-        return refusal(StatusCode::NOT_FOUND, "the session has ended");
-    }
     let wants_stream = headers
         .get(header::ACCEPT)
         .and_then(|accept| accept.to_str().ok())
         .is_some_and(|accept| accept.contains("text/event-stream"));
+    let Some(waiting) = session.wait_for(&id, wants_stream) else {
+        let reason = "a request with this id is already waiting";
+        return json_error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, reason);
+    };
+    if !session.send(body.to_vec()).await {
+        return refusal(StatusCode::NOT_FOUND, "the session has ended");
+    }
     let mut response = if wants_stream {
-        Sse::new(until_answered(answers, id)).keep_alive(KeepAlive::default()).into_response()
+        Sse::new(until_answered(waiting)).keep_alive(KeepAlive::default()).into_response()
     } else {
-        answer_as_json(answers, &id).await
+        answer_as_json(waiting).await
     };
     if let Ok(value) = HeaderValue::from_str(&session_id) {
         response.headers_mut().insert(SESSION, value);
@@ -311,43 +471,34 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Byte
 }
 
 /// The messages for one POSTed request, ending with its answer.
-fn until_answered(answers: mpsc::Receiver<String>, id: Id) -> impl Stream<Item = Result<Event, Infallible>> {
-    futures_util::stream::unfold((answers, false), move |(mut answers, answered)| {
-        let id = id.clone();
-        async move {
-            if answered {
-                return None;
-            }
-            let line = answers.recv().await?;
-            let last = matches!(Message::parse(line.as_bytes()), Ok(Message::Response { id: of, .. }) if of == id);
-            Some((Ok(Event::default().event("message").data(line)), (answers, last)))
+fn until_answered(waiting: Waiting) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold((waiting, false), |(mut waiting, answered)| async move {
+        if answered {
+            return None;
         }
+        let line = waiting.answers.recv().await?;
+        let last = matches!(Message::parse(line.as_bytes()), Ok(Message::Response { id, .. }) if id == waiting.id);
+        Some((Ok(Event::default().event("message").data(line)), (waiting, last)))
     })
 }
 
 /// Every message sent to a stream, as events.
-fn events(messages: mpsc::Receiver<String>) -> impl Stream<Item = Result<Event, Infallible>> {
+fn events(messages: mpsc::Receiver<String>) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
     futures_util::stream::unfold(messages, |mut messages| async move {
         let line = messages.recv().await?;
         Some((Ok(Event::default().event("message").data(line)), messages))
     })
 }
 
-/// The answer alone, for a client that accepts no stream; what the server sends meanwhile
-/// goes to its GET stream.
-async fn answer_as_json(mut answers: mpsc::Receiver<String>, id: &Id) -> Response {
-    while let Some(line) = answers.recv().await {
-        if matches!(Message::parse(line.as_bytes()), Ok(Message::Response { id: answered, .. }) if answered == *id) {
-            return ([(header::CONTENT_TYPE, "application/json")], line).into_response();
-        }
+/// The answer alone, for a client that accepts no stream: nothing else is ever sent to it.
+async fn answer_as_json(mut waiting: Waiting) -> Response {
+    match waiting.answers.recv().await {
+        Some(line) => ([(header::CONTENT_TYPE, "application/json")], line).into_response(),
+        None => refusal(StatusCode::NOT_FOUND, "the session ended before answering"),
     }
-    refusal(StatusCode::NOT_FOUND, "the session ended before answering")
 }
 
 async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = front.check(&headers) {
-        return refused.into_response();
-    }
     let session = match front.session(&headers) {
         Err(refused) => return refused.into_response(),
         Ok(Some((_, session))) => session,
@@ -359,9 +510,6 @@ async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response
 }
 
 async fn on_delete(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = front.check(&headers) {
-        return refused.into_response();
-    }
     match front.session(&headers) {
         Err(refused) => refused.into_response(),
         Ok(None) => refusal(StatusCode::BAD_REQUEST, "no session named"),

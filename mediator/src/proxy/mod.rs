@@ -222,6 +222,8 @@ where
         router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
         Ending::ClientClosed { server: status }
     } else {
+        // Its writer lets go of the server's input, and with it the router.
+        router.close_server_input();
         let status = server.end_within(grace).await;
         router.server_gone(format!("the MCP server exited ({status}) before answering"));
         // Requests the proxy made for the client (a listing) fail as their answers drop;

@@ -41,6 +41,8 @@ const AT_ONCE: usize = 64;
 const WAITING: usize = 64;
 /// How often the listening stream is opened again after failing, in a row, before giving up.
 const LISTEN_TRIES: u32 = 5;
+/// How long `initialize` may take to be answered, and the server's own stream to open.
+const HANDSHAKE: Duration = Duration::from_secs(30);
 
 /// The router's ends of a connection, and the bridge, which returns why it ended.
 pub(super) struct Connection {
@@ -136,19 +138,34 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
     let mut lines = BufReader::new(requests).lines();
     let slots = Arc::new(Semaphore::new(AT_ONCE));
     let mut posts = JoinSet::new();
-    let mut listening: Option<tokio::task::JoinHandle<()>> = None;
+    // In a set, so it ends with the bridge however the bridge ends (aborted included).
+    let mut listening = JoinSet::new();
     while let Ok(Some(line)) = lines.next_line().await {
         let sent = Sent::of(&line);
         if sent.is("initialize") {
             // What follows goes in the session its answer opens: nothing is sent meanwhile.
-            if shared.post(line, &sent).await && listening.is_none() {
-                // The server may ask the client something as soon as it hears
-                // `notifications/initialized`, on the stream it sends its own messages on: that
-                // stream is open before anything more is sent.
-                let (opened, open) = tokio::sync::oneshot::channel();
-                listening = Some(tokio::spawn(shared.clone().listen(opened)));
-                let _ = tokio::time::timeout(Duration::from_secs(10), open).await;
+            let answered = tokio::time::timeout(HANDSHAKE, shared.post(line, &sent)).await;
+            match answered {
+                Ok(true) if listening.is_empty() => {
+                    // The server may ask the client something as soon as it hears
+                    // `notifications/initialized`, on the stream it sends its own messages on:
+                    // that stream is open before anything more is sent.
+                    let (opened, open) = tokio::sync::oneshot::channel();
+                    listening.spawn(shared.clone().listen(opened));
+                    let _ = tokio::time::timeout(HANDSHAKE, open).await;
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    let reason =
+                        format!("the MCP server at {} did not answer initialize within {HANDSHAKE:?}", shared.url);
+                    shared.fail(&sent, reason).await;
+                }
             }
+            continue;
+        }
+        if sent.is("notifications/initialized") {
+            // Before anything that follows: a server refuses requests it gets before it.
+            shared.post(line, &sent).await;
             continue;
         }
         let Ok(slot) = slots.clone().acquire_owned().await else { break };
@@ -160,9 +177,7 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
         // Finished requests are let go as others come.
         while posts.try_join_next().is_some() {}
     }
-    if let Some(listening) = listening {
-        listening.abort();
-    }
+    listening.abort_all();
     posts.abort_all();
     shared.end_session().await;
     format!("the connection to {} was closed", shared.url)
@@ -212,7 +227,13 @@ impl Shared {
             self.fail(sent, reason).await;
             return false;
         }
-        if status == StatusCode::ACCEPTED || sent.id.is_none() {
+        if sent.id.is_none() {
+            return true;
+        }
+        if status == StatusCode::ACCEPTED {
+            // A request taken but not answered: its answer would never come.
+            self.fail(sent, format!("the MCP server at {} took the request without answering it (HTTP 202)", self.url))
+                .await;
             return true;
         }
         let events = response
@@ -271,7 +292,13 @@ impl Shared {
             match event {
                 Ok(event) => match event.data {
                     // A priming event (an id for resuming, no message) passes nothing on.
-                    Some(data) if !data.trim().is_empty() => answered |= self.pass(data.into_bytes(), sent).await,
+                    Some(data) if !data.trim().is_empty() => {
+                        answered |= self.pass(data.into_bytes(), sent).await;
+                        // The answer ends a request's stream, whether the server closes it or not.
+                        if answered {
+                            break;
+                        }
+                    }
                     _ => {}
                 },
                 Err(error) => {
