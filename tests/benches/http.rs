@@ -1,0 +1,195 @@
+//! `cargo bench -p tool-mediator-tests --bench http`: the added latency of a `tools/call` over
+//! Streamable HTTP through `tool-mediator proxy --listen ... --url ...`, against the same call to
+//! the server's endpoint directly and through FastMCP's proxy (`fastmcp run URL --transport
+//! http`), side by side in one run. The server is server-everything in its `streamableHttp`
+//! mode; FastMCP comes from PyPI into `.tools/bench-venv` on the first run.
+//!
+//! One client (reqwest, keep-alive) per path, each with its own MCP session; the calls
+//! alternate between the paths, one each a round, so all three see the same machine.
+
+use std::io::{BufRead as _, BufReader};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{binary, peers, root};
+
+const ROUNDS: usize = 1_000;
+const WARM_UP: usize = 100;
+
+fn main() {
+    let peers = peers();
+    let fastmcp = fastmcp();
+    let port = |_| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let [server_port, ours_port, theirs_port]: [u16; 3] = std::array::from_fn(port);
+
+    let server = Running::start(
+        peers.command(peers.bin("mcp-server-everything")).arg("streamableHttp").env("PORT", server_port.to_string()),
+        "listening on port",
+    );
+    let upstream = format!("http://127.0.0.1:{server_port}/mcp");
+    let ours = Running::start(
+        peers.command(binary()).args([
+            "proxy",
+            "--no-disclosure",
+            "--listen",
+            &format!("127.0.0.1:{ours_port}"),
+            "--url",
+            &upstream,
+        ]),
+        "serving MCP at",
+    );
+    let theirs = Running::start(
+        Command::new(&fastmcp).args([
+            "run",
+            &upstream,
+            "--transport",
+            "http",
+            "--port",
+            &theirs_port.to_string(),
+            "--no-banner",
+        ]),
+        "Uvicorn running",
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut paths = [
+            ("server-everything directly", Session::open(&upstream).await),
+            ("through tool-mediator", Session::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
+            ("through FastMCP's proxy", Session::open(&format!("http://127.0.0.1:{theirs_port}/mcp")).await),
+        ];
+        let mut times: [Vec<f64>; 3] = Default::default();
+        for round in 0..WARM_UP + ROUNDS {
+            for (index, (_, session)) in paths.iter_mut().enumerate() {
+                let took = session.call_echo(round).await;
+                if round >= WARM_UP {
+                    times[index].push(took);
+                }
+            }
+        }
+        let medians: Vec<f64> = times.iter_mut().map(|times| percentile(times, 0.5)).collect();
+        println!("tools/call `echo`, {ROUNDS} calls a path, alternating (milliseconds)");
+        println!("| path | median | p90 | added at the median |");
+        println!("|---|---|---|---|");
+        for (index, (name, _)) in paths.iter().enumerate() {
+            let added = medians[index] - medians[0];
+            println!(
+                "| {name} | {:.3} | {:.3} | {} |",
+                medians[index],
+                percentile(&mut times[index], 0.9),
+                if index == 0 { "".to_owned() } else { format!("{added:.3}") }
+            );
+        }
+        let (ours, theirs) = (medians[1] - medians[0], medians[2] - medians[0]);
+        println!("FastMCP's proxy adds {:.1}x what tool-mediator adds", theirs / ours.max(0.001));
+    });
+    drop((server, ours, theirs));
+}
+
+/// FastMCP's command line, installed from PyPI into `.tools/bench-venv` when missing.
+/// (fastmcp 4.1.0: later ones want a certifi newer than the index here has.)
+fn fastmcp() -> std::path::PathBuf {
+    let venv = root().join(".tools/bench-venv");
+    let fastmcp = venv.join("bin/fastmcp");
+    if !fastmcp.exists() {
+        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().expect("python3 runs");
+        assert!(made.success(), "cannot make {}", venv.display());
+        let pip = venv.join("bin/pip");
+        let installed = Command::new(pip)
+            .args(["install", "--quiet", "--disable-pip-version-check", "fastmcp==4.1.0"])
+            .status()
+            .expect("pip runs");
+        assert!(installed.success(), "cannot install fastmcp from PyPI");
+    }
+    fastmcp
+}
+
+/// A server process, started and waited for until it says `ready` on stderr or stdout.
+struct Running(Child);
+
+impl Running {
+    fn start(command: &mut Command, ready: &'static str) -> Running {
+        let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        for output in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let sender = sender.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(output).lines().map_while(Result::ok) {
+                    if line.contains(ready) {
+                        let _ = sender.send(());
+                    }
+                }
+            });
+        }
+        receiver.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("not ready: {command:?}"));
+        Running(child)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child, SIGTERM so it ends what it started.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One MCP session over Streamable HTTP.
+struct Session {
+    client: reqwest::Client,
+    url: String,
+    session: Option<String>,
+}
+
+impl Session {
+    async fn open(url: &str) -> Session {
+        let mut session = Session { client: reqwest::Client::new(), url: url.to_owned(), session: None };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+        session.post(&init).await;
+        session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        session
+    }
+
+    async fn post(&mut self, message: &Value) -> String {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(message.to_string());
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap_or_else(|error| panic!("{}: {error}", self.url));
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = Some(session.to_str().unwrap().to_owned());
+        }
+        response.text().await.unwrap()
+    }
+
+    /// One `echo` call; its milliseconds.
+    async fn call_echo(&mut self, round: usize) -> f64 {
+        let id = round + 1;
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": format!("round {round}")}}});
+        let start = Instant::now();
+        let answer = self.post(&call).await;
+        let took = start.elapsed().as_secs_f64() * 1000.0;
+        assert!(answer.contains(&format!("round {round}")), "{}: {answer}", self.url);
+        took
+    }
+}
+
+fn percentile(times: &mut [f64], at: f64) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[((times.len() - 1) as f64 * at).round() as usize]
+}
