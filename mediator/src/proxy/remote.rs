@@ -73,8 +73,11 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
         headers.append(header, value);
     }
     // Connecting fails fast; a stream stays open as long as the server keeps it.
-    let client =
-        reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build().map_err(RemoteError::Client)?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .tcp_nodelay(true)
+        .build()
+        .map_err(RemoteError::Client)?;
     let (input, requests) = tokio::io::duplex(PIPE);
     let (answers, output) = tokio::io::duplex(PIPE);
     let (messages, waiting) = mpsc::channel(WAITING);
