@@ -147,6 +147,9 @@ fn the_endpoint_refuses_what_the_specification_says_it_refuses() {
     let (status, body) = proxy.ask("POST", &[], "{not json");
     assert_eq!(status, 400);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], json!(-32700), "{body}");
+    let (status, body) = proxy.ask("POST", &[("MCP-Protocol-Version", "1999-01-01")], INITIALIZE);
+    assert_eq!(status, 400, "an unknown protocol revision");
+    assert!(body.contains("unsupported MCP-Protocol-Version"), "{body}");
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", "nobody-issued-this")], INITIALIZE);
     assert_eq!(status, 404, "a session nobody issued");
     let (status, body) = proxy.ask("POST", &[], r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);

@@ -296,6 +296,13 @@ impl Front {
                 return Err(Refused(StatusCode::FORBIDDEN, "requests from other origins are refused"));
             }
         }
+        // A revision nobody has written is refused, as the specification asks (400).
+        if let Some(revision) = headers.get("mcp-protocol-version") {
+            let known = revision.to_str().is_ok_and(|revision| super::revision::REVISIONS.contains(&revision));
+            if !known {
+                return Err(Refused(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version"));
+            }
+        }
         if let Some(token) = &self.listen.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
             let given = given.and_then(|value| value.strip_prefix("Bearer ")).unwrap_or_default();

@@ -11,6 +11,10 @@ pub(super) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolV
 pub(super) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 pub(super) const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// The protocol revisions there are, oldest first: what the proxy passes between peers that
+/// agree on one of them.
+pub const REVISIONS: [&str; 5] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+
 /// The one revision whose peers must accept JSON-RPC batches (2025-06-18 removed them).
 const BATCHING_REVISION: &str = "2025-03-26";
 
