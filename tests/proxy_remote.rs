@@ -141,3 +141,138 @@ fn bad_urls_and_headers_are_refused_before_anything_starts() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("the header `Bad Name` cannot be sent"), "{}", stderr(&output));
 }
+
+/// A Streamable HTTP server of a few lines, on a thread: `initialize` is answered as JSON with
+/// a session; every other request as `reply` says, given the request line, the message, the
+/// `Last-Event-ID` header and the id of the last request. Returns its port and the requests it
+/// saw (`METHOD PATH HTTP/1.1 LAST-EVENT-ID`).
+fn scripted_server(
+    reply: fn(&str, &Value, &str, &str) -> String,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::Read as _;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        let mut last_id = String::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push(line.trim_end().to_owned());
+            }
+            let Some(request_line) = head.first().cloned() else { continue };
+            let header = |name: &str| {
+                head.iter().find_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    key.eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+                })
+            };
+            let length: usize = header("content-length").and_then(|length| length.parse().ok()).unwrap_or(0);
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let last_event = header("last-event-id").unwrap_or_default();
+            log.lock().unwrap().push(format!("{request_line} {last_event}"));
+            let answer = if request_line.starts_with("POST") && message["method"] == "initialize" {
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "scripted", "version": "1"}}})
+                .to_string();
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+            } else if request_line.starts_with("POST") && message.get("id").is_none() {
+                "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+            } else {
+                if request_line.starts_with("POST") {
+                    last_id = message["id"].to_string();
+                }
+                reply(&request_line, &message, &last_event, &last_id)
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+const NOT_ALLOWED: &str = "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// The proxy in front of `port`, initialized; its input, its output lines, the process.
+fn proxied(port: u16) -> (std::process::ChildStdin, impl FnMut() -> Value, Child) {
+    let mut proxy = Command::new(binary())
+        .args(["proxy", "--no-disclosure", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = proxy.stdin.take().unwrap();
+    let mut output = BufReader::new(proxy.stdout.take().unwrap());
+    let mut read = move || {
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
+    };
+    writeln!(input, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#).unwrap();
+    assert_eq!(read()["result"]["serverInfo"]["name"], "scripted");
+    writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    (input, read, proxy)
+}
+
+#[test]
+fn an_answer_stream_closed_early_is_resumed_from_its_last_event() {
+    // A request's stream closes after a priming event (an id, a retry); a GET with
+    // `Last-Event-ID` brings the answer: what the specification lets a server do.
+    let (port, seen) = scripted_server(|request, _, last_event, last_id| {
+        if request.starts_with("POST") {
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nid: e1\nretry: 10\ndata: \n\n".to_owned()
+        } else if last_event == "e1" {
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{last_id},"result":{{"content":[{{"type":"text","text":"resumed"}}]}}}}"#
+            );
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nid: e2\ndata: {answer}\n\n"
+            )
+        } else {
+            NOT_ALLOWED.to_owned()
+        }
+    });
+    let (mut input, mut read, mut proxy) = proxied(port);
+    writeln!(input, r#"{{"jsonrpc":"2.0","id":2,"method":"ping"}}"#).unwrap();
+    let answer = read();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "resumed", "{answer}");
+    drop(input);
+    assert!(proxy.wait().unwrap().success());
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|request| request.starts_with("GET /mcp") && request.ends_with(" e1")), "{seen:?}");
+}
+
+#[test]
+fn a_session_the_server_ended_ends_the_proxy_with_why() {
+    let (port, _) = scripted_server(|request, _, _, _| match request.starts_with("POST") {
+        true => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+        false => NOT_ALLOWED.to_owned(),
+    });
+    let (mut input, mut read, mut proxy) = proxied(port);
+    writeln!(input, r#"{{"jsonrpc":"2.0","id":2,"method":"ping"}}"#).unwrap();
+    let answer = read();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.ends_with("ended the session (HTTP 404)"), "{answer}");
+    // The proxy does not wait for its client: the server is gone, and says so.
+    let status = proxy.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut proxy.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("exited first") && stderr.contains("ended the session (HTTP 404)"), "{stderr}");
+    drop(input);
+}

@@ -43,6 +43,27 @@ const WAITING: usize = 64;
 const LISTEN_TRIES: u32 = 5;
 /// How long `initialize` may take to be answered, and the server's own stream to open.
 const HANDSHAKE: Duration = Duration::from_secs(30);
+/// How often an answer stream closed early is resumed before its request is failed.
+const RESUME_TRIES: usize = 3;
+
+/// What an SSE stream passed on.
+struct Passed {
+    answered: bool,
+    resume: Resume,
+}
+
+/// Where an SSE stream can be taken up again: its last event's id, and how long the server
+/// asked to wait first.
+struct Resume {
+    last_event: Option<String>,
+    retry: Duration,
+}
+
+impl Default for Resume {
+    fn default() -> Self {
+        Resume { last_event: None, retry: Duration::from_millis(100) }
+    }
+}
 
 /// The router's ends of a connection, and the bridge, which returns why it ended.
 pub(super) struct Connection {
@@ -90,6 +111,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
         protocol: Mutex::new(None),
         messages,
         limit,
+        ended: tokio::sync::watch::channel(None).0,
     });
     let bridge = tokio::spawn(bridge(shared, requests));
     Ok(Connection { input, output, bridge })
@@ -103,6 +125,8 @@ struct Shared {
     protocol: Mutex<Option<HeaderValue>>,
     messages: mpsc::Sender<Vec<u8>>,
     limit: usize,
+    /// Why the server ended the session, once it has: the bridge ends with it.
+    ended: tokio::sync::watch::Sender<Option<String>>,
 }
 
 /// What the bridge needs to know of a message the router sends.
@@ -143,7 +167,15 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
     let mut posts = JoinSet::new();
     // In a set, so it ends with the bridge however the bridge ends (aborted included).
     let mut listening = JoinSet::new();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut ended = shared.ended.subscribe();
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            // The session is over: what comes next would fail too, so the proxy ends and its
+            // client can start again.
+            _ = ended.wait_for(Option::is_some) => break,
+        };
+        let Ok(Some(line)) = line else { break };
         let sent = Sent::of(&line);
         if sent.is("initialize") {
             // What follows goes in the session its answer opens: nothing is sent meanwhile.
@@ -183,7 +215,8 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
     listening.abort_all();
     posts.abort_all();
     shared.end_session().await;
-    format!("the connection to {} was closed", shared.url)
+    let reason = shared.ended.borrow().clone();
+    reason.unwrap_or_else(|| format!("the connection to {} was closed", shared.url))
 }
 
 impl Shared {
@@ -223,7 +256,9 @@ impl Shared {
             let body = crate::http::text_limited(response, 1024).await.unwrap_or_default();
             let reason = match status {
                 StatusCode::NOT_FOUND if lock(&self.session).is_some() => {
-                    format!("the MCP server at {} ended the session (HTTP 404)", self.url)
+                    let reason = format!("the MCP server at {} ended the session (HTTP 404)", self.url);
+                    self.ended.send_replace(Some(reason.clone()));
+                    reason
                 }
                 _ => format!("the MCP server at {} answered HTTP {status}: {}", self.url, body.trim()),
             };
@@ -245,7 +280,8 @@ impl Shared {
             .and_then(|kind| kind.to_str().ok())
             .is_some_and(|kind| kind.starts_with("text/event-stream"));
         let answered = if events {
-            self.pass_events(response.bytes_stream(), sent).await
+            let passed = self.pass_events(response.bytes_stream(), sent).await;
+            passed.answered || self.resume(passed.resume, sent).await
         } else {
             match crate::http::read_limited(response, self.limit as u64).await {
                 Ok(body) => self.pass(body, sent).await,
@@ -282,16 +318,26 @@ impl Shared {
         answers
     }
 
-    /// Passes on each message of an SSE stream; whether one answered `sent`.
-    async fn pass_events<S, E>(&self, stream: S, sent: &Sent) -> bool
+    /// Passes on each message of an SSE stream; whether one answered `sent`, and where the
+    /// stream can be resumed.
+    async fn pass_events<S, E>(&self, stream: S, sent: &Sent) -> Passed
     where
         S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
         E: std::error::Error + Send + Sync + 'static,
     {
         let mut events = sse_stream::SseByteStream::new(Bounded::new(stream, self.limit));
         let mut answered = false;
+        let mut resume = Resume::default();
         while let Some(event) = events.next().await {
             tracing::debug!("event from {}: {event:?}", self.url);
+            if let Ok(event) = &event {
+                if let Some(id) = &event.id {
+                    resume.last_event = Some(id.clone());
+                }
+                if let Some(retry) = event.retry {
+                    resume.retry = Duration::from_millis(retry.min(60_000));
+                }
+            }
             match event {
                 Ok(event) => match event.data {
                     // A priming event (an id for resuming, no message) passes nothing on.
@@ -310,7 +356,31 @@ impl Shared {
                 }
             }
         }
-        answered
+        Passed { answered, resume }
+    }
+
+    /// A request's answer stream closed before its answer: resumed from its last event with
+    /// GET and `Last-Event-ID`, after the wait the server asked for, a few times at most.
+    async fn resume(&self, mut resume: Resume, sent: &Sent) -> bool {
+        for _ in 0..RESUME_TRIES {
+            let Some(last_event) = resume.last_event.clone() else { return false };
+            tokio::time::sleep(resume.retry).await;
+            let request = self
+                .request(reqwest::Method::GET)
+                .header(ACCEPT, "text/event-stream")
+                .header("last-event-id", last_event);
+            let response = match request.send().await {
+                Ok(response) if response.status().is_success() => response,
+                // Not resumable here: the answer is lost, and said so.
+                _ => return false,
+            };
+            let passed = self.pass_events(response.bytes_stream(), sent).await;
+            if passed.answered {
+                return true;
+            }
+            resume = Resume { last_event: passed.resume.last_event.or(resume.last_event), ..passed.resume };
+        }
+        false
     }
 
     /// The protocol revision agreed, for the header every later request carries.
@@ -358,7 +428,7 @@ impl Shared {
                 Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => return,
                 Ok(response) if response.status().is_success() => {
                     failures = 0;
-                    self.pass_events(response.bytes_stream(), &none).await;
+                    let _ = self.pass_events(response.bytes_stream(), &none).await;
                 }
                 Ok(response) => {
                     failures += 1;
