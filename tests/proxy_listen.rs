@@ -48,6 +48,15 @@ impl Listening {
         (status, body)
     }
 
+    /// A session opened with `initialize`: its id.
+    fn open_session(&self) -> String {
+        let (status, head, body) = self.ask_with_head("POST", &[], INITIALIZE);
+        assert_eq!(status, 200, "{body}");
+        head.lines()
+            .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
+            .expect("the answer names the session")
+    }
+
     /// One HTTP/1.1 request to `/mcp`: its status, head and body.
     fn ask_with_head(&self, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
@@ -202,12 +211,7 @@ fn a_session_left_without_delete_ends_when_idle() {
     let peers = peers();
     let time = peers.bin("mcp-server-time").display().to_string();
     let proxy = Listening::start(&peers, &["--session-idle", "1s", "--", &time]);
-    let (status, head, body) = proxy.ask_with_head("POST", &[], INITIALIZE);
-    assert_eq!(status, 200, "{body}");
-    let session = head
-        .lines()
-        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
-        .expect("the answer names the session");
+    let session = proxy.open_session();
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
     assert_eq!(status, 202, "the session is open");
@@ -229,12 +233,7 @@ time.sleep(3600)
 "#;
     let python = peers.bin("python").display().to_string();
     let proxy = Listening::start(&peers, &["--grace", "1s", "--", &python, "-c", stubborn]);
-    let (status, head, body) = proxy.ask_with_head("POST", &[], INITIALIZE);
-    assert_eq!(status, 200, "{body}");
-    let session = head
-        .lines()
-        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
-        .expect("the answer names the session");
+    let session = proxy.open_session();
     let started = std::time::Instant::now();
     let (status, _) = proxy.ask("DELETE", &[("Mcp-Session-Id", &session)], "");
     assert_eq!(status, 200);
