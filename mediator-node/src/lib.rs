@@ -255,13 +255,7 @@ fn failure(message: impl Display) -> Error {
 
 /// `error` and its causes as the CLI prints them: `outer: inner: innermost`.
 fn failed(error: impl std::error::Error) -> Error {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        message = format!("{message}: {inner}");
-        cause = inner.source();
-    }
-    failure(message)
+    failure(tool_mediator::with_causes(&error))
 }
 
 fn provider(name: &str) -> Result<Option<Provider>> {
@@ -333,7 +327,5 @@ fn read_tools(text: &str) -> Result<Vec<Tool>> {
 /// `place: message`, without serde_json's line and column: they count in text the caller never
 /// saw (the `JSON.stringify` of its objects).
 fn located(place: &str, error: &serde_json::Error) -> String {
-    let message = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    format!("{place}: {}", message.strip_suffix(&position).unwrap_or(&message))
+    format!("{place}: {}", tool_mediator::json::message(error))
 }

@@ -103,6 +103,17 @@ impl<'de> Deserialize<'de> for Json {
     }
 }
 
+/// serde_json's message without the " at line L column C" it appends, for a caller that gives
+/// the place itself (a line and column in a larger text, a JSON pointer).
+pub fn message(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    match message.strip_suffix(&position) {
+        Some(stripped) => stripped.to_owned(),
+        None => message,
+    }
+}
+
 /// The member names of the object under `properties` in the object `text`, in order; none when
 /// either is not an object. Nothing else is built.
 pub fn property_names(text: &str) -> Vec<String> {

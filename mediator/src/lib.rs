@@ -61,6 +61,18 @@ pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, consumer_tools, f
 pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
 
+/// An error and its causes as the CLI prints them, `outer: inner: innermost`: some errors
+/// (reqwest's, io's inside ours) name only their outermost part in their own message.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        message = format!("{message}: {inner}");
+        cause = inner.source();
+    }
+    message
+}
+
 /// Locks a mutex whose holder may have panicked: what it guards here stays usable (a list, a
 /// set, counters), and one failed task must not take the rest down with it.
 pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

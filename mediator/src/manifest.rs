@@ -421,9 +421,7 @@ fn values(text: &str, origin: &Origin, members: Members<'_>) -> Result<Map<Strin
 
 /// An error met reading `part` of `text` (a slice of it), at its line and column in `text`.
 fn located(origin: &Origin, text: &str, part: &str, error: serde_json::Error) -> ManifestError {
-    let suffix = format!(" at line {} column {}", error.line(), error.column());
-    let message = error.to_string();
-    let message = message.strip_suffix(&suffix).unwrap_or(&message);
+    let message = crate::json::message(&error);
     let offset = (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize).min(text.len());
     let before = &text[..offset];
     let start_line = before.matches('\n').count() + 1;
@@ -433,7 +431,7 @@ fn located(origin: &Origin, text: &str, part: &str, error: serde_json::Error) ->
         1 => (start_line, start_column + error.column() - 1),
         line => (start_line + line - 1, error.column()),
     };
-    ManifestError { origin: origin.clone(), place: Place::At { line, column }, message: message.to_owned() }
+    ManifestError { origin: origin.clone(), place: Place::At { line, column }, message }
 }
 
 fn detect<'a>(items: &[Option<Members<'a>>]) -> Dialect {

@@ -241,7 +241,8 @@ impl Shared {
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => {
-                self.fail(sent, format!("cannot reach the MCP server at {}: {}", self.url, chain(&error))).await;
+                self.fail(sent, format!("cannot reach the MCP server at {}: {}", self.url, crate::with_causes(&error)))
+                    .await;
                 return false;
             }
         };
@@ -440,7 +441,7 @@ impl Shared {
                 }
                 Err(error) => {
                     failures += 1;
-                    tracing::warn!("cannot open the MCP server's event stream: {}", chain(&error));
+                    tracing::warn!("cannot open the MCP server's event stream: {}", crate::with_causes(&error));
                 }
             }
             tokio::time::sleep(Duration::from_secs(1) * failures.max(1)).await;
@@ -454,20 +455,9 @@ impl Shared {
         }
         let ending = self.request(reqwest::Method::DELETE).timeout(Duration::from_secs(2)).send();
         if let Err(error) = ending.await {
-            tracing::info!("could not end the session with the MCP server: {}", chain(&error));
+            tracing::info!("could not end the session with the MCP server: {}", crate::with_causes(&error));
         }
     }
-}
-
-/// An error and its causes, `outer: inner`: reqwest's own message names only the outermost.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        message = format!("{message}: {inner}");
-        cause = inner.source();
-    }
-    message
 }
 
 /// A byte stream that fails once `limit` bytes come without an event's end (a blank line)

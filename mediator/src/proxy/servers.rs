@@ -64,7 +64,7 @@ impl Servers {
         let document = crate::json::from_str(text).map_err(|error| ServersError {
             path: path.to_owned(),
             place: Place::At { line: error.line(), column: error.column() },
-            message: strip_position(&error),
+            message: crate::json::message(&error),
         })?;
         let mut reader = Reader { path, env: &env, warnings: Vec::new() };
         let servers = reader.document(&document)?;
@@ -94,13 +94,6 @@ impl fmt::Display for Transport {
             Transport::Http { url, .. } => write!(f, "Streamable HTTP {url}"),
         }
     }
-}
-
-/// serde_json's message without the " at line L column C" it appends: the place is given apart.
-fn strip_position(error: &serde_json::Error) -> String {
-    let message = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    message.strip_suffix(&position).unwrap_or(&message).to_owned()
 }
 
 struct Reader<'a, E> {
