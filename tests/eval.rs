@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use tool_mediator::{Json, Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
-use tool_mediator_tests::eval_dir;
+use tool_mediator_tests::{eval_dir, root};
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -201,5 +201,59 @@ fn toolsdk_names_harm_survey() {
     assert!(percent(renamed, total) <= RENAME_CEILING, "the rules rename {renamed} of {total} real names");
 }
 
-/// Renames include source names the chain had to repair (`nasa/apod` is not a valid MCP name).
-const RENAME_CEILING: f64 = 1.5;
+/// Renames include source names the chain had to repair (`nasa/apod` is not a valid MCP name):
+/// 13 of the 48 measured. Raised from 1.5% to what is measured (0.8%); the 0.5% would
+/// mean leaving spelled-out names such as `open_sim` -> `open_simulator` unexpanded.
+const RENAME_CEILING: f64 = 0.8;
+
+/// Suspected poisoning: how many of the poisoned descriptions in `tests/fixtures/poisoned.jsonl`
+/// (written after public reports of tool poisoning, shadowing and hidden text) are flagged, and
+/// how many of the real tools in `../shared/eval/dev` are flagged for nothing (false alarms).
+#[test]
+fn poisoning_flags_catch_the_attacks_and_spare_real_tools() {
+    const FLAGS: [&str; 2] = ["instructions-to-the-model", "hidden-text"];
+    let flagged = |tools: &[Tool]| -> Vec<String> {
+        let mut names: Vec<String> = tool_mediator::lint::lint(tools)
+            .into_iter()
+            .filter(|finding| FLAGS.contains(&finding.rule))
+            .map(|finding| format!("{} ({}: {})", finding.tool, finding.rule, finding.message))
+            .collect();
+        names.dedup();
+        names
+    };
+    let poisoned: Vec<Tool> = lines(&root().join("tests/fixtures/poisoned.jsonl"))
+        .into_iter()
+        .map(|row| serde_json::from_value(row["tool"].clone()).unwrap())
+        .collect();
+    let caught = poisoned.iter().filter(|tool| !flagged(std::slice::from_ref(*tool)).is_empty()).count();
+    println!("poisoned descriptions flagged: {caught} of {}", poisoned.len());
+
+    let dir = eval_dir();
+    let real: Vec<Tool> = lines(&dir.join("mcp_tool_names_toolsdk.jsonl"))
+        .into_iter()
+        .map(|row| {
+            Tool::new(row["name"].as_str().unwrap()).with_description(row["description"].as_str().unwrap_or_default())
+        })
+        .collect();
+    let well_named: Vec<Tool> = lines(&dir.join("mcp_tools_wellnamed.jsonl"))
+        .into_iter()
+        .map(|row| {
+            Tool::new(row["name"].as_str().unwrap())
+                .with_description(row["description"].as_str().unwrap_or_default())
+                .with_input_schema(row["inputSchema"].clone())
+        })
+        .collect();
+    let (false_real, false_good) = (flagged(&real), flagged(&well_named));
+    println!(
+        "false alarms: {} of {} real tools ({:.2}%), {} of {} well-named tools:\n  {}",
+        false_real.len(),
+        real.len(),
+        percent(false_real.len(), real.len()),
+        false_good.len(),
+        well_named.len(),
+        false_real.iter().chain(&false_good).cloned().collect::<Vec<_>>().join("\n  ")
+    );
+    assert_eq!(caught, poisoned.len(), "every poisoned description is flagged");
+    assert!(false_good.is_empty(), "no well-named tool is flagged");
+    assert!(percent(false_real.len(), real.len()) <= 0.5, "false alarms on real tools stay under 0.5%");
+}

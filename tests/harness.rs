@@ -1,12 +1,13 @@
 //! Shared pieces of the end-to-end tests: the built binary, fixtures, the evaluation data.
 
 use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 /// The workspace root.
 pub fn root() -> PathBuf {
@@ -238,3 +239,132 @@ impl Drop for JsonRpcClient {
         let _ = self.child.wait();
     }
 }
+
+/// A Python environment with FastMCP (the peer the benchmarks compare with), installed from PyPI
+/// into `.tools/bench-venv` when missing. (fastmcp 4.1.0: later ones want a certifi newer than
+/// the index here has.)
+pub fn fastmcp_venv() -> PathBuf {
+    let venv = root().join(".tools/bench-venv");
+    if !venv.join("bin/fastmcp").exists() {
+        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().expect("python3 runs");
+        assert!(made.success(), "cannot make {}", venv.display());
+        let installed = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "fastmcp==4.1.0"])
+            .status()
+            .expect("pip runs");
+        assert!(installed.success(), "cannot install fastmcp from PyPI");
+    }
+    venv
+}
+
+/// server-everything serving Streamable HTTP on a port of its own; ended when dropped.
+pub struct Everything {
+    child: Child,
+    pub url: String,
+}
+
+impl Everything {
+    pub fn start(peers: &Peers) -> Everything {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = peers
+            .command(peers.bin("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("server-everything starts");
+        // It says so on stderr once it listens.
+        let (sender, receiver) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("listening on port") {
+                    let _ = sender.send(());
+                }
+            }
+        });
+        receiver.recv_timeout(Duration::from_secs(60)).expect("server-everything listens within a minute");
+        Everything { child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `tool-mediator COMMAND --listen 127.0.0.1:0 ARGS...` (the proxy or the gateway), ended
+/// (SIGTERM) when dropped. Its stderr is read to the end on a thread, so it never blocks on a
+/// full pipe.
+pub struct Listening {
+    child: Child,
+    pub address: String,
+}
+
+impl Listening {
+    pub fn start(peers: &Peers, command: &str, arguments: &[&str]) -> Listening {
+        Listening::start_with_env(peers, command, arguments, &[])
+    }
+
+    /// [`Listening::start`] with these environment variables set.
+    pub fn start_with_env(peers: &Peers, command: &str, arguments: &[&str], env: &[(&str, &str)]) -> Listening {
+        let mut child = peers
+            .command(binary())
+            .envs(env.iter().copied())
+            .args([command, "--listen", "127.0.0.1:0"])
+            .args(arguments)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("tool-mediator {command} starts: {error}"));
+        let (sender, receiver) = mpsc::channel();
+        let said = Arc::new(Mutex::new(String::new()));
+        let log = said.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let address = line
+                    .trim()
+                    .strip_prefix("tool-mediator: serving MCP at http://")
+                    .and_then(|rest| rest.strip_suffix("/mcp"))
+                    .map(str::to_owned);
+                log.lock().unwrap().push_str(&format!("{line}\n"));
+                if let Some(address) = address {
+                    let _ = sender.send(address);
+                }
+            }
+        });
+        let address = receiver.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
+            panic!("tool-mediator {command} says where it listens within a minute; it said:\n{}", said.lock().unwrap())
+        });
+        Listening { child, address }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        // SIGTERM: it ends every session's servers, as it would for a user.
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Proxy options that fold categories of two tools or more, even for a server too small to
+/// fold by default: what the tests of category tools use.
+pub const FOLD_SMALL: [&str; 6] = ["--disclosure", "2", "--disclosure-mode", "categories", "--whole-below", "0"];

@@ -165,7 +165,7 @@ fn repeated_warnings_are_held_back_with_a_count() {
     // At the end, how many were held back.
     proxy.close();
     let stderr = proxy.stderr();
-    let warnings = stderr.lines().filter(|line| line.contains("malformed line from the server")).count();
+    let warnings = stderr.lines().filter(|line| line.contains("malformed line from the MCP server")).count();
     assert!((1..=20).contains(&warnings), "{warnings} warnings:\n{stderr}");
     let held_back: u64 = stderr
         .lines()

@@ -2,45 +2,16 @@
 //! Streamable HTTP client and the Inspector (`--transport http`) against it, and what the
 //! specification says an endpoint refuses.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{Peers, binary, peers, root, stderr, stdout};
+use tool_mediator_tests::{FOLD_SMALL, Listening, peers, root, stderr, stdout};
 
-/// `tool-mediator proxy --listen 127.0.0.1:0 ARGS...`, ended when dropped.
-struct Listening {
-    child: Child,
-    address: String,
-}
-
-impl Listening {
-    fn start(peers: &Peers, arguments: &[&str]) -> Listening {
-        let mut child = peers
-            .command(binary())
-            .args(["proxy", "--listen", "127.0.0.1:0"])
-            .args(arguments)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the proxy starts");
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
-        let address = line
-            .trim()
-            .strip_prefix("tool-mediator: serving MCP at http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("the proxy says where it listens, not {line:?}"))
-            .to_owned();
-        Listening { child, address }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.address)
-    }
+/// Plain HTTP/1.1 requests to the endpoint, for what the SDKs never send.
+trait Endpoint {
+    fn address(&self) -> &str;
 
     /// One HTTP/1.1 request to `/mcp`: its status and body.
     fn ask(&self, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
@@ -59,12 +30,12 @@ impl Listening {
 
     /// One HTTP/1.1 request to `/mcp`: its status, head and body.
     fn ask_with_head(&self, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
+        let mut stream = TcpStream::connect(self.address()).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut request = format!(
             "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, \
              text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.address,
+            self.address(),
             body.len()
         );
         for (name, value) in headers {
@@ -81,19 +52,9 @@ impl Listening {
     }
 }
 
-impl Drop for Listening {
-    fn drop(&mut self) {
-        // SIGTERM: it ends every session's server, as it would for a user.
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl Endpoint for Listening {
+    fn address(&self) -> &str {
+        &self.address
     }
 }
 
@@ -104,7 +65,8 @@ fn categories_fold_and_list_changes_reach_an_http_client() {
     let peers = peers();
     let git = peers.bin("mcp-server-git").display().to_string();
     let repository = root().display().to_string();
-    let proxy = Listening::start(&peers, &["--disclosure", "2", "--", &git, "--repository", &repository]);
+    let arguments = [&FOLD_SMALL[..], &["--", &git, "--repository", &repository]].concat();
+    let proxy = Listening::start(&peers, "proxy", &arguments);
     let outcome = peers.python_client("disclose", &[], &[&proxy.url()]);
     assert_eq!(outcome["server"], json!("mcp-git"), "{outcome}");
     assert_eq!(outcome["first"], json!(["git_tools"]), "{outcome}");
@@ -116,7 +78,7 @@ fn categories_fold_and_list_changes_reach_an_http_client() {
 fn the_servers_requests_reach_an_http_client_and_come_back() {
     let peers = peers();
     let everything = peers.bin("mcp-server-everything").display().to_string();
-    let proxy = Listening::start(&peers, &["--no-disclosure", "--", &everything]);
+    let proxy = Listening::start(&peers, "proxy", &["--no-disclosure", "--", &everything]);
     let outcome = peers.python_client("server-requests", &[], &[&proxy.url()]);
     assert!(outcome["roots"].as_str().unwrap().contains("file:///tmp/proxy-roots"), "{outcome}");
     assert!(outcome["sampling"].as_str().unwrap().contains("sampled through the proxy"), "{outcome}");
@@ -131,7 +93,7 @@ fn the_servers_requests_reach_an_http_client_and_come_back() {
 fn concurrent_sessions_each_get_their_own_answers() {
     let peers = peers();
     let everything = peers.bin("mcp-server-everything").display().to_string();
-    let proxy = Listening::start(&peers, &["--no-disclosure", "--", &everything]);
+    let proxy = Listening::start(&peers, "proxy", &["--no-disclosure", "--", &everything]);
     let url = proxy.url();
     // Four sessions at once, each with 100 calls one after another and 25 at once.
     std::thread::scope(|scope| {
@@ -149,7 +111,7 @@ fn concurrent_sessions_each_get_their_own_answers() {
 fn the_endpoint_refuses_what_the_specification_says_it_refuses() {
     let peers = peers();
     let time = peers.bin("mcp-server-time").display().to_string();
-    let proxy = Listening::start(&peers, &["--", &time]);
+    let proxy = Listening::start(&peers, "proxy", &["--", &time]);
 
     let (status, _) = proxy.ask("POST", &[("Origin", "https://evil.example")], INITIALIZE);
     assert_eq!(status, 403, "another origin");
@@ -176,21 +138,8 @@ fn with_a_token_every_request_must_carry_it() {
     let peers = peers();
     let time = peers.bin("mcp-server-time").display().to_string();
     // The token comes from the environment the proxy starts in.
-    let proxy = {
-        let mut child = peers
-            .command(binary())
-            .env("TOOL_MEDIATOR_TEST_TOKEN", "s3cret")
-            .args(["proxy", "--listen", "127.0.0.1:0", "--token-env", "TOOL_MEDIATOR_TEST_TOKEN", "--", &time])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
-        let address = line.trim().trim_start_matches("tool-mediator: serving MCP at http://").trim_end_matches("/mcp");
-        Listening { address: address.to_owned(), child }
-    };
+    let arguments = ["--token-env", "TOOL_MEDIATOR_TEST_TOKEN", "--", &time];
+    let proxy = Listening::start_with_env(&peers, "proxy", &arguments, &[("TOOL_MEDIATOR_TEST_TOKEN", "s3cret")]);
     let (status, _) = proxy.ask("POST", &[], INITIALIZE);
     assert_eq!(status, 401, "no token");
     let (status, _) = proxy.ask("POST", &[("Authorization", "Bearer wrong")], INITIALIZE);
@@ -210,7 +159,7 @@ fn with_a_token_every_request_must_carry_it() {
 fn a_session_left_without_delete_ends_when_idle() {
     let peers = peers();
     let time = peers.bin("mcp-server-time").display().to_string();
-    let proxy = Listening::start(&peers, &["--session-idle", "1s", "--", &time]);
+    let proxy = Listening::start(&peers, "proxy", &["--session-idle", "1s", "--", &time]);
     let session = proxy.open_session();
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
@@ -232,7 +181,7 @@ print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVer
 time.sleep(3600)
 "#;
     let python = peers.bin("python").display().to_string();
-    let proxy = Listening::start(&peers, &["--grace", "1s", "--", &python, "-c", stubborn]);
+    let proxy = Listening::start(&peers, "proxy", &["--grace", "1s", "--", &python, "-c", stubborn]);
     let session = proxy.open_session();
     let started = std::time::Instant::now();
     let (status, _) = proxy.ask("DELETE", &[("Mcp-Session-Id", &session)], "");

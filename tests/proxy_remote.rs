@@ -4,55 +4,16 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
-use tool_mediator_tests::{Peers, binary, peers, stderr, stdout};
+use tool_mediator_tests::{Everything, binary, peers, stderr, stdout};
 
-/// server-everything serving Streamable HTTP on a port of its own; ended when dropped.
-struct Everything {
-    child: Child,
-    url: String,
-}
-
-impl Everything {
-    fn start(peers: &Peers) -> Everything {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut child = peers
-            .command(peers.bin("mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("server-everything starts");
-        // It says so on stderr once it listens.
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("listening on port") {
-                    let _ = sender.send(());
-                }
-            }
-        });
-        receiver.recv_timeout(Duration::from_secs(60)).expect("server-everything listens within a minute");
-        Everything { child, url: format!("http://127.0.0.1:{port}/mcp") }
-    }
-
-    fn proxy(&self, extra: &[&str]) -> Vec<String> {
-        let mut command = vec![binary().display().to_string(), "proxy".to_owned()];
-        command.extend(extra.iter().map(|&argument| argument.to_owned()));
-        command.extend(["--url".to_owned(), self.url.clone()]);
-        command
-    }
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `tool-mediator proxy EXTRA... --url` to server-everything, as a command line.
+fn proxy(everything: &Everything, extra: &[&str]) -> Vec<String> {
+    let mut command = vec![binary().display().to_string(), "proxy".to_owned()];
+    command.extend(extra.iter().map(|&argument| argument.to_owned()));
+    command.extend(["--url".to_owned(), everything.url.clone()]);
+    command
 }
 
 fn strs(command: &[String]) -> Vec<&str> {
@@ -65,13 +26,13 @@ fn a_remote_server_is_mediated_and_its_requests_to_the_client_pass_through() {
     let everything = Everything::start(&peers);
     // The server asks the client for its roots (on the stream it opens with GET) and for a
     // sampling (in the answer stream of the tool call): both reach the Python client.
-    let outcome = peers.python_client("server-requests", &[], &strs(&everything.proxy(&["--no-disclosure"])));
+    let outcome = peers.python_client("server-requests", &[], &strs(&proxy(&everything, &["--no-disclosure"])));
     let names: Vec<&str> = outcome["names"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(names.contains(&"get-sum") && names.contains(&"get-roots-list"), "{names:?}");
     assert!(outcome["roots"].as_str().unwrap().contains("file:///tmp/proxy-roots"), "{outcome}");
     assert!(outcome["sampling"].as_str().unwrap().contains("sampled through the proxy"), "{outcome}");
 
-    let sum = peers.python_client("call", &["get-sum", r#"{"a": 2, "b": 3}"#], &strs(&everything.proxy(&[])));
+    let sum = peers.python_client("call", &["get-sum", r#"{"a": 2, "b": 3}"#], &strs(&proxy(&everything, &[])));
     assert_eq!(sum["result"]["content"][0]["text"], "The sum of 2 and 3 is 5.", "{sum}");
 }
 
@@ -79,7 +40,7 @@ fn a_remote_server_is_mediated_and_its_requests_to_the_client_pass_through() {
 fn resources_and_prompts_pass_through_to_the_inspector() {
     let peers = peers();
     let everything = Everything::start(&peers);
-    let target = everything.proxy(&[]);
+    let target = proxy(&everything, &[]);
     let read = peers.inspector(
         &strs(&target),
         &["--method", "resources/read", "--uri", "demo://resource/static/document/architecture.md"],

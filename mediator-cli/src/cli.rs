@@ -51,6 +51,33 @@ pub enum Command {
     /// Exit codes: 0 the client closed the connection; 1 the server exited first; 2 bad usage,
     /// or the server could not be started.
     Proxy(ProxyArgs),
+    /// Pin a manifest's tools against rug pulls: write a lock file with each tool's canonical
+    /// digest, for `enhance --locked` and `proxy --locked` to compare with.
+    Pin(PinArgs),
+    /// What is wrong with each tool of each manifest: cryptic or invalid names, weak
+    /// definitions, non-standard or invalid schemas, names strict clients reject, duplicates,
+    /// and suspected poisoning (text that addresses the model, hidden text).
+    ///
+    /// Each finding has a stable rule id, a severity, the file and the JSON pointer. Exit codes:
+    /// 0 nothing at or above `--fail-on`; 1 findings at or above it; 2 input that cannot be read.
+    Lint(LintArgs),
+    /// Put tool-mediator in front of many MCP servers at once:
+    /// `tool-mediator gateway --config servers.json`.
+    ///
+    /// Reads the servers file MCP clients already use (`{"mcpServers": {NAME: {"command",
+    /// "args", "env", "cwd"} | {"url", "headers"}}}`, `${VAR}` expanded in `env` and `headers`;
+    /// per server `source`, `include`, `exclude`, `disabled`), starts every server (or connects
+    /// to it over Streamable HTTP), and serves their tools as one mediated set over stdio (or
+    /// Streamable HTTP with `--listen`). A tool name two servers share is prefixed with the
+    /// server's name (every name, with `--prefix`); calls reach the server that owns the tool.
+    /// Resources and prompts are merged the same way. A server that stops is started again
+    /// with backoff; its tools leave the list meanwhile.
+    ///
+    /// `--config FILE` names the servers file when it holds `mcpServers` (the mediator's own
+    /// configuration is then found as usual); otherwise give the servers with `--servers`.
+    ///
+    /// Exit codes: 0 the client closed the connection; 2 bad usage or a bad servers file.
+    Gateway(GatewayArgs),
     /// Print the effective configuration (keys masked) as TOML.
     Config {
         #[command(flatten)]
@@ -170,6 +197,27 @@ pub struct ConfigArgs {
     pub config: Option<PathBuf>,
 }
 
+/// What a client sees first of a large tool set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DisclosureModeArg {
+    Off,
+    Categories,
+    Search,
+    Both,
+}
+
+impl From<DisclosureModeArg> for tool_mediator::session::DisclosureMode {
+    fn from(mode: DisclosureModeArg) -> Self {
+        use tool_mediator::session::DisclosureMode;
+        match mode {
+            DisclosureModeArg::Off => DisclosureMode::Off,
+            DisclosureModeArg::Categories => DisclosureMode::Categories,
+            DisclosureModeArg::Search => DisclosureMode::Search,
+            DisclosureModeArg::Both => DisclosureMode::Both,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LlmArg {
     Anthropic,
@@ -194,23 +242,8 @@ pub struct ProxyArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
 
-    /// Fold categories of at least N tools into one category tool each (the configuration's
-    /// `grouping_threshold`, 5, by default).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
-    pub disclosure: Option<u64>,
-
-    /// List every tool; fold nothing.
-    #[arg(long, conflicts_with = "disclosure")]
-    pub no_disclosure: bool,
-
-    /// How long the server has to exit after its input closes, and again after SIGTERM.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
-    pub grace: std::time::Duration,
-
-    /// The longest message either side may send (bytes, or with KiB, MiB, GiB); a longer one is
-    /// skipped and its sender, when its id can be read, gets an error naming this limit.
-    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = byte_size)]
-    pub max_message_size: u64,
+    #[command(flatten)]
+    pub mediation: MediationArgs,
 
     /// A remote MCP server's Streamable HTTP endpoint, instead of a command to start.
     #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command", required_unless_present = "command")]
@@ -220,8 +253,160 @@ pub struct ProxyArgs {
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url")]
     pub headers: Vec<(String, String)>,
 
+    #[command(flatten)]
+    pub listen: ListenArgs,
+
+    /// The MCP server's command and its arguments: everything from the first word that is not
+    /// an option of the proxy's (or everything after `--`).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+
+    /// Write the lock here (standard output by default).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+
+    /// How to write the findings: text, JSON, or SARIF 2.1.0 (what code-scanning services read).
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
+
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+/// A live MCP server to read the tools of, instead of manifests.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Start the MCP server given after `--` and list its tools over stdio.
+    #[arg(long, requires = "command", conflicts_with = "inputs")]
+    pub server: bool,
+
+    /// The server's command and arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnChange {
+    Hide,
+    Warn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Note,
+    Warning,
+    Error,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    #[command(flatten)]
+    pub mediation: MediationArgs,
+
+    /// The servers file (`{"mcpServers": {...}}`); by default the file `--config` names.
+    #[arg(long, value_name = "FILE")]
+    pub servers: Option<PathBuf>,
+
+    /// Prefix every tool and prompt with its server's name (`<server>_<name>`), not only the
+    /// names two servers share.
+    #[arg(long)]
+    pub prefix: bool,
+
+    /// How long a server that stopped waits to be started again; doubled at each stop in a
+    /// row, up to 30s.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    pub restart_delay: std::time::Duration,
+
+    #[command(flatten)]
+    pub listen: ListenArgs,
+}
+
+/// How the proxy and the gateway mediate, and their limits.
+#[derive(Debug, Args)]
+pub struct MediationArgs {
+    /// Fold categories of at least N tools into one category tool each (the configuration's
+    /// `grouping_threshold`, 5, by default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    pub disclosure: Option<u64>,
+
+    /// List every tool; fold nothing, search nothing (`--disclosure-mode off`).
+    #[arg(long, conflicts_with_all = ["disclosure", "disclosure_mode"])]
+    pub no_disclosure: bool,
+
+    /// What a client sees first: category tools that expand on a call (`categories`), a
+    /// `search_tools` tool alone (`search`), both, or everything (`off`).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = DisclosureModeArg::Both)]
+    pub disclosure_mode: DisclosureModeArg,
+
+    /// Fewer tools than this are listed whole, whatever the mode (0: never).
+    #[arg(long, value_name = "N", default_value_t = tool_mediator::session::WHOLE_BELOW)]
+    pub whole_below: usize,
+
+    /// Compare the server's tools with this lock file (`tool-mediator pin`): a tool whose
+    /// definition changed since it was pinned is hidden until the lock is updated (or only
+    /// reported, with `--on-change warn`); a new one is reported.
+    #[arg(long, value_name = "FILE")]
+    pub locked: Option<PathBuf>,
+
+    /// What a tool changed since it was pinned gets: hidden, or only a warning.
+    #[arg(long, value_enum, default_value_t = OnChange::Hide, requires = "locked")]
+    pub on_change: OnChange,
+
+    /// Hide the tools whose text addresses the model or hides text (suspected poisoning; see
+    /// `tool-mediator lint`). Without it they are listed, and a warning is logged for each.
+    #[arg(long)]
+    pub quarantine: bool,
+
+    /// Tools per tools/list page; 0 answers with every tool in one page (for clients that do
+    /// not follow `nextCursor`).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub page_size: usize,
+
+    /// How long the server has to exit after its input closes, and again after SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
+    pub grace: std::time::Duration,
+
+    /// The longest message either side may send (bytes, or with KiB, MiB, GiB); a longer one is
+    /// skipped and its sender, when its id can be read, gets an error naming this limit.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = byte_size)]
+    pub max_message_size: u64,
+}
+
+/// Serving clients over Streamable HTTP.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
     /// Serve clients over Streamable HTTP at `http://ADDRESS/mcp` instead of stdio, each client
-    /// session with a server of its own (`127.0.0.1:8080`; bind to loopback unless others must
+    /// session with servers of its own (`127.0.0.1:8080`; bind to loopback unless others must
     /// reach it).
     #[arg(long, value_name = "ADDRESS")]
     pub listen: Option<std::net::SocketAddr>,
@@ -231,15 +416,10 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "VAR", requires = "listen")]
     pub token_env: Option<String>,
 
-    /// With `--listen`: end a client session (and its server) unused this long with no stream
+    /// With `--listen`: end a client session (and its servers) unused this long with no stream
     /// open.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration, requires = "listen")]
     pub session_idle: std::time::Duration,
-
-    /// The MCP server's command and its arguments: everything from the first word that is not
-    /// an option of the proxy's (or everything after `--`).
-    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
-    pub command: Vec<std::ffi::OsString>,
 }
 
 fn http_url(text: &str) -> Result<reqwest::Url, String> {
@@ -261,6 +441,11 @@ fn header(text: &str) -> Result<(String, String), String> {
 pub struct EnhanceArgs {
     #[command(flatten)]
     pub input: InputArgs,
+
+    /// Compare the tools with this lock file (`tool-mediator pin`): a tool whose definition
+    /// changed since it was pinned is reported, and nothing is written (exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub locked: Option<PathBuf>,
 
     #[command(flatten)]
     pub chain: ChainArgs,
@@ -354,13 +539,21 @@ pub struct TokensArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
 
-    /// List the tokens per tool of the disclosed listing rather than the full one.
+    /// List the tokens per tool of the listing in `--mode` rather than the full one.
     #[arg(long)]
     pub disclose: bool,
+
+    /// The mode `--disclose` lists, and whose saving the summary names; every mode is counted.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = DisclosureModeArg::Both)]
+    pub mode: DisclosureModeArg,
 
     /// Fold categories of at least this many tools.
     #[arg(long, default_value_t = 5)]
     pub threshold: usize,
+
+    /// Fewer tools than this are listed whole, whatever the mode (0: never).
+    #[arg(long, value_name = "N", default_value_t = tool_mediator::session::WHOLE_BELOW)]
+    pub whole_below: usize,
 
     /// Print JSON.
     #[arg(long)]
@@ -461,12 +654,13 @@ fn duration(text: &str) -> Result<std::time::Duration, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 30m, 12h or 7d"))?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" | "" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("unknown unit `{unit}` (use s, m, h or d)")),
+    let milliseconds = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" | "" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("unknown unit `{unit}` (use ms, s, m, h or d)")),
     };
-    Ok(std::time::Duration::from_secs(number.saturating_mul(seconds)))
+    Ok(std::time::Duration::from_millis(number.saturating_mul(milliseconds)))
 }

@@ -55,6 +55,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tokens(args) => commands::tokens::run(args).await,
         Command::Overrides(command) => commands::overrides::run(command),
         Command::Proxy(args) => commands::proxy::run(args).await,
+        Command::Gateway(args) => commands::gateway::run(args).await,
+        Command::Lint(args) => commands::lint::run(args).await,
+        Command::Pin(args) => commands::pin::run(args).await,
         Command::Config { config } => commands::configuration::run(&config),
         Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),
     }

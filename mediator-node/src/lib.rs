@@ -208,7 +208,9 @@ impl Session {
         };
         let route = match self.core.route_call(&name, arguments).await {
             Route::Local(result) => json!({"route": "local", "result": result}),
-            Route::Upstream { name, arguments } => json!({"route": "upstream", "name": name, "arguments": arguments}),
+            Route::Upstream { name, arguments, .. } => {
+                json!({"route": "upstream", "name": name, "arguments": arguments})
+            }
             Route::NotFound => json!({"route": "notFound"}),
         };
         Ok(route.to_string())

@@ -9,6 +9,7 @@ use crate::naming::NameRules;
 use crate::schema::{self, Repair};
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 use crate::transformer::{Answer, ToolTransformer};
+use crate::weakness;
 use serde_json::Value;
 
 /// Runs tools through a chain of transformers and enforces the invariants on what comes out.
@@ -153,9 +154,14 @@ pub struct Enhancement {
     pub events: Vec<ChainEvent>,
 }
 
+/// An answer for one tool, in chain order among the tool's others.
 struct Candidate {
     transformer: usize,
     answer: Answer,
+    /// As confident as the chain accepts.
+    acceptable: bool,
+    /// Acceptable, and the tool it makes is not weak.
+    strong: bool,
 }
 
 impl Mediator {
@@ -208,12 +214,21 @@ impl Mediator {
                         let slot = answer.index;
                         match self.check(answer, &batch, &mut answered, transformer.name()) {
                             Ok(answer) => {
-                                accepted[slot] = answer.confidence >= self.acceptance;
+                                // A weak definition is not finished by an answer that leaves
+                                // it weak (one that only files it under a category): it goes
+                                // on to the transformers after this one (a language model),
+                                // and an answer there that makes it strong is taken instead.
+                                let acceptable = answer.confidence >= self.acceptance;
+                                // Whether it leaves the tool weak matters only when a later
+                                // transformer could do better, or an earlier answer competes.
+                                let competes = position + 1 < self.chain.len() || !candidates[pending[slot]].is_empty();
+                                let strong = acceptable && !(competes && leaves_weak(&batch[slot], &answer));
+                                accepted[slot] = strong || (acceptable && position + 1 == self.chain.len());
                                 // Most tools get one answer or none: room for exactly one, where
                                 // a first push would make room for four.
                                 let answers = &mut candidates[pending[slot]];
                                 answers.reserve_exact(1);
-                                answers.push(Candidate { transformer: position, answer });
+                                answers.push(Candidate { transformer: position, answer, acceptable, strong });
                             }
                             Err(Some(event)) => events.push(event),
                             Err(None) => {}
@@ -287,12 +302,21 @@ impl Mediator {
         Ok(answer)
     }
 
-    /// The accepted answer if there is one, else the most confident, else the tool as it came.
-    fn settle(&self, tool: Tool, candidates: Vec<Candidate>) -> (EnhancedTool, usize) {
-        let chosen = candidates
-            .into_iter()
-            .reduce(|best, next| if next.answer.confidence > best.answer.confidence { next } else { best });
-        let Some(Candidate { transformer, answer }) = chosen else {
+    /// The first answer in chain order that is acceptable and leaves the tool strong, else the
+    /// first acceptable one (a curated override before the rules), else the most confident,
+    /// else the tool as it came.
+    fn settle(&self, tool: Tool, mut candidates: Vec<Candidate>) -> (EnhancedTool, usize) {
+        let first = candidates
+            .iter()
+            .position(|candidate| candidate.strong)
+            .or_else(|| candidates.iter().position(|candidate| candidate.acceptable));
+        let chosen = match first {
+            Some(position) => Some(candidates.swap_remove(position)),
+            None => candidates
+                .into_iter()
+                .reduce(|best, next| if next.answer.confidence > best.answer.confidence { next } else { best }),
+        };
+        let Some(Candidate { transformer, answer, .. }) = chosen else {
             return (EnhancedTool::unchanged(tool), usize::MAX);
         };
         let original_name = tool.name.clone();
@@ -336,7 +360,7 @@ impl Mediator {
             }
             let mut name = self.names.sanitize(&tool.original_name);
             if taken.contains(&name) {
-                name = unique_variant(&name, &taken, self.names);
+                name = self.names.unique_variant(&name, |candidate| taken.contains(candidate));
             }
             events.push(ChainEvent::NameRepaired { tool: tool.original_name.clone(), name: name.clone() });
             taken.insert(name.clone());
@@ -387,16 +411,17 @@ impl Mediator {
     }
 }
 
-fn unique_variant(name: &str, taken: &HashSet<String>, rules: NameRules) -> String {
-    (2..)
-        .map(|n| {
-            let suffix = format!("_{n}");
-            let mut base = name.to_owned();
-            base.truncate(rules.max_len().saturating_sub(suffix.len()));
-            base + &suffix
-        })
-        .find(|candidate| !taken.contains(candidate))
-        .expect("an unbounded range always yields a free name")
+/// Whether `tool`'s definition is weak and stays weak with `answer` taken.
+fn leaves_weak(tool: &Tool, answer: &Answer) -> bool {
+    if answer.hidden || !weakness::is_weak(tool) {
+        return false;
+    }
+    if answer.patch.is_empty() {
+        return true;
+    }
+    let mut patched = tool.clone();
+    answer.patch.clone().apply(&mut patched);
+    weakness::is_weak(&patched)
 }
 
 /// An answer may not replace a schema with an invalid one; it may leave the source's as it was.
@@ -528,7 +553,12 @@ mod tests {
             name,
             priority,
             answer: move |index, tool: &Tool| {
-                Some(Answer::proposing(index, tool, &tool.clone().with_description(format!("by {name}")), confidence))
+                Some(Answer::proposing(
+                    index,
+                    tool,
+                    &tool.clone().with_description(format!("Described by the {name} transformer.")),
+                    confidence,
+                ))
             },
         }
     }
@@ -556,12 +586,43 @@ mod tests {
     }
 
     #[test]
+    fn a_weak_tool_takes_the_first_answer_that_makes_it_strong_else_the_first_acceptable() {
+        // A curated answer that leaves the tool weak (a description still too short) is kept
+        // over a later one that only files it under a category...
+        let curated = Scripted {
+            name: "curated",
+            priority: 200,
+            answer: |index, tool: &Tool| {
+                Some(Answer::proposing(index, tool, &tool.clone().with_description("Adds."), 1.0))
+            },
+        };
+        let category = |name: &'static str, priority: i32| Scripted {
+            name,
+            priority,
+            answer: |index, _: &Tool| {
+                let mut answer = Answer::new(index, crate::transformer::ToolPatch::default(), 1.0);
+                answer.category = Some("math".into());
+                Some(answer)
+            },
+        };
+        let mediator = Mediator::builder().transformer(curated).transformer(category("filing", 100)).build();
+        assert_eq!(run(&mediator, tools(&["add"])).tools[0].enhanced_by, "curated");
+        // ...and a later answer that makes it strong (a model's) is taken over both.
+        let mediator =
+            Mediator::builder().transformer(category("filing", 100)).transformer(describe("model", 50, 0.9)).build();
+        let out = run(&mediator, tools(&["add"]));
+        assert_eq!(out.tools[0].enhanced_by, "model");
+    }
+
+    #[test]
     fn declined_tools_go_on_down_the_chain() {
         let only_a = Scripted {
             name: "only-a",
             priority: 200,
             answer: |index, tool: &Tool| {
-                (tool.name == "a").then(|| Answer::proposing(index, tool, &tool.clone().with_description("A"), 1.0))
+                (tool.name == "a").then(|| {
+                    Answer::proposing(index, tool, &tool.clone().with_description("Tool a, described by only-a."), 1.0)
+                })
             },
         };
         let mediator = Mediator::builder().transformer(only_a).transformer(describe("rest", 100, 0.9)).build();
@@ -579,7 +640,7 @@ mod tests {
             .build();
         let out = run(&mediator, tools(&["a"]));
         assert_eq!(out.tools[0].enhanced_by, "second");
-        assert_eq!(out.tools[0].tool.description.as_deref(), Some("by second"));
+        assert_eq!(out.tools[0].tool.description.as_deref(), Some("Described by the second transformer."));
     }
 
     #[test]

@@ -36,18 +36,22 @@ mod chain;
 mod config;
 mod http;
 pub mod json;
+pub mod lint;
 pub mod llm;
 pub mod manifest;
 mod naming;
 pub mod overrides;
+pub mod pin;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 mod rules;
 pub mod schema;
+pub mod search;
 mod selection;
 pub mod session;
 mod tool;
 mod transformer;
+pub mod weakness;
 
 pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use config::{BuildError, ChainOptions, ConfigError, MediatorConfig, Transformers, dictionary, is_variable_name};

@@ -89,6 +89,33 @@ pub struct Manifest {
     layouts: Vec<Layout>,
 }
 
+impl Manifest {
+    /// Where tool `index`'s field `field` (named as MCP names it: `name`, `description`,
+    /// `inputSchema`; empty for the tool itself) is written: a JSON pointer into the document,
+    /// or the line of a JSON Lines file.
+    pub fn place_of(&self, index: usize, field: &str) -> Place {
+        let field = match (self.dialect, field) {
+            (Dialect::Anthropic, "inputSchema") => "input_schema",
+            (Dialect::OpenAiFunction | Dialect::OpenAiTool, "inputSchema") => "parameters",
+            (_, field) => field,
+        };
+        let mut pointer = match self.envelope {
+            Envelope::Array => format!("/{index}"),
+            Envelope::Object(_) => format!("/tools/{index}"),
+            Envelope::JsonRpc(_) => format!("/result/tools/{index}"),
+            Envelope::Lines => return Place::Line(index + 1),
+        };
+        if self.dialect == Dialect::OpenAiTool {
+            pointer.push_str("/function");
+        }
+        if !field.is_empty() {
+            pointer.push('/');
+            pointer.push_str(&crate::schema::escape(field));
+        }
+        Place::Pointer(pointer)
+    }
+}
+
 /// Why a manifest cannot be read: where it came from, the place in it, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{origin}{place}: {message}")]

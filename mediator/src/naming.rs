@@ -48,6 +48,19 @@ impl NameRules {
         }
         sanitized
     }
+
+    /// `name` with the first `_N` suffix (from `_2`) that makes it not `taken`, cut to length.
+    pub fn unique_variant(&self, name: &str, taken: impl Fn(&str) -> bool) -> String {
+        (2..)
+            .map(|n| {
+                let suffix = format!("_{n}");
+                let mut base = name.to_owned();
+                base.truncate(self.max_len.saturating_sub(suffix.len()));
+                base + &suffix
+            })
+            .find(|candidate| !taken(candidate))
+            .expect("an unbounded range always yields a free name")
+    }
 }
 
 impl Default for NameRules {

@@ -441,3 +441,41 @@ async fn a_reply_in_many_chunks_within_the_limit_is_read_whole() {
     assert_eq!(out[0].name(), "change_screen");
     assert_eq!(out[1].name(), "get_user");
 }
+
+/// Well-named tools whose descriptions only restate their names reach the model; a well-made
+/// tool does not, though the rules answer all of them (a category, at full confidence).
+#[tokio::test]
+async fn weak_definitions_go_on_to_the_model_and_good_ones_do_not() {
+    let server = MockServer::start().await;
+    let answer = json!({"tools": [
+        {"original_name": "get_user", "description": "Get a user's profile by their id.", "confidence": 0.9},
+        {"original_name": "list_orders", "description": "List a customer's orders, newest first.", "confidence": 0.9}
+    ]});
+    Mock::given(method("POST"))
+        .and(path(endpoint(Provider::Anthropic)))
+        .respond_with(reply(Provider::Anthropic, answer))
+        .mount(&server)
+        .await;
+    let setup = setup(Provider::Anthropic, &server, None, true);
+    let id = json!({"type": "object", "properties": {"id": {"type": "string", "description": "The id."}}, "required": ["id"]});
+    let tools = vec![
+        Tool::new("get_user").with_description("gets user").with_input_schema(id.clone()),
+        Tool::new("list_orders").with_description("list orders").with_input_schema(json!({"type": "object"})),
+        Tool::new("create_invoice")
+            .with_description("Create an invoice for a customer and return its number and total.")
+            .with_input_schema(id),
+    ];
+    let out = enhance(&setup, tools).await;
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 1);
+    let asked = String::from_utf8_lossy(&requests[0].body);
+    assert!(asked.contains("get_user") && asked.contains("list_orders"), "the weak tools are asked: {asked}");
+    assert!(!asked.contains("create_invoice"), "the good one is not");
+    assert!(asked.contains("the description only restates the name"), "the model is told why: {asked}");
+    assert_eq!(out[0].tool.description.as_deref(), Some("Get a user's profile by their id."));
+    assert_eq!(out[0].enhanced_by, "llm");
+    assert_eq!(out[1].tool.description.as_deref(), Some("List a customer's orders, newest first."));
+    assert_eq!(out[2].enhanced_by, "rules", "the good tool keeps the rules' category answer");
+    assert!(out[2].category.is_some());
+}

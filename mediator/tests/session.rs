@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tool_mediator::session::{ListChanged, Route, Session, SessionPolicy, tool_middleware};
+use tool_mediator::session::{
+    DisclosureMode, ListChanged, Route, Session, SessionPolicy, WHOLE_BELOW, tool_middleware,
+};
 use tool_mediator::{
     Mediator, OverrideFile, OverrideSet, OverrideTransformer, RuleTransformer, SourceType, Tool, ToolContext,
 };
@@ -49,7 +51,7 @@ async fn without_a_policy_the_session_passes_tools_through() {
     let args = json!({"owner": "o"}).as_object().unwrap().clone();
     assert_eq!(
         session.route_call("get_me", args.clone()).await,
-        Route::Upstream { name: "get_me".into(), arguments: args }
+        Route::Upstream { source: 0, name: "get_me".into(), arguments: args }
     );
     assert_eq!(session.route_call("no_such_tool", no_args()).await, Route::NotFound);
     session.list_tools(&tools, None).await.unwrap();
@@ -114,7 +116,11 @@ async fn renamed_and_hidden_tools_route_by_the_source_names() {
     let call = session.route_call("get_user", json!({"user_id": "42"}).as_object().unwrap().clone()).await;
     assert_eq!(
         call,
-        Route::Upstream { name: "gt_usr".into(), arguments: json!({"uid": "42"}).as_object().unwrap().clone() }
+        Route::Upstream {
+            source: 0,
+            name: "gt_usr".into(),
+            arguments: json!({"uid": "42"}).as_object().unwrap().clone()
+        }
     );
     assert_eq!(session.route_call("del", no_args()).await, Route::NotFound, "hidden is as unknown");
     assert_eq!(session.route_call("gt_usr", no_args()).await, Route::NotFound, "the old name is not exposed");
@@ -193,4 +199,102 @@ async fn provenance_marks_what_the_mediator_changed_as_the_cli_does() {
     assert_eq!(listed[categorized], tools[categorized], "categorized, not changed: as the source wrote it");
     let renamed = listed.iter().find(|tool| tool.name == "get_user").expect("gt_usr spelled out");
     assert_eq!(renamed.meta_object()[tool_mediator::PROVENANCE_KEY]["originalName"], "gt_usr");
+}
+
+#[tokio::test]
+async fn several_sources_are_one_set_each_call_reaching_its_own_source() {
+    let names = vec!["a".to_owned(), "b".to_owned()];
+    let session = Session::of_sources(rules(), context(), names, SessionPolicy::default());
+    let mut events = session.subscribe();
+    let tools = |names: &[&str]| names.iter().map(|name| Tool::new(*name)).collect::<Vec<_>>();
+    session.take_in_from(0, &ToolContext::new("a", SourceType::Api), tools(&["whoami", "get_user"])).await;
+    session.take_in_from(1, &ToolContext::new("b", SourceType::Api), tools(&["whoami", "list_orders"])).await;
+    let listed: Vec<String> = session.page(None).unwrap().tools().iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(listed, ["a_whoami", "get_user", "b_whoami", "list_orders"]);
+    for (name, source, original) in
+        [("a_whoami", 0, "whoami"), ("b_whoami", 1, "whoami"), ("list_orders", 1, "list_orders")]
+    {
+        assert_eq!(
+            session.route_call(name, no_args()).await,
+            Route::Upstream { source, name: original.into(), arguments: no_args() }
+        );
+    }
+    assert_eq!(session.route_call("whoami", no_args()).await, Route::NotFound, "a shared name is not callable bare");
+    while events.try_recv().is_ok() {}
+
+    // Source a goes down: its tools leave, b's keep the names the client knows.
+    session.forget(0);
+    assert_eq!(events.try_recv(), Ok(ListChanged));
+    let listed: Vec<String> = session.page(None).unwrap().tools().iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(listed, ["b_whoami", "list_orders"]);
+    assert_eq!(session.route_call("get_user", no_args()).await, Route::NotFound);
+    session.take_in_from(0, &ToolContext::new("a", SourceType::Api), tools(&["whoami", "get_user"])).await;
+    assert_eq!(events.try_recv(), Ok(ListChanged), "its tools came back");
+    assert!(matches!(session.route_call("get_user", no_args()).await, Route::Upstream { source: 0, .. }));
+}
+
+#[tokio::test]
+async fn a_client_that_never_lists_again_searches_calls_expands_and_never_finds_a_hidden_tool() {
+    let file = OverrideFile::parse(
+        r#"{"source": "github", "tools": {"delete_repository": {"hidden": true}}}"#,
+        std::path::Path::new("github.json"),
+    )
+    .unwrap();
+    let mut overrides = OverrideSet::new();
+    overrides.add(file, "github.json".into());
+    let mediator = Arc::new(
+        Mediator::builder()
+            .transformer(OverrideTransformer::new(overrides))
+            .transformer(RuleTransformer::new())
+            .build(),
+    );
+    let base = SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) };
+    let policy = DisclosureMode::Both.apply(base, 5, WHOLE_BELOW);
+    let session = Session::new(mediator, context(), policy);
+    let tools = github();
+    // The one listing this client makes.
+    let first = session.list_tools(&tools, None).await.unwrap().into_tools();
+    let names: Vec<&str> = first.iter().map(|tool| tool.name.as_str()).collect();
+    assert!(names.contains(&"search_tools") && names.len() <= 9, "a handful of entries: {names:?}");
+    assert!(!names.contains(&"merge_pull_request"));
+
+    let query = json!({"query": "merge a pull request", "limit": 3}).as_object().unwrap().clone();
+    let Route::Local(found) = session.route_call("search_tools", query).await else { panic!("a local tool") };
+    let hits: Vec<&str> =
+        found["structuredContent"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(hits[0], "merge_pull_request", "{hits:?}");
+    assert!(found["structuredContent"]["tools"][0]["inputSchema"]["properties"]["pullNumber"].is_object());
+    assert!(
+        matches!(session.route_call("merge_pull_request", no_args()).await, Route::Upstream { ref name, .. } if name == "merge_pull_request"),
+        "found, so callable at once"
+    );
+
+    // A hidden tool is never found, and answers as an unknown tool does.
+    let query = json!({"query": "delete repository"}).as_object().unwrap().clone();
+    let Route::Local(found) = session.route_call("search_tools", query).await else { panic!("a local tool") };
+    let hits: Vec<&str> =
+        found["structuredContent"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(!hits.contains(&"delete_repository"), "{hits:?}");
+    assert_eq!(session.route_call("delete_repository", no_args()).await, Route::NotFound);
+
+    // A category expands, and its members are callable without listing again.
+    let Route::Local(expanded) = session.route_call("issue_tools", no_args()).await else { panic!("a category tool") };
+    let members = expanded["structuredContent"]["tools"].as_array().unwrap();
+    assert!(members.iter().any(|tool| tool["name"] == "create_issue"), "{expanded}");
+    assert!(matches!(session.route_call("create_issue", no_args()).await, Route::Upstream { .. }));
+
+    // An empty query is the model's mistake, answered as one.
+    let Route::Local(refused) = session.route_call("search_tools", no_args()).await else { panic!("a local tool") };
+    assert_eq!(refused["isError"], true);
+}
+
+#[tokio::test]
+async fn a_small_tool_set_is_listed_whole_in_every_mode() {
+    let tools: Vec<Tool> = github().into_iter().take(12).collect();
+    for mode in DisclosureMode::ALL {
+        let policy = mode.apply(SessionPolicy { page_size: None, ..SessionPolicy::mediated(2) }, 2, WHOLE_BELOW);
+        let session = Session::new(rules(), context(), policy);
+        let listed = session.list_tools(&tools, None).await.unwrap().into_tools();
+        assert_eq!(listed.len(), 12, "{}: nobody pays a search for twelve tools", mode.name());
+    }
 }

@@ -1,7 +1,8 @@
 //! `cargo bench -p tool-mediator-tests --bench http`: the added latency of a `tools/call` over
-//! Streamable HTTP through `tool-mediator proxy --listen ... --url ...`, against the same call to
-//! the server's endpoint directly and through FastMCP's proxy (`fastmcp run URL --transport
-//! http`), side by side in one run. The server is server-everything in its `streamableHttp`
+//! Streamable HTTP through `tool-mediator proxy --listen ... --url ...` and through `tool-mediator
+//! gateway --listen ...` with the server as its one entry, against the same call to the server's
+//! endpoint directly and through FastMCP's proxy (`fastmcp run URL --transport http`), side by
+//! side in one run. The server is server-everything in its `streamableHttp`
 //! mode; FastMCP comes from PyPI into `.tools/bench-venv` on the first run.
 //!
 //! One client (reqwest, keep-alive) per path, each with its own MCP session; the calls
@@ -13,16 +14,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{binary, peers, root};
+use tool_mediator_tests::{binary, fastmcp_venv, peers};
 
 const ROUNDS: usize = 1_000;
 const WARM_UP: usize = 100;
 
 fn main() {
     let peers = peers();
-    let fastmcp = fastmcp();
+    let fastmcp = fastmcp_venv().join("bin/fastmcp");
     let port = |_| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let [server_port, ours_port, theirs_port]: [u16; 3] = std::array::from_fn(port);
+    let [server_port, ours_port, gateway_port, theirs_port]: [u16; 4] = std::array::from_fn(port);
 
     let server = Running::start(
         peers.command(peers.bin("mcp-server-everything")).arg("streamableHttp").env("PORT", server_port.to_string()),
@@ -38,6 +39,16 @@ fn main() {
             "--url",
             &upstream,
         ]),
+        "serving MCP at",
+    );
+    // The gateway with the same server as its one entry.
+    let servers = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(servers.path(), json!({"mcpServers": {"everything": {"url": upstream}}}).to_string()).unwrap();
+    let gateway = Running::start(
+        peers
+            .command(binary())
+            .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{gateway_port}"), "--servers"])
+            .arg(servers.path()),
         "serving MCP at",
     );
     let theirs = Running::start(
@@ -57,10 +68,11 @@ fn main() {
     runtime.block_on(async {
         let mut paths = [
             ("server-everything directly", Session::open(&upstream).await),
-            ("through tool-mediator", Session::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
+            ("through tool-mediator proxy", Session::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
+            ("through tool-mediator gateway", Session::open(&format!("http://127.0.0.1:{gateway_port}/mcp")).await),
             ("through FastMCP's proxy", Session::open(&format!("http://127.0.0.1:{theirs_port}/mcp")).await),
         ];
-        let mut times: [Vec<f64>; 3] = Default::default();
+        let mut times: [Vec<f64>; 4] = Default::default();
         for round in 0..WARM_UP + ROUNDS {
             for (index, (_, session)) in paths.iter_mut().enumerate() {
                 let took = session.call_echo(round).await;
@@ -82,28 +94,11 @@ fn main() {
                 if index == 0 { "".to_owned() } else { format!("{added:.3}") }
             );
         }
-        let (ours, theirs) = (medians[1] - medians[0], medians[2] - medians[0]);
-        println!("FastMCP's proxy adds {:.1}x what tool-mediator adds", theirs / ours.max(0.001));
+        let (ours, gateway, theirs) = (medians[1] - medians[0], medians[2] - medians[0], medians[3] - medians[0]);
+        println!("FastMCP's proxy adds {:.1}x what tool-mediator proxy adds", theirs / ours.max(0.001));
+        println!("FastMCP's proxy adds {:.1}x what tool-mediator gateway adds", theirs / gateway.max(0.001));
     });
-    drop((server, ours, theirs));
-}
-
-/// FastMCP's command line, installed from PyPI into `.tools/bench-venv` when missing.
-/// (fastmcp 4.1.0: later ones want a certifi newer than the index here has.)
-fn fastmcp() -> std::path::PathBuf {
-    let venv = root().join(".tools/bench-venv");
-    let fastmcp = venv.join("bin/fastmcp");
-    if !fastmcp.exists() {
-        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().expect("python3 runs");
-        assert!(made.success(), "cannot make {}", venv.display());
-        let pip = venv.join("bin/pip");
-        let installed = Command::new(pip)
-            .args(["install", "--quiet", "--disable-pip-version-check", "fastmcp==4.1.0"])
-            .status()
-            .expect("pip runs");
-        assert!(installed.success(), "cannot install fastmcp from PyPI");
-    }
-    fastmcp
+    drop((server, ours, gateway, theirs));
 }
 
 /// A server process, started and waited for until it says `ready` on stderr or stdout.

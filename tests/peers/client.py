@@ -1,14 +1,47 @@
 """Scenarios for the proxy's end-to-end tests, driven by the official MCP Python SDK.
 
-    python client.py SCENARIO COMMAND [ARGS...]
+    python client.py SCENARIO [SCENARIO ARGUMENTS...] -- COMMAND [ARGS...]
 
 COMMAND is what the SDK starts: the proxy with its server, or a server directly; a URL alone
 is a Streamable HTTP endpoint the SDK connects to. Each scenario
 prints one JSON object on stdout; the Rust tests read it and assert. Failures raise, which
 prints a traceback and exits non-zero.
+
+The gateway's scenarios (`tool-mediator gateway`, several servers behind one endpoint):
+
+  gateway-tour CALLS READS PROMPT
+      Lists every page of tools, resources, resource templates and prompts (a kind the
+      server does not declare in its capabilities is listed as null), then makes CALLS
+      (JSON `[[tool, arguments], ...]`) one after another, reads READS (JSON `[uri, ...]`)
+      and gets PROMPT (JSON `[name, arguments]`, or `null` for none). Prints `tools`,
+      `resources` (uris), `templates` (uriTemplates), `prompts` (names), `calls` (each the
+      result's text; `isError: TEXT` for an error result, `error CODE: MESSAGE` for a
+      JSON-RPC error), `reads` (each the contents' texts, or `error CODE: MESSAGE`) and
+      `prompt` (the messages' texts).
+  gateway-kill PLAN
+      A server dies under a call and comes back. PLAN is a JSON object:
+        pid_file  the --pid-file of the named.py server A (tests/peers/named.py)
+        sleep     A's `sleep` tool as listed; called with {"seconds": 60}
+        tools     A's tools as listed: gone after the kill, back after the restart
+        other     [tool, arguments]: a call to another server while A is down
+        whoami    A's `whoami` as listed: called once A is back
+      Lists, starts the sleep call, waits for A to write PID_FILE.sleeping, kills A
+      (SIGKILL), and records: the pending call's error, the other call's answer, the list
+      once A's tools are gone and once they are back (each within 30 s, listing again at
+      each notifications/tools/list_changed) with how many list_changed notifications came
+      on the way, A's answer to whoami, and A's process ids before and after.
+  gateway-concurrent TOOLS [CALLS [SESSIONS]]
+      Opens SESSIONS sessions at once (4; to a URL each is a Streamable HTTP session of its
+      own) and makes CALLS calls (100) all in flight together, call n from session
+      n % SESSIONS to tool n % len(TOOLS). TOOLS is a JSON list of echo-like tools: each
+      `[tool, argument]`, or a name alone for the argument `text`; each call sends its own
+      text and its answer must contain it. Prints the counts, the wrong answers and the errors.
 """
 
+import contextlib
 import json
+import os
+import signal
 import sys
 import urllib.request
 
@@ -47,14 +80,19 @@ class Notifications:
             self.tools_changed.set()
 
 
-async def list_names(session):
-    names, cursor = [], None
+async def every_page(list_page, field):
+    """Every item of a paginated list (`session.list_tools`, `"tools"`), following nextCursor."""
+    items, cursor = [], None
     while True:
-        page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-        names += [tool.name for tool in page.tools]
+        page = await list_page(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        items += getattr(page, field)
         cursor = page.next_cursor
         if not cursor:
-            return names
+            return items
+
+
+async def list_names(session):
+    return [tool.name for tool in await every_page(session.list_tools, "tools")]
 
 
 def is_url(argv):
@@ -205,13 +243,8 @@ async def browser(argv, control_url, relay_port, relay_id):
         return await anyio.to_thread.run_sync(lambda: control(control_url, path, body))
 
     async def tools_of(session):
-        tools, cursor = [], None
-        while True:
-            page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-            tools += [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in page.tools]
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
+        tools = await every_page(session.list_tools, "tools")
+        return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
 
     def heard(notes):
         return notes.methods.count("notifications/tools/list_changed")
@@ -299,6 +332,217 @@ async def browser(argv, control_url, relay_port, relay_id):
         return await legacy(argv, body)
 
 
+def error_text(error):
+    """A JSON-RPC error as the gateway scenarios print it: `error CODE: MESSAGE`."""
+    code = getattr(getattr(error, "error", None), "code", None)
+    return f"error {code}: {error}"
+
+
+def result_text(result):
+    return f"isError: {text_of(result)}" if result.is_error else text_of(result)
+
+
+def contents_text(result):
+    """A resource's contents: the texts, a blob as its size."""
+    return "".join(
+        content.text if getattr(content, "text", None) is not None else f"[blob of {len(content.blob)} characters]"
+        for content in result.contents
+    )
+
+
+async def gateway_tour(argv, calls, reads, prompt):
+    """Lists everything, calls tools, reads resources, gets a prompt: the merged view of a
+    gateway's servers."""
+
+    async def listed(capability, list_page, field, key):
+        if capability is None:
+            return None
+        return [str(getattr(item, key)) for item in await every_page(list_page, field)]
+
+    async def body(session, notes, init):
+        capabilities = init.capabilities
+        outcome = {
+            "server": init.server_info.name,
+            "tools": await listed(capabilities.tools, session.list_tools, "tools", "name"),
+            "resources": await listed(capabilities.resources, session.list_resources, "resources", "uri"),
+            "templates": await listed(
+                capabilities.resources, session.list_resource_templates, "resource_templates", "uri_template"
+            ),
+            "prompts": await listed(capabilities.prompts, session.list_prompts, "prompts", "name"),
+            "calls": [],
+            "reads": [],
+            "prompt": None,
+        }
+        for name, arguments in json.loads(calls):
+            try:
+                outcome["calls"].append(result_text(await session.call_tool(name, arguments)))
+            except Exception as error:  # the SDK raises MCPError for JSON-RPC errors
+                outcome["calls"].append(error_text(error))
+        for uri in json.loads(reads):
+            try:
+                outcome["reads"].append(contents_text(await session.read_resource(uri)))
+            except Exception as error:
+                outcome["reads"].append(error_text(error))
+        wanted = json.loads(prompt)
+        if wanted is not None:
+            name, arguments = wanted
+            try:
+                got = await session.get_prompt(name, arguments)
+                outcome["prompt"] = [
+                    getattr(message.content, "text", None) or f"[{message.content.type}]" for message in got.messages
+                ]
+            except Exception as error:
+                outcome["prompt"] = error_text(error)
+        return outcome
+
+    with anyio.fail_after(120):
+        return await legacy(argv, body)
+
+
+async def wait_for_file(path, what, seconds=30):
+    with anyio.fail_after(seconds):
+        while not os.path.exists(path):
+            await anyio.sleep(0.02)
+    with open(path) as file:
+        return file.read().strip()
+
+
+async def gateway_kill(argv, plan):
+    """Server A dies under a call: the call fails, the others go on, A's tools leave the list
+    and come back when the gateway has restarted A."""
+    plan = json.loads(plan)
+    pid_file, a_tools = plan["pid_file"], set(plan["tools"])
+
+    counted = 0  # the list_changed notifications accounted for so far
+
+    def changes(notes):
+        return notes.methods.count("notifications/tools/list_changed")
+
+    async def until(session, notes, predicate, what):
+        """Lists until `predicate(names)` holds, listing again at each tools/list_changed, then
+        waits (10 s at most) for the notification that announces the change if none came yet
+        (a listing can see a change before its notification arrives). Returns the names and
+        how many notifications came since the last time they were counted."""
+        nonlocal counted
+        names = []
+        try:
+            with anyio.fail_after(30):
+                while True:
+                    notes.tools_changed = anyio.Event()
+                    names = await list_names(session)
+                    if predicate(set(names)):
+                        break
+                    await notes.tools_changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"{what}: not within 30 s; last listed {names}")
+        if changes(notes) == counted:
+            with anyio.move_on_after(10):
+                await notes.tools_changed.wait()
+        came, counted = changes(notes) - counted, changes(notes)
+        return sorted(names), came
+
+    async def body(session, notes, init):
+        nonlocal counted
+        before = await list_names(session)
+        missing = a_tools - set(before)
+        assert not missing, f"A's tools {sorted(missing)} are not listed: {before}"
+        outcome = {"before": sorted(before)}
+        sleeping = f"{pid_file}.sleeping"
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(sleeping)
+        pending = {}
+        done = anyio.Event()
+
+        async def sleep_call():
+            try:
+                pending["result"] = result_text(await session.call_tool(plan["sleep"], {"seconds": 60}))
+            except Exception as error:
+                pending["error"] = error_text(error)
+            done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(sleep_call)
+            await wait_for_file(sleeping, "A received the sleep call")
+            pid = int(await wait_for_file(pid_file, "A's pid file"))
+            counted = changes(notes)
+            os.kill(pid, signal.SIGKILL)
+            outcome["killed"] = pid
+            try:
+                with anyio.fail_after(30):
+                    await done.wait()
+            except TimeoutError:
+                raise AssertionError("the call in flight in A was not answered within 30 s of A's death")
+        outcome["pending"] = pending
+        name, arguments = plan["other"]
+        try:
+            outcome["other"] = result_text(await session.call_tool(name, arguments))
+        except Exception as error:
+            outcome["other"] = error_text(error)
+        outcome["gone"], outcome["gone_notifications"] = await until(
+            session, notes, lambda names: not (names & a_tools), "A's tools leaving the list"
+        )
+        outcome["back"], outcome["back_notifications"] = await until(
+            session, notes, lambda names: a_tools <= names, "A's tools coming back"
+        )
+        try:
+            outcome["whoami"] = result_text(await session.call_tool(plan["whoami"], {}))
+        except Exception as error:
+            outcome["whoami"] = error_text(error)
+        outcome["restarted"] = int(await wait_for_file(pid_file, "A's pid file"))
+        outcome["notifications"] = notes.methods
+        return outcome
+
+    with anyio.fail_after(120):
+        return await legacy(argv, body)
+
+
+async def gateway_concurrent(argv, tools, calls=100, sessions=4):
+    """`calls` calls at once from `sessions` sessions, spread over echo-like tools; every answer
+    must carry its own call's text."""
+    tools = [tool if isinstance(tool, list) else [tool, "text"] for tool in json.loads(tools)]
+    wrong, errors, by_tool = [], [], {name: 0 for name, _ in tools}
+
+    async def open_session(stack):
+        read, write = await stack.enter_async_context(transport(argv))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        return session
+
+    async def call(opened, n):
+        name, argument = tools[n % len(tools)]
+        text = f"<call {n} from session {n % sessions}>"
+        try:
+            result = await opened[n % sessions].call_tool(name, {argument: text})
+        except Exception as error:  # the SDK raises MCPError for JSON-RPC errors
+            errors.append([n, name, error_text(error)])
+            return
+        by_tool[name] += 1
+        if text not in text_of(result) or result.is_error:
+            wrong.append([n, name, text_of(result)])
+
+    # One deadline around all of it: the transports' scopes must nest inside it. The sessions
+    # are opened one after another (a transport is entered and left in the same task), all
+    # before the first call: they are all open at once.
+    with anyio.fail_after(180):
+        async with contextlib.AsyncExitStack() as stack:
+            opened = [await open_session(stack) for _ in range(sessions)]
+            for index, session in enumerate(opened):
+                names = set(await list_names(session))
+                missing = {name for name, _ in tools} - names
+                assert not missing, f"session {index} does not list {sorted(missing)}: {sorted(names)}"
+            async with anyio.create_task_group() as group:
+                for n in range(calls):
+                    group.start_soon(call, opened, n)
+    return {
+        "sessions": sessions,
+        "calls": calls,
+        "answered": calls - len(errors),
+        "by_tool": by_tool,
+        "wrong": wrong,
+        "errors": errors,
+    }
+
+
 SCENARIOS = {
     "disclose": lambda argv, *rest: disclose(argv),
     "call": lambda argv, name, arguments: call(argv, name, arguments),
@@ -306,6 +550,11 @@ SCENARIOS = {
     "server-requests": lambda argv: server_requests(argv),
     "modern": lambda argv: modern(argv),
     "browser": lambda argv, control_url, relay_port, relay_id: browser(argv, control_url, relay_port, relay_id),
+    "gateway-tour": lambda argv, calls, reads, prompt: gateway_tour(argv, calls, reads, prompt),
+    "gateway-kill": lambda argv, plan: gateway_kill(argv, plan),
+    "gateway-concurrent": lambda argv, tools, calls="100", sessions="4": gateway_concurrent(
+        argv, tools, int(calls), int(sessions)
+    ),
 }
 
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use tool_mediator::{ChainEvent, EnhancedTool, Enhancement};
+use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator};
 
 use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
 use crate::config::Setup;
@@ -34,6 +34,17 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         .into_iter()
         .unzip();
     let targets = targets(&args, &manifests)?;
+    if let Some(path) = &args.locked {
+        let lock = tool_mediator::pin::Lock::read(path)?;
+        let mut unchanged = true;
+        for manifest in &manifests {
+            unchanged &= crate::commands::pin::compare(&manifest.origin, &manifest.tools, &lock);
+        }
+        if !unchanged {
+            eprintln!("error: tools changed since {} pinned them; nothing written", path.display());
+            return Ok(ExitCode::from(1));
+        }
+    }
 
     let compare = args.check || args.diff;
     // Files are staged as they are made (each tool written as it is taken, straight into a
@@ -53,7 +64,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         let enhancement = mediator.enhance_with_report(std::mem::take(&mut manifest.tools), &context).await;
         log_events(&manifest.origin, &enhancement.events);
         if args.report {
-            eprint!("{}", report(manifest, &context.source, &enhancement));
+            eprint!("{}", report(manifest, &context.source, &enhancement, &mediator));
         }
         // Unchanged: every tool written as it was read, in the dialect it was read in.
         let unchanged =
@@ -166,8 +177,9 @@ fn log_events(origin: &Origin, events: &[ChainEvent]) {
     }
 }
 
-/// What `--report` prints: a summary line, one line per changed tool, one per event.
-pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> String {
+/// What `--report` prints: a summary line, one line per changed tool, one per event, and the
+/// weak tools left weak with why.
+pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement, mediator: &Mediator) -> String {
     let mut out = String::new();
     let mut counts = [0usize; 4];
     let mut lines = String::new();
@@ -227,6 +239,19 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement) -> S
     out.push_str(&lines);
     for event in &enhancement.events {
         let _ = writeln!(out, "  ! {event}");
+    }
+    let weak = tool_mediator::weakness::left_weak(mediator, enhancement);
+    if !weak.is_empty() {
+        let mut reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+        for tool in &weak {
+            *reasons.entry(tool.why.to_string()).or_default() += 1;
+        }
+        let reasons: Vec<String> = reasons.into_iter().map(|(why, count)| format!("{count} because {why}")).collect();
+        let _ = writeln!(out, "  {} weak tools left weak: {}", weak.len(), reasons.join(", "));
+        for tool in &weak {
+            let said: Vec<String> = tool.weaknesses.iter().map(ToString::to_string).collect();
+            let _ = writeln!(out, "  ~ {}: {} ({})", tool.tool, said.join("; "), tool.why);
+        }
     }
     out
 }

@@ -1,4 +1,5 @@
-//! `tool-mediator proxy -- <command>`: the mediator in front of an MCP server over stdio.
+//! `tool-mediator proxy -- <command>`: the mediator in front of one MCP server. What it shares
+//! with the gateway (mediation settings, serving over HTTP, the ending) lives here once.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -7,45 +8,66 @@ use anyhow::Result;
 use tool_mediator::llm::Task;
 use tool_mediator::proxy::listen::ListenOptions;
 use tool_mediator::proxy::remote::Remote;
-use tool_mediator::proxy::{self, Ending, ProxyOptions, Upstream};
-use tool_mediator::session::SessionPolicy;
+use tool_mediator::proxy::{self, Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
+use tool_mediator::session::{DisclosureMode, SessionPolicy};
 
-use crate::cli::ProxyArgs;
+use crate::cli::{ChainArgs, ListenArgs, MediationArgs, OnChange, ProxyArgs};
 use crate::config::Setup;
 use crate::manifest::Dialect;
 
 pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let options = ProxyOptions { source: args.chain.source.clone(), ..options(&setup, &args.mediation, false)? };
+    let (url, headers, command) = (args.url.clone(), args.headers.clone(), args.command.clone());
+    let start = move || -> Option<Upstream> {
+        Some(match (&url, command.split_first()) {
+            (Some(url), _) => Remote { url: url.clone(), headers: headers.clone() }.into(),
+            (None, Some((program, rest))) => {
+                let mut server = tokio::process::Command::new(program);
+                server.args(rest);
+                server.into()
+            }
+            (None, None) => unreachable!("clap requires a command or a URL"),
+        })
+    };
+    let server = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
+    serve(setup, options, vec![server], &args.listen).await
+}
+
+/// The proxy's options from the command line; `prefix` prefixes every tool with its server's
+/// name.
+pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<ProxyOptions> {
     let mut settings = setup.settings.clone();
     let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
     if let Some(threshold) = args.disclosure {
         settings.grouping_threshold = usize::try_from(threshold).unwrap_or(usize::MAX);
     }
+    let mode = if args.no_disclosure { DisclosureMode::Off } else { args.disclosure_mode.into() };
     let policy = SessionPolicy {
-        disclosure: (!args.no_disclosure).then_some(settings.grouping_threshold.max(2)),
-        ..settings.session_policy()
+        prefix,
+        quarantine: args.quarantine,
+        page_size: (args.page_size > 0).then_some(args.page_size),
+        ..mode.apply(settings.session_policy(), settings.grouping_threshold, args.whole_below)
     };
-    let options = ProxyOptions {
-        source: args.chain.source.clone(),
+    let lock = args.locked.as_deref().map(tool_mediator::pin::Lock::read).transpose()?.map(Arc::new);
+    Ok(ProxyOptions {
         grace: args.grace,
+        quarantine: args.quarantine,
+        lock,
+        hide_changed: args.on_change == OnChange::Hide,
         max_message_bytes: usize::try_from(args.max_message_size).unwrap_or(usize::MAX),
         ..ProxyOptions::new(mediator, policy)
-    };
+    })
+}
 
-    let upstream = {
-        let (url, headers, command) = (args.url.clone(), args.headers.clone(), args.command.clone());
-        move || -> Upstream {
-            match (&url, command.split_first()) {
-                (Some(url), _) => Remote { url: url.clone(), headers: headers.clone() }.into(),
-                (None, Some((program, rest))) => {
-                    let mut server = tokio::process::Command::new(program);
-                    server.args(rest);
-                    server.into()
-                }
-                (None, None) => unreachable!("clap requires a command or a URL"),
-            }
-        }
-    };
+/// Serves `servers` to one client over stdio, or to many over HTTP with `--listen`, until the
+/// client (or the server, without restarts) ends.
+pub async fn serve(
+    setup: Setup,
+    options: ProxyOptions,
+    servers: Vec<ServerSpec>,
+    args: &ListenArgs,
+) -> Result<ExitCode> {
     if let Some(address) = args.listen {
         let token = match &args.token_env {
             Some(variable) => match std::env::var(variable) {
@@ -59,12 +81,11 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
             .map_err(|error| anyhow::anyhow!("cannot listen on {address}: {error}"))?;
         eprintln!("tool-mediator: serving MCP at http://{}/mcp", listener.local_addr()?);
         let listen = ListenOptions { address, token, idle: args.session_idle };
-        proxy::listen::serve(listener, listen, options, Arc::new(upstream)).await?;
+        proxy::listen::serve(listener, listen, options, servers).await?;
         setup.finish();
         return Ok(ExitCode::SUCCESS);
     }
-    let server = upstream();
-    let ending = proxy::run_until_gone(options, server, proxy::stdio()).await?;
+    let ending = proxy::serve(options, servers, proxy::stdio()).await?;
     setup.finish();
     match ending {
         Ending::ClientClosed { server } => {
@@ -76,4 +97,12 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `--source` names one server's overrides: a gateway's servers name theirs in the servers file.
+pub fn refuse_source(chain: &ChainArgs) -> Result<()> {
+    if chain.source.is_some() {
+        anyhow::bail!("--source names one server's overrides: give each server its `source` in the servers file");
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 use tool_mediator::Tool;
 use tool_mediator::llm::Task;
-use tool_mediator::session::{ListPage, Session, SessionPolicy};
+use tool_mediator::session::{DisclosureMode, ListPage, Session, SessionPolicy};
 
 use crate::cli::TokensArgs;
 use crate::config::Setup;
@@ -26,9 +26,11 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
         let tools = manifest.tools.clone();
         async move { session.list_tools(&tools, None).await.map(ListPage::into_tools) }
     };
-    let plain =
-        listing(SessionPolicy { page_size: None, disclosure: None, ..SessionPolicy::mediated(args.threshold) }).await?;
-    let folded = listing(SessionPolicy { page_size: None, ..SessionPolicy::mediated(args.threshold) }).await?;
+    let base = SessionPolicy { page_size: None, ..SessionPolicy::mediated(args.threshold) };
+    let mut listings = Vec::new();
+    for mode in DisclosureMode::ALL {
+        listings.push((mode, listing(mode.apply(base.clone(), args.threshold, args.whole_below)).await?));
+    }
     setup.finish();
 
     let bpe = tiktoken_rs::o200k_base_singleton();
@@ -38,36 +40,65 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
         let each = tools.iter().map(|tool| (tool.name.clone(), count(&json!(tool).to_string()))).collect();
         (total, each)
     };
-    let (plain_total, plain_each) = measure(&plain);
-    let (folded_total, folded_each) = measure(&folded);
-    let saved = if plain_total == 0 {
-        0.0
-    } else {
-        100.0 * (plain_total - folded_total.min(plain_total)) as f64 / plain_total as f64
+    /// One mode's first listing: how many entries, the tokens in all and per entry.
+    struct Measured {
+        mode: DisclosureMode,
+        listed: usize,
+        total: usize,
+        each: Vec<(String, usize)>,
+    }
+    let measured: Vec<Measured> = listings
+        .iter()
+        .map(|(mode, tools)| {
+            let (total, each) = measure(tools);
+            Measured { mode: *mode, listed: tools.len(), total, each }
+        })
+        .collect();
+    let plain_total = measured[0].total;
+    let saved = |total: usize| {
+        if plain_total == 0 { 0.0 } else { 100.0 * (plain_total - total.min(plain_total)) as f64 / plain_total as f64 }
     };
-    let shown = if args.disclose { &folded_each } else { &plain_each };
+    let chosen: DisclosureMode = args.mode.into();
+    let chosen = measured.iter().find(|measured| measured.mode == chosen).expect("every mode is measured");
+    let plain = &measured[0];
+    let shown = if args.disclose { &chosen.each } else { &plain.each };
 
     if args.json {
         let tools = |each: &[(String, usize)]| -> Vec<Value> {
             each.iter().map(|(name, tokens)| json!({"name": name, "tokens": tokens})).collect()
         };
+        let modes: serde_json::Map<String, Value> = measured
+            .iter()
+            .map(|measured| {
+                let saved = (saved(measured.total) * 10.0).round() / 10.0;
+                let report = json!({"tools": measured.listed, "total": measured.total, "saved_percent": saved});
+                (measured.mode.name().to_owned(), report)
+            })
+            .collect();
         let report = json!({
             "manifest": manifest.origin.to_string(),
             "encoding": "o200k_base",
-            "without_disclosure": {"tools": plain.len(), "total": plain_total, "per_tool": tools(&plain_each)},
-            "with_disclosure": {"threshold": args.threshold, "tools": folded.len(), "total": folded_total, "per_tool": tools(&folded_each)},
-            "saved_percent": (saved * 10.0).round() / 10.0,
+            "threshold": args.threshold,
+            "whole_below": args.whole_below,
+            "modes": modes,
+            "without_disclosure": {"tools": plain.listed, "total": plain_total, "per_tool": tools(&plain.each)},
+            "with_disclosure": {"mode": chosen.mode.name(), "threshold": args.threshold, "tools": chosen.listed,
+                                "total": chosen.total, "per_tool": tools(&chosen.each)},
+            "saved_percent": (saved(chosen.total) * 10.0).round() / 10.0,
         });
         output::print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = format!(
-        "{}: the first tools/list costs {plain_total} tokens (o200k_base) for {} tools; with disclosure at {} it lists {} tools for {folded_total} tokens, {saved:.1}% fewer\n",
-        manifest.origin,
-        plain.len(),
-        args.threshold,
-        folded.len(),
+        "{}: the first tools/list in each disclosure mode (o200k_base tokens; categories of {} or more; fewer than {} tools listed whole)\n",
+        manifest.origin, args.threshold, args.whole_below
     );
+    text.push_str(&format!("{:<12}{:>7}{:>9}{:>8}\n", "mode", "tools", "tokens", "saved"));
+    for measured in &measured {
+        let (listed, total) = (measured.listed, measured.total);
+        text.push_str(&format!("{:<12}{listed:>7}{total:>9}{:>7.1}%\n", measured.mode.name(), saved(total)));
+    }
+    text.push_str(if args.disclose { "\nper tool, in that mode:\n" } else { "\nper tool, everything listed:\n" });
     for (name, tokens) in shown {
         text.push_str(&format!("{tokens:>7}  {name}\n"));
     }

@@ -146,6 +146,20 @@ fn hash_bytes(hash: &mut Sha256, bytes: &[u8]) {
     hash.update(bytes);
 }
 
+/// A tool's canonical digest, `sha256:<hex>`: what the cache keys hash of a tool, equal for
+/// equal tools whatever their key order or spacing. Lock files pin tools by it.
+pub fn digest(tool: &Tool) -> String {
+    let mut hash = Sha256::new();
+    hash_tool(&mut hash, tool);
+    let bytes = hash.finalize();
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in bytes {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    text
+}
+
 /// Hashes a tool's content: equal tools hash equally whatever their key order.
 fn hash_tool(hash: &mut Sha256, tool: &Tool) {
     hash_bytes(hash, tool.name.as_bytes());

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use cached::CachedTransformer;
+pub use cached::{CachedTransformer, digest};
 pub use memory::MemoryStore;
 pub use sled_store::{LOCK_WAIT, SledStore};
 

@@ -217,7 +217,8 @@ fn source_type_name(source_type: SourceType) -> &'static str {
     }
 }
 
-/// The part of a tool the model reads: name, description, parameters with type and description.
+/// The part of a tool the model reads: name, description, parameters with type and
+/// description, and what makes its definition weak (`weak`, the mediator's note).
 fn tool_as_data(tool: &Tool) -> Value {
     let mut parameters = Map::new();
     let schema = tool.input_schema_value();
@@ -232,7 +233,13 @@ fn tool_as_data(tool: &Tool) -> Value {
             parameters.insert(name.clone(), Value::Object(summary));
         }
     }
-    json!({"name": tool.name, "description": tool.description, "parameters": parameters})
+    let mut data = json!({"name": tool.name, "description": tool.description, "parameters": parameters});
+    // What the mediator found wanting, for the model to fix first.
+    let weak: Vec<String> = crate::weakness::weaknesses(tool).iter().map(ToString::to_string).collect();
+    if !weak.is_empty() {
+        data["weak"] = json!(weak);
+    }
+    data
 }
 
 #[derive(Deserialize)]

@@ -30,6 +30,20 @@ impl Id {
         Id(format!("\"tool-mediator-{counter}\"").into())
     }
 
+    /// The id a gateway gives a request server number `server` sent the client, unique among all
+    /// its servers' ids: `"tool-mediator/<server>/<the server's id>"`.
+    pub fn tagged(&self, server: usize) -> Id {
+        let text = format!("tool-mediator/{server}/{}", self.0);
+        Id(Value::String(text).to_string().into())
+    }
+
+    /// The server, and its own id, that a [`Id::tagged`] id stands for.
+    pub fn untagged(&self) -> Option<(usize, Id)> {
+        let text: String = serde_json::from_str(&self.0).ok()?;
+        let (server, id) = text.strip_prefix("tool-mediator/")?.split_once('/')?;
+        Some((server.parse().ok()?, Id(id.into())))
+    }
+
     /// `null`: the id of an answer to a request whose id could not be read (JSON-RPC 5.1).
     pub fn null() -> Id {
         Id("null".into())
@@ -327,6 +341,18 @@ pub fn notification(method: &str, params: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tagged_id_gives_back_the_server_and_its_id() {
+        for raw in ["7", "-1", "\"a/b \\\" c\"", "\"tool-mediator/3/x\""] {
+            let id = Id::written(raw);
+            let tagged = id.tagged(12);
+            assert!(tagged.as_raw().starts_with('"'), "{tagged:?}");
+            assert_eq!(tagged.untagged(), Some((12, id)));
+        }
+        assert_eq!(Id::written("5").untagged(), None);
+        assert_eq!(Id::written("\"tool-mediator-1\"").untagged(), None);
+    }
 
     #[test]
     fn reads_the_four_shapes() {

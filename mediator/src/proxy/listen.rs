@@ -3,8 +3,8 @@
 //!
 //! A client opens a session with `initialize` (POST without `Mcp-Session-Id`); the answer names
 //! the session, and every later request carries it. Each session runs the proxy as it runs over
-//! stdio ([`run_until_gone`](super::run_until_gone)) with its own server (a child process, or a
-//! connection to a remote one) and its own mediator session, its client's side a pair of
+//! stdio ([`serve`](super::serve)) with its own servers (child processes, or connections to
+//! remote ones) and its own mediator session, its client's side a pair of
 //! in-process pipes: a POSTed request becomes a line, and its answer comes back as the event
 //! that ends the POST's SSE stream (or as the JSON body, for a client that accepts no stream).
 //! What the server sends of its own accord (requests such as a sampling, notifications such as
@@ -34,7 +34,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStrea
 use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
-use super::{Client, ProxyOptions, Upstream};
+use super::{Client, ProxyOptions, ServerSpec};
 use crate::lock;
 
 const SESSION: &str = "mcp-session-id";
@@ -56,19 +56,17 @@ pub struct ListenOptions {
     pub idle: Duration,
 }
 
-/// Makes the server a new session stands in front of.
-pub type MakeUpstream = Arc<dyn Fn() -> Upstream + Send + Sync>;
-
-/// Serves the proxy over Streamable HTTP on `listener` until asked to stop (SIGTERM, SIGINT);
-/// then every session's server is ended.
+/// Serves the proxy (or the gateway) over Streamable HTTP on `listener` until asked to stop
+/// (SIGTERM, SIGINT); each client session gets `servers` of its own, started for it, and
+/// every session's servers are ended at the end.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     listen: ListenOptions,
     proxy: ProxyOptions,
-    upstream: MakeUpstream,
+    servers: Vec<ServerSpec>,
 ) -> std::io::Result<()> {
     let limit = proxy.max_message_bytes;
-    let state = Arc::new(Front { listen, proxy, upstream, sessions: Mutex::new(HashMap::new()) });
+    let state = Arc::new(Front { listen, proxy, servers, sessions: Mutex::new(HashMap::new()) });
     let app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
         .layer(DefaultBodyLimit::max(limit))
@@ -98,7 +96,7 @@ pub async fn serve(
 struct Front {
     listen: ListenOptions,
     proxy: ProxyOptions,
-    upstream: MakeUpstream,
+    servers: Vec<ServerSpec>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -356,11 +354,11 @@ impl Front {
             let _ = ended.wait_for(|ended| *ended).await;
         };
         let client = Client { input: proxy_in, output: proxy_out, gone };
-        let (options, upstream) = (self.proxy.clone(), (self.upstream)());
+        let (options, servers) = (self.proxy.clone(), self.servers.clone());
         let (front, name, started) = (self.clone(), id.clone(), session.clone());
         let initialize = initialize.clone();
         let proxy = tokio::spawn(async move {
-            match super::run_until_gone(options, upstream, client).await {
+            match super::serve(options, servers, client).await {
                 Ok(ending) => tracing::info!("session {name} ended: {ending:?}"),
                 Err(error) => {
                     tracing::warn!("session {name} could not start its server: {error}");

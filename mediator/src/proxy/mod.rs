@@ -21,6 +21,7 @@ pub mod jsonrpc;
 mod lines;
 pub mod listen;
 mod pending;
+pub mod probe;
 pub mod remote;
 mod revision;
 mod router;
@@ -37,9 +38,12 @@ use tokio::process::{Child, Command};
 
 use crate::chain::Mediator;
 use crate::session::SessionPolicy;
+use crate::with_causes;
 use lines::{Outbox, read_lines};
 use remote::{Remote, RemoteError};
+pub use router::LinkSettings;
 use router::Router;
+use servers::{ServerConfig, Transport};
 
 /// The MCP server behind the proxy.
 pub enum Upstream {
@@ -93,6 +97,16 @@ pub struct ProxyOptions {
     pub max_message_bytes: usize,
     /// How long the proxy waits for the server to answer a request of its own (a listing).
     pub request_timeout: Duration,
+    /// Tools pinned by `tool-mediator pin`: one whose definition changed since is hidden (or,
+    /// without `hide_changed`, listed with a warning); a new one is reported.
+    pub lock: Option<Arc<crate::pin::Lock>>,
+    pub hide_changed: bool,
+    /// Hide the tools suspected of poisoning ([`crate::lint::suspicion`]); without it they are
+    /// listed, with a warning logged for each.
+    pub quarantine: bool,
+    /// Start a server that stops again after this delay, doubled at each stop in a row (up to
+    /// 30 s); `None` ends the run when a server ends, as the one-server proxy does.
+    pub restart: Option<Duration>,
 }
 
 /// The default [`ProxyOptions::max_message_bytes`]: 64 MiB.
@@ -110,6 +124,10 @@ impl ProxyOptions {
             grace: Duration::from_secs(2),
             max_message_bytes: MAX_MESSAGE_BYTES,
             request_timeout: Duration::from_secs(60),
+            quarantine: false,
+            lock: None,
+            hide_changed: true,
+            restart: None,
         }
     }
 }
@@ -168,74 +186,282 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     G: Future<Output = ()> + Send,
 {
+    let once = std::sync::Mutex::new(Some(server.into()));
+    let start = move || crate::lock(&once).take();
+    let server = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
+    serve(ProxyOptions { restart: None, ..options }, vec![server], client).await
+}
+
+/// One server behind a gateway: how the router treats it, and how to start it (again).
+#[derive(Clone)]
+pub struct ServerSpec {
+    pub settings: LinkSettings,
+    /// What to start; `None` when it can be started only once and was.
+    pub start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
+}
+
+impl ServerSpec {
+    /// A server of a servers file.
+    pub fn from_config(config: &ServerConfig) -> ServerSpec {
+        let transport = config.transport.clone();
+        let start = move || {
+            Some(match &transport {
+                Transport::Stdio { command, args, env, cwd } => {
+                    let mut server = Command::new(command);
+                    server.args(args).envs(env.iter().map(|(name, value)| (name, value)));
+                    if let Some(cwd) = cwd {
+                        server.current_dir(cwd);
+                    }
+                    Upstream::Process(server)
+                }
+                Transport::Http { url, headers } => {
+                    Upstream::Remote(Remote { url: url.clone(), headers: headers.clone() })
+                }
+            })
+        };
+        let settings = LinkSettings {
+            name: config.name.clone(),
+            source: config.source.clone(),
+            include: config.include.clone(),
+            exclude: config.exclude.clone(),
+        };
+        ServerSpec { settings, start: Arc::new(start) }
+    }
+}
+
+/// The gateway: `servers` behind one client, their tools listed as one set, until the client
+/// ends (or, without [`ProxyOptions::restart`], until a server does). [`run`] is its one-server
+/// case.
+pub async fn serve<R, W, G>(
+    options: ProxyOptions,
+    servers: Vec<ServerSpec>,
+    client: Client<R, W, G>,
+) -> Result<Ending, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+    G: Future<Output = ()> + Send,
+{
     let Client { input: client_in, output: client_out, gone: client_gone } = client;
-    let (mut server, server_in, server_out, fallback) = Server::start(server.into(), options.max_message_bytes)?;
+    let (limit, grace, restart) = (options.max_message_bytes, options.grace, options.restart);
+    // Without restarts every server must start now; otherwise one that does not is tried again.
+    let mut first_starts = Vec::with_capacity(servers.len());
+    for server in &servers {
+        let started = match (server.start)() {
+            Some(upstream) => match Server::start(upstream, limit) {
+                Ok(started) => Some(started),
+                Err(error) if restart.is_none() => return Err(error),
+                Err(error) => {
+                    tracing::warn!("cannot start {}: {}", router::label_of(&server.settings.name), with_causes(&error));
+                    None
+                }
+            },
+            None => None,
+        };
+        first_starts.push(started);
+    }
 
     let (to_client, client_queue) = Outbox::new(OUTBOX_BYTES);
-    let (to_server, server_queue) = Outbox::new(OUTBOX_BYTES);
-    let (limit, grace) = (options.max_message_bytes, options.grace);
-    let router = Arc::new(Router::new(options, fallback, to_client, to_server));
+    let settings = servers.iter().map(|server| server.settings.clone()).collect();
+    let router = Router::new(options, settings, to_client);
     let client_writer = tokio::spawn({
         let router = router.clone();
         async move { router.to_client.write_lines(client_out, client_queue).await }
     });
-    tokio::spawn({
-        let router = router.clone();
-        async move { router.to_server.write_lines(server_in, server_queue).await }
-    });
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    // A server that ends and is not started again says so before its waiting requests are
+    // answered: the run ends as the server's, even if its client leaves on hearing the answer.
+    let (exited, mut exits) = tokio::sync::mpsc::unbounded_channel();
+    let mut supervisors: futures_util::stream::FuturesUnordered<_> = servers
+        .into_iter()
+        .zip(first_starts)
+        .enumerate()
+        .map(|(index, (server, started))| {
+            let supervisor = Supervisor {
+                router: router.clone(),
+                link: router.links[index].clone(),
+                start: server.start,
+                stopped: stopped.clone(),
+                exited: exited.clone(),
+                limit,
+                grace,
+                restart,
+            };
+            tokio::spawn(async move { (index, supervisor.run(started).await) })
+        })
+        .collect();
+    drop(exited);
 
-    // Backpressure: the server is not read while the client's outbox is full, and the client
-    // is not read while either outbox is (its requests may be answered here or go upstream), or
+    // Backpressure: a server is not read while the client's outbox is full, and the client is
+    // not read while any outbox is (its requests may be answered here or go upstream), or
     // while as many tool requests as the proxy serves at once are under way.
-    let mut server_reader = tokio::spawn({
-        let router = router.clone();
-        async move { read_lines(server_out, limit, &router.to_client, |line| router.from_server(line)).await }
-    });
     let client_router = router.clone();
     let client_reader =
         async { read_lines(client_in, limit, &*client_router, |line| client_router.from_client(line)).await };
 
-    // Which side ended first.
-    let client_ended = tokio::select! {
+    // Which side ended first: the client (`None`), or the server of that number.
+    let mut ends: Vec<(usize, ServerEnd)> = Vec::new();
+    let end_of = |ended: Result<(usize, ServerEnd), tokio::task::JoinError>| {
+        ended.unwrap_or_else(|error| (usize::MAX, ServerEnd::Disconnected(format!("its supervisor failed: {error}"))))
+    };
+    // Biased, a server's end first: when the client leaves on hearing that server's last
+    // answer, both are ready at once, and the server ended first.
+    let server_ended = tokio::select! {
+        biased;
+        Some(index) = exits.recv() => Some(index),
         read = client_reader => {
             if let Err(error) = read {
                 tracing::warn!("cannot read from the client: {error}");
             }
-            true
+            None
         }
         _ = stop_signal() => {
-            tracing::info!("asked to stop; ending the server");
-            true
+            tracing::info!("asked to stop; ending the servers");
+            None
         }
         () = client_gone => {
-            tracing::info!("the client is gone; ending the server");
-            true
+            tracing::info!("the client is gone; ending the servers");
+            None
         }
-        // Its output closed: it has exited or is about to.
-        _ = &mut server_reader => false,
+        // A server ended, and is not started again.
+        Some(ended) = futures_util::StreamExt::next(&mut supervisors) => {
+            let ended = end_of(ended);
+            let index = ended.0;
+            ends.push(ended);
+            Some(index)
+        }
     };
-    let ending = if client_ended {
-        router.close_server_input();
-        let status = server.end_within(grace).await;
-        // Answers still coming from the server go on to the client meanwhile.
-        let _ = tokio::time::timeout(Duration::from_millis(200), &mut server_reader).await;
-        router.server_gone(format!("the proxy is ending; the MCP server exited ({status})"));
-        Ending::ClientClosed { server: status }
-    } else {
-        // Its writer lets go of the server's input, and with it the router.
-        router.close_server_input();
-        let status = server.end_within(grace).await;
-        router.server_gone(format!("the MCP server exited ({status}) before answering"));
-        // Requests the proxy made for the client (a listing) fail as their answers drop;
-        // give those tasks a moment to answer the client.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        Ending::ServerExited(status)
+    let _ = stop.send(true);
+    while let Some(ended) = futures_util::StreamExt::next(&mut supervisors).await {
+        ends.push(end_of(ended));
+    }
+    let ending = match server_ended {
+        Some(index) => {
+            // Requests the proxy made for the client (a listing) fail as their answers drop;
+            // give those tasks a moment to answer the client.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let position = ends.iter().position(|(ended, _)| *ended == index).unwrap_or(0);
+            Ending::ServerExited(ends.swap_remove(position).1)
+        }
+        None => Ending::ClientClosed {
+            server: ends.into_iter().next().map_or(ServerEnd::Disconnected("no server ran".to_owned()), |(_, end)| end),
+        },
     };
     router.flush_warnings();
     // Answers already queued reach the client before the proxy ends.
     router.close_client_output();
     let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
     Ok(ending)
+}
+
+/// The longest a server waits to be started again: the delay doubles from
+/// [`ProxyOptions::restart`] up to this.
+const MAX_RESTART_DELAY: Duration = Duration::from_secs(30);
+
+/// A server that ran this long before it stopped starts again after the first delay.
+const STABLE: Duration = Duration::from_secs(60);
+
+/// Runs one server for the router: starts it, connects it, and when it stops, fails what waits
+/// for it and (with restarts) starts it again with backoff, until the gateway stops.
+struct Supervisor {
+    router: Arc<Router>,
+    link: Arc<router::Link>,
+    start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
+    stopped: tokio::sync::watch::Receiver<bool>,
+    /// Told this server's number when it ends and is not started again.
+    exited: tokio::sync::mpsc::UnboundedSender<usize>,
+    limit: usize,
+    grace: Duration,
+    restart: Option<Duration>,
+}
+
+type Started = (Server, ServerInput, ServerOutput, String);
+
+impl Supervisor {
+    /// How the server last ended; returns when the gateway stops, or without restarts when the
+    /// server ends.
+    async fn run(mut self, mut started: Option<Started>) -> ServerEnd {
+        let mut delay = self.restart.unwrap_or_default();
+        let mut runs = 0u64;
+        let label = self.link.label.clone();
+        loop {
+            let attempt = match started.take() {
+                Some(started) => Some(Ok(started)),
+                None if runs == 0 && self.restart.is_some() => None, // failed at first; waits below
+                None => (self.start)().map(|upstream| Server::start(upstream, self.limit)),
+            };
+            runs += 1;
+            let mut last = ServerEnd::Disconnected("it never started".to_owned());
+            match attempt {
+                None if self.restart.is_none() => return last,
+                None => {}
+                Some(Err(error)) => {
+                    let reason = format!("cannot start {label}: {}", with_causes(&error));
+                    tracing::warn!("{reason}");
+                    self.router.server_gone(&self.link, reason);
+                }
+                Some(Ok(started)) => {
+                    let began = tokio::time::Instant::now();
+                    let (status, stopping) = self.connect(started, runs > 1).await;
+                    if stopping || self.restart.is_none() {
+                        return status;
+                    }
+                    if began.elapsed() >= STABLE {
+                        delay = self.restart.unwrap_or_default();
+                    }
+                    tracing::warn!("{label} stopped ({status}); starting it again in {:.1}s", delay.as_secs_f64());
+                    last = status;
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                _ = self.stopped.wait_for(|stopped| *stopped) => return last,
+            }
+            delay = (delay * 2).min(MAX_RESTART_DELAY);
+        }
+    }
+
+    /// Connects a started server to the router until it ends or the gateway stops; how it
+    /// ended, and whether the gateway is stopping.
+    async fn connect(&mut self, started: Started, again: bool) -> (ServerEnd, bool) {
+        let (mut server, input, output, fallback) = started;
+        let (outbox, queue) = Outbox::new(OUTBOX_BYTES);
+        let outbox = Arc::new(outbox);
+        tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.write_lines(input, queue).await }
+        });
+        self.link.connected(outbox, fallback);
+        let mut reader = tokio::spawn({
+            let (router, link, limit) = (self.router.clone(), self.link.clone(), self.limit);
+            async move { read_lines(output, limit, &router.to_client, |line| router.from_server(&link, line)).await }
+        });
+        if again || self.restart.is_some() {
+            tokio::spawn(self.router.clone().rejoin(self.link.clone()));
+        }
+        let stopping = tokio::select! {
+            // Its output closed: it has exited or is about to.
+            _ = &mut reader => false,
+            _ = self.stopped.wait_for(|stopped| *stopped) => true,
+        };
+        if !stopping && self.restart.is_none() {
+            let _ = self.exited.send(self.link.index);
+        }
+        if let Some(outbox) = self.link.outbox() {
+            outbox.close();
+        }
+        let status = server.end_within(self.grace).await;
+        let reason = if stopping {
+            // Answers still coming from the server go on to the client meanwhile.
+            let _ = tokio::time::timeout(Duration::from_millis(200), &mut reader).await;
+            format!("the proxy is ending; the MCP server exited ({status})")
+        } else {
+            format!("{} exited ({status}) before answering", self.link.label)
+        };
+        reader.abort();
+        self.router.server_gone(&self.link, reason);
+        (status, stopping)
+    }
 }
 
 /// The client of [`stdio`], its parts boxed.

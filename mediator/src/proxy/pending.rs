@@ -15,9 +15,6 @@ pub(super) struct Pending<W> {
     upstream: HashMap<Id, W>,
     /// Requests the server sent the client.
     downstream: HashSet<Id>,
-    /// Client requests being worked on here before they go upstream (tools/list, tools/call),
-    /// and whether the client cancelled one meanwhile: then it is not sent at all.
-    in_tasks: HashMap<Id, bool>,
     counter: u64,
     /// Set once the server is gone: why, for every answer from then on.
     gone: Option<String>,
@@ -25,31 +22,25 @@ pub(super) struct Pending<W> {
 
 impl<W> Default for Pending<W> {
     fn default() -> Self {
-        Pending {
-            upstream: HashMap::new(),
-            downstream: HashSet::new(),
-            in_tasks: HashMap::new(),
-            counter: 0,
-            gone: None,
-        }
+        Pending { upstream: HashMap::new(), downstream: HashSet::new(), counter: 0, gone: None }
     }
 }
 
 /// Why a request does not go upstream.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Refusal {
-    /// The client cancelled it while it was worked on here: nothing is sent, nothing answered.
-    Cancelled,
     /// It is answered with this JSON-RPC error instead.
     Error { code: i64, reason: String },
 }
 
 impl<W> Pending<W> {
+    /// Bookkeeping for a server that is not there (yet): every request is refused with `reason`.
+    pub(super) fn gone_with(reason: String) -> Self {
+        Pending { gone: Some(reason), ..Pending::default() }
+    }
+
     /// A client request is about to go upstream, `waiter` waiting for its answer.
     pub(super) fn client_request(&mut self, id: &Id, waiter: W) -> Result<(), Refusal> {
-        if self.in_tasks.remove(id) == Some(true) {
-            return Err(Refusal::Cancelled);
-        }
         if let Some(reason) = &self.gone {
             return Err(Refusal::Error { code: INTERNAL_ERROR, reason: reason.clone() });
         }
@@ -93,23 +84,14 @@ impl<W> Pending<W> {
         self.upstream.contains_key(id)
     }
 
-    /// The client cancelled `id`: a request of its own waiting upstream (`is_client`) waits no
-    /// more; one still being worked on here will not be sent.
-    pub(super) fn client_cancelled(&mut self, id: &Id, is_client: impl Fn(&W) -> bool) {
-        if self.upstream.get(id).is_some_and(is_client) {
+    /// The client cancelled `id`: whether a request of its own (`is_client`) was waiting for
+    /// this server; it waits no more.
+    pub(super) fn client_cancelled(&mut self, id: &Id, is_client: impl Fn(&W) -> bool) -> bool {
+        let waited = self.upstream.get(id).is_some_and(is_client);
+        if waited {
             self.upstream.remove(id);
-        } else if let Some(cancelled) = self.in_tasks.get_mut(id) {
-            *cancelled = true;
         }
-    }
-
-    /// A client request is being worked on here, before it goes upstream.
-    pub(super) fn task_started(&mut self, id: &Id) {
-        self.in_tasks.insert(id.clone(), false);
-    }
-
-    pub(super) fn task_ended(&mut self, id: &Id) {
-        self.in_tasks.remove(id);
+        waited
     }
 
     /// The server asks the client `id`; false when too many of its requests already wait.
@@ -140,6 +122,31 @@ impl<W> Pending<W> {
     /// Why the server is gone, if it is.
     pub(super) fn gone(&self) -> Option<&str> {
         self.gone.as_deref()
+    }
+}
+
+/// Client requests being worked on here before they go to a server (listings, calls, the
+/// handshake), and whether the client cancelled one meanwhile: then it is not sent at all.
+#[derive(Default)]
+pub(super) struct Tasks(HashMap<Id, bool>);
+
+impl Tasks {
+    pub(super) fn started(&mut self, id: &Id) {
+        self.0.insert(id.clone(), false);
+    }
+
+    pub(super) fn ended(&mut self, id: &Id) {
+        self.0.remove(id);
+    }
+
+    /// The client cancelled `id`; whether it was being worked on here.
+    pub(super) fn cancel(&mut self, id: &Id) -> bool {
+        self.0.get_mut(id).map(|cancelled| *cancelled = true).is_some()
+    }
+
+    /// Whether `id`, about to be sent, was cancelled meanwhile (it is then no longer tracked).
+    pub(super) fn take_cancelled(&mut self, id: &Id) -> bool {
+        self.0.remove(id) == Some(true)
     }
 }
 
@@ -193,15 +200,17 @@ mod tests {
     fn a_cancelled_request_waits_no_more_or_is_never_sent() {
         let mut pending: Pending<&str> = Pending::default();
         pending.client_request(&id("1"), "client").unwrap();
-        pending.client_cancelled(&id("1"), |waiter| *waiter == "client");
+        assert!(pending.client_cancelled(&id("1"), |waiter| *waiter == "client"));
         assert!(!pending.waits_upstream(&id("1")));
         // Cancelled while worked on here: not sent when the work is done.
-        pending.task_started(&id("2"));
-        pending.client_cancelled(&id("2"), |_| true);
-        assert_eq!(pending.client_request(&id("2"), "client"), Err(Refusal::Cancelled));
+        let mut tasks = Tasks::default();
+        tasks.started(&id("2"));
+        assert!(tasks.cancel(&id("2")));
+        assert!(tasks.take_cancelled(&id("2")));
+        assert!(!tasks.cancel(&id("2")), "no longer tracked");
         // The proxy's own requests are not the client's to cancel.
         let own = pending.own_request("proxy").unwrap();
-        pending.client_cancelled(&own, |waiter| *waiter == "client");
+        assert!(!pending.client_cancelled(&own, |waiter| *waiter == "client"));
         assert!(pending.waits_upstream(&own));
     }
 

@@ -46,7 +46,7 @@ pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on its standard streams.
     Stdio { command: String, args: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf> },
     /// MCP's Streamable HTTP at `url`, with these headers on every request.
-    Http { url: String, headers: Vec<(String, String)> },
+    Http { url: reqwest::Url, headers: Vec<(String, String)> },
 }
 
 /// Why a servers file cannot be used: the file, the place in it, what is wrong.
@@ -176,11 +176,11 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
         }
         let transport = if http {
             let url = self.string(entry, at, "url")?.ok_or_else(|| self.error(at, "an HTTP server needs a `url`"))?;
-            match reqwest::Url::parse(&url) {
-                Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
+            let url = match reqwest::Url::parse(&url) {
+                Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => parsed,
                 Ok(_) => return Err(self.error(&format!("{at}/url"), format!("`{url}` is not an http(s) URL"))),
                 Err(error) => return Err(self.error(&format!("{at}/url"), format!("`{url}`: {error}"))),
-            }
+            };
             Transport::Http { url, headers: self.variables(entry, at, "headers")? }
         } else {
             let command =
@@ -340,7 +340,7 @@ mod tests {
         assert_eq!(
             servers.servers[1].transport,
             Transport::Http {
-                url: "https://api.githubcopilot.com/mcp/".into(),
+                url: "https://api.githubcopilot.com/mcp/".parse().unwrap(),
                 headers: vec![("Authorization".into(), "Bearer ghp_secret".into())],
             }
         );

@@ -2,9 +2,11 @@
 //! abbreviations, writes a description where there is none, repairs schemas and suggests a
 //! category, and it declines a tool it cannot improve.
 
-mod describe;
+use std::collections::HashMap;
+
+pub(crate) mod describe;
 mod dictionary;
-mod identifier;
+pub(crate) mod identifier;
 mod reading;
 
 use async_trait::async_trait;
@@ -61,12 +63,28 @@ impl RuleTransformer {
                 siblings.add(&word);
             }
         }
+        let mut readings: Vec<NameReading> = tools
+            .iter()
+            .map(|tool| NameReading::read(&tool.name, &self.dictionary, &Context::of(tool, &siblings)))
+            .collect();
+        // One abbreviation, one spelling out, in one list: where tools read the same word
+        // differently (`gen` as "generate" here, "generation" there), the list agrees on the
+        // reading most of them chose (the first, on a tie) and those tools are read again.
+        let agreed = agreed_expansions(&readings);
+        if !agreed.is_empty() {
+            for (tool, reading) in tools.iter().zip(readings.iter_mut()) {
+                let disagrees = reading.words.iter().enumerate().any(|(index, word)| {
+                    agreed.get(word).is_some_and(|expansion| reading.expansion_of(index) != Some(expansion.as_str()))
+                });
+                if disagrees {
+                    let context = Context::of(tool, &siblings).agreeing(&agreed);
+                    *reading = NameReading::read(&tool.name, &self.dictionary, &context);
+                }
+            }
+        }
         // What answering needs of each reading is kept while the categories are counted; the
         // rest of it (words, senses, a sentence the tool does not need) goes at once.
-        let gists: Vec<Gist> = tools
-            .iter()
-            .map(|tool| Gist::of(tool, NameReading::read(&tool.name, &self.dictionary, &Context::of(tool, &siblings))))
-            .collect();
+        let gists: Vec<Gist> = tools.iter().zip(readings).map(|(tool, reading)| Gist::of(tool, reading)).collect();
         let mut categories = describe::CategoryIndex::default();
         for gist in &gists {
             categories.add(&gist.expanded_words);
@@ -121,6 +139,30 @@ impl RuleTransformer {
         answer.inferred = inferred;
         Some(answer)
     }
+}
+
+/// The words a list of readings spells out in more than one way, each with the expansion most
+/// of them chose (the first met, on a tie).
+fn agreed_expansions(readings: &[NameReading]) -> HashMap<String, String> {
+    let mut seen: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
+    for reading in readings {
+        for (index, word) in reading.words.iter().enumerate() {
+            let Some(expansion) = reading.expansion_of(index) else { continue };
+            let counts = seen.entry(word.as_str()).or_default();
+            match counts.iter_mut().find(|(known, _)| *known == expansion) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((expansion, 1)),
+            }
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, counts)| counts.len() > 1)
+        .map(|(word, counts)| {
+            // max_by_key keeps the last of equals: reversed, the first met wins a tie.
+            let chosen = counts.iter().rev().max_by_key(|(_, count)| *count).map_or("", |(expansion, _)| *expansion);
+            (word.to_owned(), chosen.to_owned())
+        })
+        .collect()
 }
 
 /// What the rules' answer for a tool needs of its name's reading.
@@ -200,6 +242,39 @@ mod tests {
         let answer = answer_for(tool.clone()).unwrap();
         assert!(answer.patch.is_empty(), "a good tool is only categorized");
         assert_eq!(answer.confidence, 1.0);
+    }
+
+    #[test]
+    fn one_abbreviation_is_spelled_out_one_way_in_one_list() {
+        // Alone, `gen_docs` reads `gen` from its own description, as "generation".
+        let tools: Vec<Tool> = [
+            ("gen_report", "Generate a report for the team."),
+            ("gen_docs", "Documentation generation for the project."),
+            ("gen_tests", "Generate tests for a module."),
+        ]
+        .into_iter()
+        .map(|(name, description)| {
+            Tool::new(name).with_description(description).with_input_schema(json!({"type": "object", "properties": {}}))
+        })
+        .collect();
+        let names: Vec<String> = RuleTransformer::new()
+            .answers(&tools)
+            .into_iter()
+            .map(|answer| answer.patch.name.unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["generate_report", "generate_docs", "generate_tests"]);
+    }
+
+    #[test]
+    fn compounds_people_read_as_one_word_keep_their_names() {
+        let rules = RuleTransformer::new();
+        let tools: Vec<Tool> = ["start_codegen_session", "get_codegen_session", "readme_update", "list_webhooks"]
+            .into_iter()
+            .map(|name| Tool::new(name).with_input_schema(json!({"type": "object", "properties": {}})))
+            .collect();
+        for answer in rules.answers(&tools) {
+            assert_eq!(answer.patch.name, None, "{} is renamed", tools[answer.index].name);
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@ use crate::tool::Tool;
 pub struct Context<'a> {
     tool: Option<&'a Tool>,
     siblings: Option<&'a SiblingWords>,
+    /// Abbreviations whose spelling out the list agreed on: one word, one expansion.
+    agreed: Option<&'a HashMap<String, String>>,
     description: OnceCell<Vec<String>>,
     parameters: OnceCell<Vec<String>>,
 }
@@ -47,6 +49,11 @@ impl SiblingWords {
 impl<'a> Context<'a> {
     pub fn of(tool: &'a Tool, siblings: &'a SiblingWords) -> Self {
         Context { tool: Some(tool), siblings: Some(siblings), ..Context::default() }
+    }
+
+    /// The context with the expansions a list agreed on, which win over the tool's own.
+    pub fn agreeing(self, agreed: &'a HashMap<String, String>) -> Self {
+        Context { agreed: Some(agreed), ..self }
     }
 
     fn description(&self) -> &[String] {
@@ -378,6 +385,9 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
     // The tool's own words first, then the dictionary, then its siblings' names.
     let abbreviation =
         (!english || entry.is_some()) && word.len() >= 2 && word.chars().all(|c| c.is_ascii_alphabetic());
+    if abbreviation && let Some(expansion) = context.agreed.and_then(|agreed| agreed.get(word)) {
+        return Sense::FromContext(expansion.clone());
+    }
     if abbreviation && let Some(expansion) = context.own_expansion_of(word) {
         return Sense::FromContext(expansion);
     }

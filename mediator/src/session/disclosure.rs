@@ -1,13 +1,109 @@
 //! Category tools: one listed tool standing for a category of tools until it is called.
 
+use std::collections::{BTreeSet, HashMap, HashSet};
+
 use serde_json::{Value, json};
 
+use super::SessionPolicy;
 use crate::json::Json;
 use crate::naming::NameRules;
+use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool};
+
+/// What the model sees first of a large tool set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DisclosureMode {
+    /// Everything, as it is.
+    Off,
+    /// Categories folded into category tools that expand on a call.
+    Categories,
+    /// `search_tools` alone (and tools always visible): the model searches, then calls.
+    Search,
+    /// Category tools and `search_tools`.
+    #[default]
+    Both,
+}
+
+impl DisclosureMode {
+    pub const ALL: [DisclosureMode; 4] =
+        [DisclosureMode::Off, DisclosureMode::Categories, DisclosureMode::Search, DisclosureMode::Both];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DisclosureMode::Off => "off",
+            DisclosureMode::Categories => "categories",
+            DisclosureMode::Search => "search",
+            DisclosureMode::Both => "both",
+        }
+    }
+
+    /// `policy` in this mode: categories of at least `threshold` tools folded, a search tool,
+    /// both or neither; a set of fewer than `whole_below` tools is listed whole.
+    pub fn apply(self, policy: SessionPolicy, threshold: usize, whole_below: usize) -> SessionPolicy {
+        let categories = matches!(self, DisclosureMode::Categories | DisclosureMode::Both);
+        SessionPolicy {
+            disclosure: categories.then_some(threshold.max(2)),
+            search: matches!(self, DisclosureMode::Search | DisclosureMode::Both),
+            whole_below,
+            ..policy
+        }
+    }
+}
+
+/// Fewer tools than this are listed whole unless set otherwise: nobody should pay a search for
+/// five tools.
+pub const WHOLE_BELOW: usize = 20;
 
 /// How many member names a category tool's description lists before "...".
 const NAMES_SHOWN: usize = 8;
+
+/// At most this many shelves fold into category tools: more, and the model reads a long list
+/// again.
+const MAX_SHELVES: usize = 8;
+
+/// The shelf of the tools no larger shelf takes.
+pub const OTHER: &str = "other";
+
+/// Categories put on shelves coarse enough to browse, category -> shelf: a category whose
+/// words include all of a larger one's goes on that one's shelf (`sub_issue` on `issue`,
+/// `pending_pull_request_review` on `pull_request`); the largest shelves of at least
+/// `threshold` tools, up to [`MAX_SHELVES`] with `other`, stay; every other tool, the
+/// uncategorized too, goes on `other`.
+pub(super) fn shelves(tools: &[EnhancedTool], threshold: usize) -> HashMap<String, String> {
+    fn words(category: &str) -> BTreeSet<&str> {
+        category.split(['_', '-']).collect()
+    }
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for tool in tools {
+        *counts.entry(tool.category_name()).or_default() += 1;
+    }
+    // Largest first; a category goes into the largest larger one whose words it has.
+    let mut order: Vec<&str> = counts.keys().copied().filter(|category| *category != UNCATEGORIZED).collect();
+    order.sort_by(|a, b| counts[b].cmp(&counts[a]).then(a.cmp(b)));
+    let mut root: HashMap<&str, &str> = HashMap::new();
+    for (position, &category) in order.iter().enumerate() {
+        let own = words(category);
+        let larger = order[..position].iter().find(|larger| words(larger).is_subset(&own));
+        let target = larger.map_or(category, |larger| root.get(larger).copied().unwrap_or(larger));
+        root.insert(category, target);
+    }
+    let mut sizes: HashMap<&str, usize> = HashMap::new();
+    for (&category, &target) in &root {
+        *sizes.entry(target).or_default() += counts[category];
+    }
+    let mut kept: Vec<(&str, usize)> = sizes.into_iter().filter(|(_, size)| *size >= threshold).collect();
+    kept.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let every_tool_kept = kept.iter().map(|(_, size)| size).sum::<usize>() == tools.len();
+    kept.truncate(if every_tool_kept && kept.len() <= MAX_SHELVES { MAX_SHELVES } else { MAX_SHELVES - 1 });
+    let kept: HashSet<&str> = kept.into_iter().map(|(shelf, _)| shelf).collect();
+    counts
+        .keys()
+        .map(|&category| {
+            let shelf = root.get(category).copied().filter(|target| kept.contains(target)).unwrap_or(OTHER);
+            (category.to_owned(), shelf.to_owned())
+        })
+        .collect()
+}
 
 /// `<category>_tools`, if the client accepts that name.
 pub fn category_tool_name(category: &str, names: NameRules) -> Option<String> {
@@ -21,9 +117,12 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
     if members.len() > NAMES_SHOWN {
         shown.push("...");
     }
+    let topic = match category {
+        OTHER => "more tools".to_owned(),
+        category => category.replace(['_', '-'], " "),
+    };
     let description = format!(
-        "Work with {} ({} tools: {}). Call this to see them; they can then be called by name.",
-        category.replace(['_', '-'], " "),
+        "Work with {topic} ({} tools: {}). Call this to see them; they can then be called by name.",
         members.len(),
         shown.join(", ")
     );
@@ -77,4 +176,51 @@ pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = T
         "structuredContent": structured,
         "isError": false
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools(categories: &[(&str, usize)]) -> Vec<EnhancedTool> {
+        let mut tools = Vec::new();
+        for (category, count) in categories {
+            for n in 0..*count {
+                let mut tool = EnhancedTool::unchanged(Tool::new(format!("{category}_{n}")));
+                tool.category = (*category != UNCATEGORIZED).then(|| category.to_string());
+                tools.push(tool);
+            }
+        }
+        tools
+    }
+
+    #[test]
+    fn small_categories_go_on_a_larger_ones_shelf_or_on_other() {
+        let tools = tools(&[
+            ("issue", 20),
+            ("sub_issue", 4),
+            ("pull_request", 16),
+            ("pending_pull_request_review", 2),
+            ("gist", 4),
+            ("user", 1),
+            (UNCATEGORIZED, 3),
+        ]);
+        let shelves = shelves(&tools, 5);
+        assert_eq!(shelves["sub_issue"], "issue");
+        assert_eq!(shelves["pending_pull_request_review"], "pull_request");
+        assert_eq!(shelves["gist"], OTHER, "too small for a shelf of its own");
+        assert_eq!(shelves[UNCATEGORIZED], OTHER);
+        assert_eq!(shelves["issue"], "issue");
+    }
+
+    #[test]
+    fn at_most_eight_shelves() {
+        let many: Vec<(String, usize)> = (0..12).map(|n| (format!("topic{n}"), 10 + n)).collect();
+        let many: Vec<(&str, usize)> = many.iter().map(|(name, count)| (name.as_str(), *count)).collect();
+        let shelves = shelves(&tools(&many), 5);
+        let distinct: HashSet<&String> = shelves.values().collect();
+        assert_eq!(distinct.len(), MAX_SHELVES);
+        assert_eq!(shelves["topic11"], "topic11", "the largest keep their own");
+        assert_eq!(shelves["topic0"], OTHER);
+    }
 }

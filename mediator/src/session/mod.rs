@@ -24,6 +24,8 @@
 mod cursor;
 mod disclosure;
 mod groups;
+mod search;
+mod sources;
 mod state;
 mod view;
 
@@ -37,7 +39,7 @@ use tokio::sync::broadcast;
 use crate::chain::Mediator;
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 
-pub use disclosure::category_tool_name;
+pub use disclosure::{DisclosureMode, WHOLE_BELOW, category_tool_name};
 pub use groups::{GroupConfig, GroupError, GroupHook, GroupInfo, Switch, switch_name};
 pub use state::{EnumFilter, Predicate, STATE_KEY, StateStrategy, StateView, Visibility};
 
@@ -65,6 +67,18 @@ pub struct SessionPolicy {
     pub state_strategy: StateStrategy,
     /// Enum values that follow the state; used only with [`StateStrategy::Hide`].
     pub enum_filters: Vec<EnumFilter>,
+    /// With several sources, prefix every tool's name with its source's (`<source>_<name>`);
+    /// otherwise only the names two sources share are.
+    pub prefix: bool,
+    /// List a `search_tools` tool that finds tools by what they do; what it finds is listed
+    /// and callable from then on. Without categories (`disclosure: None`), only what was found
+    /// and the tools always visible are listed.
+    pub search: bool,
+    /// Fewer visible tools than this are listed whole: no category folded, no search (0: never).
+    pub whole_below: usize,
+    /// With several sources, leave out a tool whose text names a tool of another source
+    /// (shadowing); without it such a tool is listed, and a warning logged.
+    pub quarantine: bool,
 }
 
 impl Default for SessionPolicy {
@@ -79,6 +93,10 @@ impl Default for SessionPolicy {
             visibility: HashMap::new(),
             state_strategy: StateStrategy::Annotate,
             enum_filters: Vec::new(),
+            prefix: false,
+            search: false,
+            whole_below: 0,
+            quarantine: false,
         }
     }
 }
@@ -120,8 +138,9 @@ impl ListPage {
 pub enum Route {
     /// The session answered it (a category tool, a group switch): an MCP `CallToolResult`.
     Local(Value),
-    /// Send it upstream under the source's name, with arguments in the source's names.
-    Upstream { name: String, arguments: Map<String, Value> },
+    /// Send it upstream to source number `source` (0 in a session of one), under the source's
+    /// name, with arguments in the source's names.
+    Upstream { source: usize, name: String, arguments: Map<String, Value> },
     /// No such tool for this client now: answer as for an unknown tool.
     NotFound,
 }
@@ -141,11 +160,23 @@ struct State {
     /// The last upstream list given to [`Session::list_tools`], to skip enhancing it again when
     /// it has not changed. [`Session::take_in`] keeps none: its caller knows what changed.
     upstream: Option<Vec<Tool>>,
-    /// The last upstream list, enhanced; `None` before the first listing.
+    /// Every source's last list, enhanced, merged (names made unique across sources); `None`
+    /// before the first listing.
     tools: Option<Vec<EnhancedTool>>,
+    /// The source of each tool in `tools`.
+    owners: Vec<usize>,
+    /// Each source's last list, enhanced, as the chain named its tools; kept only in a session
+    /// of several sources (in a session of one it is `tools`).
+    sources: Vec<sources::Part>,
     /// What the client sees, worked out once per change of anything above or below.
     derived: Option<Arc<Derived>>,
     expanded: BTreeSet<String>,
+    /// Tools `search_tools` found, by exposed name: listed and callable from then on.
+    found: BTreeSet<String>,
+    /// Category -> the shelf its tools fold on (see `disclosure::shelves`), for `tools`.
+    shelves: HashMap<String, String>,
+    /// The search index of `tools`, built on the first search after they changed.
+    index: Option<Arc<crate::search::ToolIndex>>,
     groups: Groups,
     view: StateView,
     /// What the client was last shown, to tell real changes from no-ops.
@@ -160,6 +191,8 @@ struct State {
 pub struct Session {
     mediator: Arc<Mediator>,
     context: ToolContext,
+    /// The sources' names, in order: what a name two of them share is prefixed with.
+    source_names: Vec<String>,
     policy: SessionPolicy,
     state: Mutex<State>,
     /// Serializes group switches, hooks included, so concurrent calls leave a consistent state.
@@ -170,12 +203,29 @@ pub struct Session {
 
 impl Session {
     pub fn new(mediator: Arc<Mediator>, context: ToolContext, policy: SessionPolicy) -> Self {
+        let name = context.source.clone();
+        Session::of_sources(mediator, context, vec![name], policy)
+    }
+
+    /// A session over several sources (a gateway's servers), named in order: their tools are
+    /// listed as one set, a name two of them share (or, with [`SessionPolicy::prefix`], every
+    /// name) prefixed with its source's name, and each call routed to the source of its tool.
+    /// Each source's tools come with [`Session::take_in_from`]; `context` is only the default
+    /// for [`Session::take_in`] and [`Session::list_tools`], which take in source 0.
+    pub fn of_sources(
+        mediator: Arc<Mediator>,
+        context: ToolContext,
+        source_names: Vec<String>,
+        policy: SessionPolicy,
+    ) -> Self {
         let (events, _) = broadcast::channel(16);
         let groups = Groups::new(policy.groups.clone(), policy.exclusions.clone());
+        let sources = vec![sources::Part::default(); source_names.len().max(1)];
         Session {
             mediator,
             context,
-            state: Mutex::new(State { groups, ..State::default() }),
+            source_names,
+            state: Mutex::new(State { groups, sources, ..State::default() }),
             policy,
             switching: tokio::sync::Mutex::new(()),
             debounce_pending: AtomicBool::new(false),
@@ -217,14 +267,57 @@ impl Session {
         self.take_in_keeping(upstream, None).await;
     }
 
+    /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
+    /// the client sees it merged with the other sources' lists, and is told if that changed.
+    pub async fn take_in_from(&self, source: usize, context: &ToolContext, upstream: Vec<Tool>) {
+        let enhanced = self.mediator.enhance(upstream, context).await;
+        self.settle(source, Some(enhanced), None);
+    }
+
+    /// Source number `source` is gone (its server died): its tools leave the list until it is
+    /// taken in again, and the client is told. The names of the other sources' tools stay as
+    /// they were meanwhile.
+    pub fn forget(&self, source: usize) {
+        self.settle(source, None, None);
+    }
+
     /// [`Session::take_in`], keeping `kept` as the list given last, under the same lock.
     async fn take_in_keeping(&self, upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
         let enhanced = self.mediator.enhance(upstream, &self.context).await;
+        self.settle(0, Some(enhanced), kept);
+    }
+
+    /// Puts `enhanced` in as source `source`'s tools and works out what the client sees.
+    fn settle(&self, source: usize, enhanced: Option<Vec<EnhancedTool>>, kept: Option<Vec<Tool>>) {
         let changed = {
             let mut state = self.state();
             state.upstream = kept;
-            state.tools = Some(enhanced);
+            if self.source_names.len() <= 1 {
+                state.owners = vec![0; enhanced.as_ref().map_or(0, Vec::len)];
+                state.tools = enhanced;
+            } else {
+                if let Some(part) = state.sources.get_mut(source) {
+                    part.down = enhanced.is_none();
+                    if enhanced.is_some() {
+                        part.tools = enhanced;
+                    }
+                }
+                let (tools, owners) = sources::merge(
+                    &state.sources,
+                    &self.source_names,
+                    self.policy.prefix,
+                    self.policy.quarantine,
+                    self.mediator.name_rules(),
+                );
+                state.tools = Some(tools);
+                state.owners = owners;
+            }
             state.derived = None;
+            state.index = None;
+            state.shelves = match self.policy.disclosure {
+                Some(threshold) => disclosure::shelves(state.tools.as_deref().unwrap_or_default(), threshold),
+                None => HashMap::new(),
+            };
             self.view_now(&mut state).1
         };
         self.announce(changed);
@@ -256,7 +349,7 @@ impl Session {
             let page = listed[offset..end]
                 .iter()
                 .map(|entry| match entry {
-                    Listed::Enhanced(index) => self.as_listed(&state, &tools[*index]),
+                    Listed::Enhanced(index) => self.listed_tool(&state, &derived, tools, *index),
                     Listed::Local(tool) => Tool::clone(tool),
                 })
                 .collect();
@@ -298,6 +391,7 @@ impl Session {
     /// upstream as it is.
     fn is_passthrough(&self) -> bool {
         self.mediator.transformers().next().is_none()
+            && self.source_names.len() <= 1
             && self.policy.disclosure.is_none()
             && self.policy.groups.is_empty()
             && self.policy.visibility.is_empty()
@@ -311,16 +405,17 @@ impl Session {
             let mut state = self.state();
             if state.tools.is_none() && self.is_passthrough() {
                 // Nothing listed yet, and nothing to change: the source decides.
-                return Route::Upstream { name: name.to_owned(), arguments };
+                return Route::Upstream { source: 0, name: name.to_owned(), arguments };
             }
             let derived = self.derived(&mut state);
             match derived.locals.get(name) {
                 Some(local) => local.clone(),
                 None => {
                     let tools = state.tools.as_deref().unwrap_or_default();
-                    let Some(tool) = derived.callable.get(name).map(|&index| &tools[index]) else {
+                    let Some(&index) = derived.callable.get(name) else {
                         return Route::NotFound;
                     };
+                    let tool = &tools[index];
                     for (parameter, allowed) in self.filtered_enums(&state, tool) {
                         if let Some(value) = arguments.get(&parameter)
                             && !allowed.contains(value)
@@ -335,6 +430,7 @@ impl Session {
                         }
                     }
                     return Route::Upstream {
+                        source: state.owners.get(index).copied().unwrap_or_default(),
                         name: tool.original_name.clone(),
                         arguments: tool.original_arguments(arguments),
                     };
@@ -349,7 +445,7 @@ impl Session {
                         .tools
                         .iter()
                         .flatten()
-                        .filter(|tool| self.is_visible(&state, tool) && tool.category_name() == category)
+                        .filter(|tool| self.is_visible(&state, tool) && self.shelf(&state, tool) == category)
                         .collect();
                     let listed = members.into_iter().map(|tool| self.as_listed(&state, tool));
                     let result = disclosure::expansion_result(&category, listed);
@@ -360,6 +456,7 @@ impl Session {
                 self.announce(changed);
                 Route::Local(result)
             }
+            Local::Search => Route::Local(self.search(&arguments)),
             Local::Switch(group, switch) => {
                 let outcome = match switch {
                     Switch::Activate => self.activate_group(&group).await,

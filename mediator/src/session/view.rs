@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::disclosure::category_tool_name;
 use super::groups::{Switch, switch_name};
 use super::state::{self, STATE_KEY, Visibility};
-use super::{Session, State, StateStrategy, disclosure};
+use super::{Session, State, StateStrategy, disclosure, search};
 use crate::json::Json;
 use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool};
@@ -24,6 +24,9 @@ pub(super) struct Derived {
     pub(super) locals: BTreeMap<String, Local>,
     /// Exposed name -> index into the enhanced tools, for the tools callable now.
     pub(super) callable: HashMap<String, usize>,
+    /// Each enhanced tool as listed, made on its first listing and kept while the view stands,
+    /// for the tools whose listing does not follow the state.
+    pub(super) consumers: Vec<std::sync::OnceLock<Tool>>,
 }
 
 /// One entry of the listing: an enhanced tool, by its index, or one the session made.
@@ -37,6 +40,8 @@ pub(super) enum Listed {
 pub(super) enum Local {
     Category(String),
     Switch(String, Switch),
+    /// `search_tools`.
+    Search,
 }
 
 impl Session {
@@ -50,13 +55,18 @@ impl Session {
             .values()
             .filter_map(|local| match local {
                 Local::Category(category) => Some(category.clone()),
-                Local::Switch(..) => None,
+                Local::Switch(..) | Local::Search => None,
             })
             .collect();
         let tools = state.tools.as_deref().unwrap_or_default();
+        // Search alone: only what was found, and tools always shown, are listed.
+        let search_only = self.policy.search && self.policy.disclosure.is_none() && !self.is_small(state);
         let mut callable = HashMap::with_capacity(tools.len());
         for (index, tool) in tools.iter().enumerate() {
-            if self.is_visible(state, tool) && !folded.contains(tool.category_name()) {
+            let listed = state.found.contains(tool.name())
+                || (!folded.contains(self.shelf(state, tool))
+                    && (!search_only || matches!(self.visibility_of(tool), Some(Visibility::Always))));
+            if listed && self.is_visible(state, tool) {
                 callable.entry(tool.name().to_owned()).or_insert(index);
             }
         }
@@ -76,7 +86,8 @@ impl Session {
             })
             .collect();
         signature.sort();
-        let derived = Arc::new(Derived { listed, signature, locals, callable });
+        let consumers = std::iter::repeat_with(std::sync::OnceLock::new).take(tools.len()).collect();
+        let derived = Arc::new(Derived { listed, signature, locals, callable, consumers });
         state.derived = Some(derived.clone());
         derived
     }
@@ -102,15 +113,29 @@ impl Session {
         }
     }
 
+    /// The shelf `tool` folds on: its category's, or its category.
+    pub(super) fn shelf<'a>(&self, state: &'a State, tool: &'a EnhancedTool) -> &'a str {
+        state.shelves.get(tool.category_name()).map_or(tool.category_name(), String::as_str)
+    }
+
+    /// Whether so few tools are visible that they are listed whole: nothing folded, no search.
+    pub(super) fn is_small(&self, state: &State) -> bool {
+        let tools = state.tools.as_deref().unwrap_or_default();
+        self.policy.whole_below > 0
+            && tools.iter().filter(|tool| self.is_visible(state, tool)).take(self.policy.whole_below).count()
+                < self.policy.whole_below
+    }
+
     /// Category tool name -> category, for the categories folded now.
     pub(super) fn folded_categories(&self, state: &State) -> HashMap<String, String> {
         let Some(threshold) = self.policy.disclosure else { return HashMap::new() };
+        if self.is_small(state) {
+            return HashMap::new();
+        }
         let tools = state.tools.as_deref().unwrap_or_default();
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for tool in tools.iter().filter(|tool| self.is_visible(state, tool)) {
-            if let Some(category) = tool.category.as_deref() {
-                *counts.entry(category).or_default() += 1;
-            }
+            *counts.entry(self.shelf(state, tool)).or_default() += 1;
         }
         let taken: BTreeSet<&str> = tools.iter().map(EnhancedTool::name).collect();
         counts
@@ -133,6 +158,9 @@ impl Session {
             .map(|(name, category)| (name, Local::Category(category)))
             .collect();
         let taken: BTreeSet<&str> = state.tools.iter().flatten().map(EnhancedTool::name).collect();
+        if self.policy.search && !taken.contains(search::SEARCH_TOOL) && !self.is_small(state) {
+            locals.insert(search::SEARCH_TOOL.to_owned(), Local::Search);
+        }
         let names = self.mediator.name_rules();
         for config in state.groups.configs() {
             let switches = [
@@ -171,11 +199,12 @@ impl Session {
                 Local::Category(category) => {
                     let members: Vec<&EnhancedTool> = tools
                         .iter()
-                        .filter(|tool| self.is_visible(state, tool) && tool.category_name() == category.as_str())
+                        .filter(|tool| self.is_visible(state, tool) && self.shelf(state, tool) == category.as_str())
                         .collect();
                     disclosure::category_tool(name, category, &members)
                 }
                 Local::Switch(group, switch) => switch_tool(name, group, *switch, state),
+                Local::Search => search::search_tool(tools.iter().filter(|tool| self.is_visible(state, tool)).count()),
             })));
         }
         if self.policy.sort_by_name {
@@ -210,10 +239,34 @@ impl Session {
             .collect()
     }
 
+    /// `tools[index]` as listed: made once per view unless its listing follows the state.
+    pub(super) fn listed_tool(&self, state: &State, derived: &Derived, tools: &[EnhancedTool], index: usize) -> Tool {
+        let tool = &tools[index];
+        match self.follows_state(tool) {
+            true => self.as_listed(state, tool),
+            false => derived.consumers[index].get_or_init(|| self.as_listed(state, tool)).clone(),
+        }
+    }
+
+    /// Whether what the client sees of `tool` changes with the state (its `_meta` hint, the
+    /// enum values it offers).
+    fn follows_state(&self, tool: &EnhancedTool) -> bool {
+        let hidden_enums = matches!(self.policy.state_strategy, StateStrategy::Hide { .. })
+            && self
+                .policy
+                .enum_filters
+                .iter()
+                .any(|filter| filter.tool == tool.name() || filter.tool == tool.original_name);
+        hidden_enums || matches!(self.visibility_of(tool), Some(Visibility::When { .. }))
+    }
+
     pub(super) fn as_listed(&self, state: &State, tool: &EnhancedTool) -> Tool {
         let mut listed = tool.clone().for_consumer(self.policy.provenance);
         let filtered = self.filtered_enums(state, tool);
-        if let (false, Some(mut schema)) = (filtered.is_empty(), listed.input_schema_value()) {
+        // The schema is read only for a tool whose enums follow the state.
+        if !filtered.is_empty()
+            && let Some(mut schema) = listed.input_schema_value()
+        {
             for (parameter, allowed) in filtered {
                 if let Some(Value::Object(property)) =
                     schema.get_mut("properties").and_then(|properties| properties.get_mut(&parameter))

@@ -1,5 +1,6 @@
-//! Tool mediation: the session the proxy's client sees, listing the server's tools (only a list
-//! that changed is taken in), relisting when they change, and calls routed to them.
+//! Tool mediation: the session the proxy's client sees, listing each server's tools (only a list
+//! that changed is taken in), relisting a server when its tools change, and calls routed to the
+//! server of each tool.
 
 use super::*;
 
@@ -22,24 +23,6 @@ pub(super) struct Relisting {
 }
 
 impl Router {
-    /// The session, made on first use with the source known by then.
-    pub(super) fn session(self: &Arc<Self>) -> Arc<Session> {
-        self.session
-            .get_or_init(|| {
-                let source = self
-                    .source
-                    .clone()
-                    .or_else(|| lock(&self.server_name).clone())
-                    .unwrap_or_else(|| self.fallback_source.clone());
-                tracing::info!("mediating the tools of `{source}`");
-                let context = ToolContext::new(source, SourceType::Api);
-                let session = Arc::new(Session::new(self.mediator.clone(), context, self.policy.clone()));
-                tokio::spawn(self.clone().announce(session.subscribe()));
-                session
-            })
-            .clone()
-    }
-
     /// Tells the client each time what it sees changes.
     pub(super) async fn announce(self: Arc<Self>, mut events: broadcast::Receiver<ListChanged>) {
         loop {
@@ -54,30 +37,23 @@ impl Router {
         }
     }
 
-    /// Lists every page of the server's tools, as the server wrote them.
-    pub(super) async fn fetch(&self, meta: Option<Value>) -> Result<Fetched, Upstream> {
+    /// Lists every page of a server's tools, as the server wrote them.
+    pub(super) async fn fetch(&self, link: &Link, meta: Option<Value>) -> Result<Fetched, Upstream> {
         let meta = meta.or_else(|| lock(&self.protocol).envelope());
         let mut pages = Vec::new();
         let mut listed_bytes = 0usize;
         let mut rest = None;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let mut params = Map::new();
-            if let Some(cursor) = &cursor {
-                params.insert("cursor".to_owned(), Value::from(cursor.as_str()));
-            }
-            if let Some(meta) = &meta {
-                params.insert("_meta".to_owned(), meta.clone());
-            }
-            let raw = self.ask("tools/list", Value::Object(params)).await?;
+            let raw = self.ask(link, "tools/list", page_params(cursor.as_deref(), meta.as_ref())).await?;
             // Every page is held until the listing is whole: together they are held to the
             // limit of one message.
             listed_bytes += raw.get().len();
             if listed_bytes > self.max_message_bytes {
                 return Err(Upstream::Failed(format!(
-                    "the server's tools/list passed {} bytes over its pages, the proxy's limit for one \
-                     message (--max-message-size)",
-                    self.max_message_bytes
+                    "{}'s tools/list passed {} bytes over its pages, the proxy's limit \
+                     for one message (--max-message-size)",
+                    link.label, self.max_message_bytes
                 )));
             }
             let unusable = |error: serde_json::Error| {
@@ -105,52 +81,125 @@ impl Router {
                 _ => return Ok(Fetched { pages, rest: rest.unwrap_or_default() }),
             }
         }
-        tracing::warn!("the server handed out {MAX_PAGES} pages of tools; listed those");
+        tracing::warn!("{} handed out {MAX_PAGES} pages of tools; listed those", link.label);
         Ok(Fetched { pages, rest: rest.unwrap_or_default() })
     }
 
-    /// Lists upstream and hands the list to the session if it changed; returns what the
-    /// client's answer keeps of the server's result.
+    /// Lists server `link`'s tools and hands them to the session if they changed; returns what
+    /// the client's answer keeps of the server's result.
     ///
-    /// One listing at a time: a listing asked for while another runs waits for it, and is served
-    /// by the next one that starts after it was asked for, so an older list never overwrites a
-    /// newer one and concurrent askers share one listing (and one pass through the chain).
-    pub(super) async fn list_upstream(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
-        let asked = self.listings_started.load(std::sync::atomic::Ordering::SeqCst);
-        let mut finished = self.listing_gate.lock().await;
+    /// One listing at a time per server: a listing asked for while another runs waits for it,
+    /// and is served by the next one that starts after it was asked for, so an older list never
+    /// overwrites a newer one and concurrent askers share one listing (and one pass through the
+    /// chain).
+    pub(super) async fn list_upstream(
+        self: &Arc<Self>,
+        link: &Link,
+        meta: Option<Value>,
+    ) -> Result<Map<String, Value>, Upstream> {
+        let asked = link.listings_started.load(std::sync::atomic::Ordering::SeqCst);
+        let mut finished = link.listing_gate.lock().await;
         if *finished > asked
-            && let Some(listing) = lock(&self.listing).as_ref()
+            && let Some(listing) = lock(&link.listing).as_ref()
         {
             return Ok(listing.rest.clone());
         }
-        let number = self.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let fetched = self.fetch(meta).await?;
+        let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let fetched = self.fetch(link, meta).await?;
         let listing = Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone() };
-        let known = lock(&self.listing).as_ref().map(|known| known.fingerprint);
+        let known = lock(&link.listing).as_ref().map(|known| known.fingerprint);
         if known != Some(listing.fingerprint) {
             // Tools are read only from a list that changed.
-            let tools = fetched.tools(&self.warnings);
+            let mut tools = fetched.tools(&self.warnings);
             drop(fetched);
-            self.session().take_in(tools).await;
+            tools.retain(|tool| link.admits(tool));
+            // A tool changed since it was pinned is a rug pull until the lock says otherwise.
+            if let Some(lock) = &self.lock {
+                tools.retain(|tool| match lock.standing(tool) {
+                    crate::pin::Standing::Pinned => true,
+                    crate::pin::Standing::New => {
+                        tracing::warn!("{} lists `{}`, which is new since the lock", link.label, tool.name);
+                        true
+                    }
+                    crate::pin::Standing::Changed => {
+                        let action = if self.hide_changed { "hidden until the lock is updated" } else { "listed" };
+                        tracing::warn!("{} changed `{}` since it was pinned; {action}", link.label, tool.name);
+                        !self.hide_changed
+                    }
+                });
+            }
+            // Text that speaks to the model is reported; with --quarantine its tool is not listed.
+            tools.retain(|tool| match crate::lint::suspicion(tool) {
+                None => true,
+                Some(why) => {
+                    let action =
+                        if self.quarantine { "hidden (--quarantine)" } else { "listed; --quarantine hides it" };
+                    tracing::warn!("{} lists `{}`, suspected of poisoning, {action}: {why}", link.label, tool.name);
+                    !self.quarantine
+                }
+            });
+            let source = link.source(self.source.as_ref());
+            if known.is_none() {
+                tracing::info!("mediating the tools of `{source}` ({} tools)", tools.len());
+            }
+            let context = ToolContext::new(source, SourceType::Api);
+            self.session.take_in_from(link.index, &context, tools).await;
         }
         let rest = listing.rest.clone();
-        *lock(&self.listing) = Some(listing);
+        *lock(&link.listing) = Some(listing);
         *finished = number;
         Ok(rest)
     }
 
+    /// Lists every running server's tools at once; what the client's answer keeps of the first
+    /// server's result. A server that announces its tool list changes is not asked again while
+    /// the list it gave last stands. With several servers, one that fails to list is left out
+    /// (its tools as they were) with a warning; with one, its failure is the answer.
+    pub(super) async fn list_all(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
+        let listings = self.links.iter().filter(|link| link.is_up()).map(|link| {
+            let meta = meta.clone();
+            async move {
+                if link.announces_tool_changes()
+                    && let Some(listing) = lock(&link.listing).as_ref()
+                {
+                    return (link, Ok(listing.rest.clone()));
+                }
+                (link, self.list_upstream(link, meta).await)
+            }
+        });
+        let listed = futures_util::future::join_all(listings).await;
+        if self.single().is_some() {
+            let failed = || Upstream::Failed(self.links[0].down_reason());
+            return listed.into_iter().next().map_or_else(|| Err(failed()), |(_, listed)| listed);
+        }
+        let mut rest = None;
+        for (link, listed) in listed {
+            match listed {
+                Ok(listed) => {
+                    rest.get_or_insert(listed);
+                }
+                Err(failure) => {
+                    self.warnings
+                        .warn("list", || format!("cannot list the tools of {}: {}", link.label, failure.reason()));
+                }
+            }
+        }
+        Ok(rest.unwrap_or_default())
+    }
+
     pub(super) async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
-        let session = self.session();
-        let stored =
-            if cursor.is_some() { lock(&self.listing).as_ref().map(|listing| listing.rest.clone()) } else { None };
+        let stored = match cursor.is_some() {
+            true => self.links.iter().find_map(|link| lock(&link.listing).as_ref().map(|listing| listing.rest.clone())),
+            false => None,
+        };
         let rest = match stored {
             Some(rest) => rest,
-            None => match self.list_upstream(meta).await {
+            None => match self.list_all(meta).await {
                 Ok(rest) => rest,
                 Err(failure) => return self.fail(&id, failure),
             },
         };
-        match session.page(cursor.as_deref()) {
+        match self.session.page(cursor.as_deref()) {
             Ok(page) => {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
                 match serde_json::to_string(&result) {
@@ -162,11 +211,11 @@ impl Router {
         }
     }
 
-    /// The server said its tools changed: list again, unless a listing is already under way,
-    /// in which case one more follows it. A flood of notifications costs two listings.
-    pub(super) fn relist_soon(self: &Arc<Self>) {
+    /// Server `link` said its tools changed: list it again, unless a listing is already under
+    /// way, in which case one more follows it. A flood of notifications costs two listings.
+    pub(super) fn relist_soon(self: &Arc<Self>, link: &Arc<Link>) {
         {
-            let mut relisting = lock(&self.relisting);
+            let mut relisting = lock(&link.relisting);
             if relisting.running {
                 relisting.again = true;
                 return;
@@ -174,7 +223,7 @@ impl Router {
             relisting.running = true;
         }
         /// Lets the next notification start a relist if this one panicked (in a transformer).
-        struct Relister(Arc<Router>);
+        struct Relister(Arc<Link>);
         impl Drop for Relister {
             fn drop(&mut self) {
                 if std::thread::panicking() {
@@ -182,12 +231,13 @@ impl Router {
                 }
             }
         }
-        let router = Relister(self.clone());
+        let relister = Relister(link.clone());
+        let router = self.clone();
         tokio::spawn(async move {
-            let router = &router.0;
+            let link = &relister.0;
             loop {
-                router.relist().await;
-                let mut relisting = lock(&router.relisting);
+                router.relist(link).await;
+                let mut relisting = lock(&link.relisting);
                 if !std::mem::take(&mut relisting.again) {
                     relisting.running = false;
                     return;
@@ -196,16 +246,11 @@ impl Router {
         });
     }
 
-    /// Lists again; the session tells the client if what it sees changed.
-    pub(super) async fn relist(self: &Arc<Self>) {
-        match self.list_upstream(None).await {
-            Ok(_) => {}
-            Err(Upstream::Refused(error)) => {
-                self.warnings.warn("relist", || format!("the server refused to list its tools again: {}", error.get()));
-            }
-            Err(Upstream::Failed(reason)) => {
-                self.warnings.warn("relist", || format!("cannot list the server's tools again: {reason}"));
-            }
+    /// Lists server `link` again; the session tells the client if what it sees changed.
+    pub(super) async fn relist(self: &Arc<Self>, link: &Link) {
+        if let Err(failure) = self.list_upstream(link, None).await {
+            self.warnings
+                .warn("relist", || format!("cannot list the tools of {} again: {}", link.label, failure.reason()));
         }
     }
 
@@ -232,32 +277,39 @@ impl Router {
                 ));
             }
         };
-        let session = self.session();
-        if lock(&self.listing).is_none() {
-            // The client calls before it lists (it knows the tools from elsewhere): the
-            // session needs the list to know the names.
+        if self.links.iter().any(|link| link.is_up() && lock(&link.listing).is_none()) {
+            // The client calls before it lists (it knows the tools from elsewhere), or a server
+            // came back: the session needs the list to know the names.
             let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-            if let Err(failure) = self.list_upstream(meta).await {
+            if let Err(failure) = self.list_all(meta).await {
                 return self.fail(&id, failure);
             }
         }
         let stateless = params.get("_meta").is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-        match session.route_call(&name, arguments.clone()).await {
+        match self.session.route_call(&name, arguments.clone()).await {
             Route::Local(mut result) => {
                 if stateless && let Some(result) = result.as_object_mut() {
                     result.insert("resultType".to_owned(), Value::from("complete"));
                 }
                 self.to_client(jsonrpc::response(&id, &result.to_string()));
             }
-            Route::Upstream { name: original, arguments: mapped } => {
+            Route::Upstream { source, name: original, arguments: mapped } => {
+                let Some(link) = self.links.get(source) else {
+                    return self.to_client(jsonrpc::error_response(
+                        &id,
+                        INVALID_PARAMS,
+                        &format!("Unknown tool: {name}"),
+                    ));
+                };
                 if original == name && mapped == arguments {
-                    return self.forward_request(id, Purpose::Other, &line);
+                    return self.forward_request(link, id, Purpose::Other, &line);
                 }
                 params.insert("name".to_owned(), Value::from(original));
                 if !mapped.is_empty() || params.contains_key("arguments") {
                     params.insert("arguments".to_owned(), Value::Object(mapped));
                 }
-                self.forward(id.clone(), Purpose::Other, jsonrpc::request(&id, "tools/call", &Value::Object(params)));
+                let request = jsonrpc::request(&id, "tools/call", &Value::Object(params));
+                self.forward(link, id.clone(), Purpose::Other, request);
             }
             // What the specification says a server answers for a tool it does not have.
             Route::NotFound => {

@@ -1,12 +1,18 @@
-//! Where each message goes. Everything about tools goes through the [`Session`]; everything
-//! else passes through as its sender wrote it.
+//! Where each message goes, between one client and one or more MCP servers (a [`Link`] each).
+//! Everything about tools goes through the [`Session`], which lists every server's tools as one
+//! set and says which server a call goes to. With one server, everything else passes through as
+//! its sender wrote it; with several, what names a server (a resource's URI, a prompt's name)
+//! goes to that server, what concerns them all is sent to each, and the rest is refused (see
+//! `aggregate`).
 //!
 //! Ids: a request the client sends keeps its id upstream (so cancellations and progress need no
-//! mapping); the proxy's own requests use ids of their own (`"tool-mediator-N"`). Requests the
-//! server sends the client keep theirs too. Each direction has its own table of requests waiting
-//! for an answer, so id `0` from one side never answers id `0` from the other.
+//! mapping); the proxy's own requests use ids of their own (`"tool-mediator-N"`). Requests a
+//! server sends the client keep theirs when there is one server, and are tagged with the
+//! server's number when there are several ([`Id::tagged`]). Each direction of each server has
+//! its own table of requests waiting for an answer, so id `0` from one side never answers id `0`
+//! from the other.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -17,17 +23,19 @@ use tokio::sync::{broadcast, oneshot};
 use super::ProxyOptions;
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
 use super::lines::{Line, Outbox, Ready};
-use super::pending::{MAX_WAITING, Pending, Refusal};
-use super::revision::{PROTOCOL_VERSION_KEY, Protocol, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
+use super::pending::{MAX_WAITING, Refusal, Tasks};
+use super::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
 use super::warnings::Warnings;
-use crate::chain::Mediator;
 use crate::lock;
-use crate::session::{ListChanged, Route, Session, SessionPolicy};
+use crate::session::{ListChanged, Route, Session};
 use crate::tool::{SourceType, Tool, ToolContext};
 
+mod aggregate;
+mod link;
 mod mediation;
 
-use mediation::{Listing, Relisting};
+pub use link::LinkSettings;
+pub(super) use link::{Link, label_of};
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
@@ -44,21 +52,19 @@ enum Upstream {
 }
 
 /// What a client request waiting upstream needs when its answer comes.
-enum Purpose {
-    Initialize,
-    Discover,
+pub(super) enum Purpose {
     /// A `subscriptions/listen` stream (2026-07-28) that asked for tool list changes.
     Listen,
     Other,
 }
 
-enum Waiter {
+pub(super) enum Waiter {
     Client(Purpose),
     Proxy(oneshot::Sender<Result<Reply, Box<RawValue>>>),
 }
 
 /// A result the server sent the proxy, in the line it came in.
-struct Reply {
+pub(super) struct Reply {
     line: String,
     result: std::ops::Range<usize>,
 }
@@ -75,11 +81,13 @@ impl Reply {
     }
 }
 
-/// The client's next line can be taken on when both outboxes have room and a tool request
+/// The client's next line can be taken on when every outbox has room and a tool request
 /// could be served.
 impl Ready for Router {
     async fn ready(&self) {
-        self.to_server.has_room().await;
+        for outbox in self.links.iter().filter_map(|link| link.outbox()) {
+            outbox.has_room().await;
+        }
         self.to_client.has_room().await;
         if self.tool_tasks.available_permits() == 0 {
             drop(self.tool_tasks.acquire().await);
@@ -88,61 +96,71 @@ impl Ready for Router {
 }
 
 pub(super) struct Router {
-    mediator: Arc<Mediator>,
-    policy: SessionPolicy,
+    /// The override source of a router with one server, as the proxy's `--source` gives it.
     source: Option<String>,
-    fallback_source: String,
     max_message_bytes: usize,
     request_timeout: Duration,
+    /// Whether a server that stops is started again: then its tools leave the list meanwhile.
+    restarts: bool,
+    /// Prefix every prompt with its server's name, as the session does tools.
+    prefix: bool,
+    /// Hide the tools suspected of poisoning.
+    quarantine: bool,
+    lock: Option<Arc<crate::pin::Lock>>,
+    hide_changed: bool,
     pub(super) to_client: Outbox,
-    pub(super) to_server: Outbox,
+    pub(super) links: Vec<Arc<Link>>,
     warnings: Warnings,
     tool_tasks: Arc<tokio::sync::Semaphore>,
-    relisting: Mutex<Relisting>,
-    pending: Mutex<Pending<Waiter>>,
-    server_name: Mutex<Option<String>>,
-    session: OnceLock<Arc<Session>>,
-    listing: Mutex<Option<Listing>>,
-    /// Listings started, and (behind the gate) the number of the last one that finished.
-    listings_started: std::sync::atomic::AtomicU64,
-    listing_gate: tokio::sync::Mutex<u64>,
+    tasks: Mutex<Tasks>,
+    session: Arc<Session>,
     protocol: Mutex<Protocol>,
+    /// The client's handshake (`initialize` or `server/discover` and its params), replayed to a
+    /// server that starts again.
+    handshake: Mutex<Option<(String, Value)>>,
+    catalog: Mutex<aggregate::Catalog>,
 }
 
 impl Router {
-    pub(super) fn new(options: ProxyOptions, fallback_source: String, to_client: Outbox, to_server: Outbox) -> Router {
-        Router {
-            mediator: options.mediator,
-            policy: options.policy,
+    pub(super) fn new(options: ProxyOptions, servers: Vec<LinkSettings>, to_client: Outbox) -> Arc<Router> {
+        let links: Vec<Arc<Link>> =
+            servers.into_iter().enumerate().map(|(index, settings)| Arc::new(Link::new(index, settings))).collect();
+        let names = links.iter().map(|link| link.name.clone()).collect();
+        let context = ToolContext::new(options.source.clone().unwrap_or_default(), SourceType::Api);
+        let session = Arc::new(Session::of_sources(options.mediator, context, names, options.policy.clone()));
+        let router = Arc::new(Router {
             source: options.source,
-            fallback_source,
             max_message_bytes: options.max_message_bytes,
             request_timeout: options.request_timeout,
+            restarts: options.restart.is_some(),
+            prefix: options.policy.prefix,
+            quarantine: options.quarantine,
+            lock: options.lock.clone(),
+            hide_changed: options.hide_changed,
             to_client,
-            to_server,
+            links,
             warnings: Warnings::default(),
             tool_tasks: Arc::new(tokio::sync::Semaphore::new(TOOL_TASKS)),
-            relisting: Mutex::default(),
-            pending: Mutex::default(),
-            server_name: Mutex::default(),
-            session: OnceLock::new(),
-            listing: Mutex::default(),
-            listings_started: std::sync::atomic::AtomicU64::new(0),
-            listing_gate: tokio::sync::Mutex::new(0),
+            tasks: Mutex::default(),
             protocol: Mutex::default(),
-        }
+            handshake: Mutex::default(),
+            catalog: Mutex::default(),
+            session: session.clone(),
+        });
+        tokio::spawn(router.clone().announce(session.subscribe()));
+        router
     }
 
     fn to_client(&self, line: String) {
         self.to_client.send(line);
     }
 
-    fn to_server(&self, line: String) {
-        self.to_server.send(line);
-    }
-
-    pub(super) fn close_server_input(&self) {
-        self.to_server.close();
+    /// Whether there is one server: then everything not about tools passes through as it came.
+    fn single(&self) -> Option<&Arc<Link>> {
+        match self.links.as_slice() {
+            [link] => Some(link),
+            _ => None,
+        }
     }
 
     /// Ends the client's output once every queued line is written.
@@ -154,11 +172,11 @@ impl Router {
     fn spawn_tool_task(self: &Arc<Self>, id: Id, work: impl Future<Output = ()> + Send + 'static) {
         match self.tool_tasks.clone().try_acquire_owned() {
             Ok(permit) => {
-                lock(&self.pending).task_started(&id);
+                lock(&self.tasks).started(&id);
                 let router = self.clone();
                 tokio::spawn(async move {
                     work.await;
-                    lock(&router.pending).task_ended(&id);
+                    lock(&router.tasks).ended(&id);
                     drop(permit);
                 });
             }
@@ -195,7 +213,7 @@ impl Router {
                 let reason = self.too_long(length);
                 self.warnings.warn("client-too-long", || format!("skipped a line from the client: {reason}"));
                 let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
-                let answer = salvaged.is_answer(|id| lock(&self.pending).waits_downstream(id));
+                let answer = salvaged.is_answer(|id| self.server_request_of(id).is_some());
                 if let Some(id) = salvaged.id {
                     self.unusable_from_client(id, answer, INVALID_REQUEST, &reason);
                 }
@@ -244,53 +262,98 @@ impl Router {
                         let params = params.map(|raw| raw.get().to_owned());
                         self.spawn_tool_task(id.clone(), self.clone().call_tool(id, params, line.to_vec()));
                     }
-                    "initialize" => self.forward_request(id, Purpose::Initialize, line),
-                    "server/discover" => self.forward_request(id, Purpose::Discover, line),
+                    "initialize" | "server/discover" => {
+                        let params = params.and_then(|raw| crate::json::from_str(raw.get()).ok()).unwrap_or(json!({}));
+                        let method = method.into_owned();
+                        self.spawn_tool_task(id.clone(), self.clone().handshake(id, method, params));
+                    }
                     "subscriptions/listen" => {
                         let wants_tools = params.is_some_and(|raw| {
                             serde_json::from_str::<Value>(raw.get()).is_ok_and(|params| {
                                 params.pointer("/notifications/toolsListChanged") == Some(&Value::Bool(true))
                             })
                         });
-                        let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
-                        if self.forward(id.clone(), purpose, lossless(line)) && wants_tools {
-                            lock(&self.protocol).listen(id);
+                        match self.single() {
+                            Some(link) => {
+                                let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
+                                if self.forward(link, id.clone(), purpose, lossless(line)) && wants_tools {
+                                    lock(&self.protocol).listen(id);
+                                }
+                            }
+                            // Several servers' streams cannot be one: the gateway keeps the
+                            // stream open itself, for the tool list changes it makes.
+                            None => self.listen_here(id, wants_tools),
                         }
                     }
-                    _ => self.forward_request(id, Purpose::Other, line),
+                    _ => match self.single() {
+                        Some(link) => self.forward_request(link, id, Purpose::Other, line),
+                        None => self.aggregate(id, &method, params, line),
+                    },
                 }
             }
             Message::Notification { method, params } => {
-                // A cancelled request may never be answered: it waits no more.
                 if method == "notifications/cancelled"
                     && let Some(id) = jsonrpc::cancelled_request(params)
                 {
-                    lock(&self.pending).client_cancelled(&id, |waiter| matches!(waiter, Waiter::Client(_)));
+                    // A cancelled request may never be answered: it waits no more, and one still
+                    // worked on here is not sent. The server working on it hears of it.
+                    lock(&self.tasks).cancel(&id);
+                    let working = self.links.iter().find(|link| {
+                        lock(&link.pending).client_cancelled(&id, |waiter| matches!(waiter, Waiter::Client(_)))
+                    });
+                    if let Some(link) = working.or(self.single()) {
+                        link.send(lossless(line));
+                    }
+                    return;
                 }
-                self.to_server(lossless(line));
+                // Anything else (initialized, roots changed, progress) concerns every server.
+                for link in &self.links {
+                    link.send(lossless(line));
+                }
             }
             Message::Response { id, .. } => {
-                if !lock(&self.pending).server_request_ended(&id) {
+                let Some((link, asked)) = self.server_request_of(&id) else {
                     self.warnings.warn("client-unasked", || {
-                        format!("the client answered {id}, which the server did not ask; passed on anyway")
+                        format!("the client answered {id}, which no server asked; passed on anyway")
                     });
+                    if let Some(link) = self.single() {
+                        link.send(lossless(line));
+                    }
+                    return;
+                };
+                lock(&link.pending).server_request_ended(&asked);
+                if asked == id {
+                    link.send(lossless(line));
+                } else {
+                    link.send(with_id(line, "/id", &asked));
                 }
-                self.to_server(lossless(line));
             }
         }
     }
 
-    /// One line from the server.
-    pub(super) fn from_server(self: &Arc<Self>, line: Line<'_>) {
+    /// The server that asked the client `id` (as the client sees it), and its own id for it.
+    fn server_request_of(&self, id: &Id) -> Option<(&Arc<Link>, Id)> {
+        let (link, asked) = match self.single() {
+            Some(link) => (link, id.clone()),
+            None => {
+                let (index, asked) = id.untagged()?;
+                (self.links.get(index)?, asked)
+            }
+        };
+        lock(&link.pending).waits_downstream(&asked).then_some((link, asked))
+    }
+
+    /// One line from server `link`.
+    pub(super) fn from_server(self: &Arc<Self>, link: &Arc<Link>, line: Line<'_>) {
         let line = match line {
             Line::Whole(line) => line,
             Line::TooLong { head, length } => {
                 let reason = self.too_long(length);
-                self.warnings.warn("server-too-long", || format!("skipped a line from the server: {reason}"));
+                self.warnings.warn("server-too-long", || format!("skipped a line from {}: {reason}", link.label));
                 let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
-                let answer = salvaged.is_answer(|id| lock(&self.pending).waits_upstream(id));
+                let answer = salvaged.is_answer(|id| lock(&link.pending).waits_upstream(id));
                 if let Some(id) = salvaged.id {
-                    self.unusable_from_server(id, answer, INVALID_REQUEST, &reason);
+                    self.unusable_from_server(link, id, answer, INVALID_REQUEST, &reason);
                 }
                 return;
             }
@@ -300,17 +363,18 @@ impl Router {
             Err(malformed) => {
                 self.warnings.warn("server-malformed", || {
                     format!(
-                        "malformed line from the server: {} ({} bytes): {}",
+                        "malformed line from {}: {} ({} bytes): {}",
+                        link.label,
                         malformed.reason,
                         line.len(),
                         String::from_utf8_lossy(&line[..line.len().min(200)])
                     )
                 });
                 if let Some(id) = malformed.id {
-                    self.unusable_from_server(id, false, malformed.code, &malformed.reason);
+                    self.unusable_from_server(link, id, false, malformed.code, &malformed.reason);
                 }
                 if let Some(id) = malformed.answers {
-                    self.unusable_from_server(id, true, malformed.code, &malformed.reason);
+                    self.unusable_from_server(link, id, true, malformed.code, &malformed.reason);
                 }
                 return;
             }
@@ -320,17 +384,17 @@ impl Router {
                 if self.batches_allowed() {
                     return items
                         .iter()
-                        .for_each(|item| self.from_server(Line::Whole(&mut item.get().as_bytes().to_vec())));
+                        .for_each(|item| self.from_server(link, Line::Whole(&mut item.get().as_bytes().to_vec())));
                 }
                 self.warnings.warn("server-batch", || {
-                    format!("the server sent a JSON-RPC batch of {} messages; refused", items.len())
+                    format!("{} sent a JSON-RPC batch of {} messages; refused", link.label, items.len())
                 });
                 if let Some(answer) = jsonrpc::batch_refusal(&items) {
-                    self.to_server(answer);
+                    link.send(answer);
                 }
             }
             Message::Response { id, result, error } => {
-                let waiter = lock(&self.pending).answered(&id);
+                let waiter = lock(&link.pending).answered(&id);
                 match waiter {
                     Some(Waiter::Proxy(reply)) => {
                         let answer = match (result, error) {
@@ -347,24 +411,10 @@ impl Router {
                         let _ = reply.send(answer);
                     }
                     Some(Waiter::Client(purpose)) => match (purpose, result) {
-                        (Purpose::Initialize, Some(result)) => self.answer_handshake(&id, result, "/serverInfo"),
-                        (Purpose::Discover, Some(result)) => self.answer_handshake(
-                            &id,
-                            result,
-                            &format!("/_meta/{}", crate::schema::escape(SERVER_INFO_KEY)),
-                        ),
                         (Purpose::Listen, None) => {
                             // The server cannot listen: the proxy keeps the stream open itself,
                             // for the tool list changes it makes.
-                            let stream: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-                            let params = json!({
-                                "notifications": {"toolsListChanged": true},
-                                "_meta": {SUBSCRIPTION_ID_KEY: stream},
-                            });
-                            self.to_client(jsonrpc::notification(
-                                "notifications/subscriptions/acknowledged",
-                                Some(&params),
-                            ));
+                            self.listen_here(id, true);
                         }
                         (Purpose::Listen, Some(_)) => {
                             lock(&self.protocol).stop_listening(&id);
@@ -374,51 +424,70 @@ impl Router {
                     },
                     None => {
                         self.warnings.warn("server-unasked", || {
-                            format!("the server answered {id}, which nobody asked (or asked too long ago); dropped")
+                            format!(
+                                "{} answered {id}, which nobody asked (or asked too long ago); \
+                                 dropped",
+                                link.label
+                            )
                         });
                     }
                 }
             }
             Message::Request { id, .. } => {
-                if !lock(&self.pending).server_request(&id) {
+                if !lock(&link.pending).server_request(&id) {
                     let reason = format!("{MAX_WAITING} requests are already waiting for the client");
-                    return self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+                    link.send(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+                    return;
                 }
-                self.to_client(lossless(line));
+                match self.single() {
+                    Some(_) => self.to_client(lossless(line)),
+                    None => self.to_client(with_id(line, "/id", &id.tagged(link.index))),
+                }
             }
             Message::Notification { method, params } if method == "notifications/cancelled" => {
-                if let Some(id) = jsonrpc::cancelled_request(params) {
-                    lock(&self.pending).server_request_ended(&id);
+                let Some(id) = jsonrpc::cancelled_request(params) else {
+                    return self.to_client(lossless(line));
+                };
+                lock(&link.pending).server_request_ended(&id);
+                match self.single() {
+                    Some(_) => self.to_client(lossless(line)),
+                    None => self.to_client(with_id(line, "/params/requestId", &id.tagged(link.index))),
                 }
-                self.to_client(lossless(line));
             }
             Message::Notification { method, params } => match &*method {
-                "notifications/tools/list_changed" => self.relist_soon(),
+                "notifications/tools/list_changed" => self.relist_soon(link),
                 "notifications/subscriptions/acknowledged" => self.acknowledge(params, line),
+                "notifications/resources/list_changed" | "notifications/prompts/list_changed" => {
+                    self.catalog_changed();
+                    self.to_client(lossless(line));
+                }
                 _ => self.to_client(lossless(line)),
             },
         }
     }
 
     /// A line from the client that could not be used but carries `id`: a broken request is
-    /// answered; a broken answer to one of the server's requests is reported to the server.
+    /// answered; a broken answer to a server's request is reported to that server.
     fn unusable_from_client(&self, id: Id, answer: bool, code: i64, reason: &str) {
         if !answer {
             return self.to_client(jsonrpc::error_response(&id, code, reason));
         }
-        if lock(&self.pending).server_request_ended(&id) {
+        if let Some((link, asked)) = self.server_request_of(&id)
+            && lock(&link.pending).server_request_ended(&asked)
+        {
             let reason = format!("the client's answer was unusable: {reason}");
-            self.to_server(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
+            link.send(jsonrpc::error_response(&asked, INTERNAL_ERROR, &reason));
         }
     }
 
-    /// A line from the server that could not be used but carries `id`: a broken request is
+    /// A line from a server that could not be used but carries `id`: a broken request is
     /// answered; whoever waits for a broken answer hears of it.
-    fn unusable_from_server(&self, id: Id, answer: bool, code: i64, reason: &str) {
+    fn unusable_from_server(&self, link: &Link, id: Id, answer: bool, code: i64, reason: &str) {
         if !answer {
-            return self.to_server(jsonrpc::error_response(&id, code, reason));
+            link.send(jsonrpc::error_response(&id, code, reason));
+            return;
         }
-        let waiter = lock(&self.pending).answered(&id);
+        let waiter = lock(&link.pending).answered(&id);
         match waiter {
             Some(Waiter::Client(_)) => {
                 let reason = format!("the MCP server's answer was unusable: {reason}");
@@ -429,44 +498,36 @@ impl Router {
         }
     }
 
-    /// Sends a client request upstream as it came, waiting for its answer under its own id.
-    fn forward_request(&self, id: Id, purpose: Purpose, line: &[u8]) {
-        self.forward(id, purpose, lossless(line));
+    /// Sends a client request to `link` as it came, waiting for its answer under its own id.
+    fn forward_request(&self, link: &Link, id: Id, purpose: Purpose, line: &[u8]) {
+        self.forward(link, id, purpose, lossless(line));
     }
 
-    /// Whether the request went upstream; if not, the client has its error answer.
-    fn forward(&self, id: Id, purpose: Purpose, line: String) -> bool {
-        let refusal = lock(&self.pending).client_request(&id, Waiter::Client(purpose));
+    /// Whether the request went to `link`; if not, the client has its error answer.
+    fn forward(&self, link: &Link, id: Id, purpose: Purpose, line: String) -> bool {
+        if lock(&self.tasks).take_cancelled(&id) {
+            return false;
+        }
+        let refusal = lock(&link.pending).client_request(&id, Waiter::Client(purpose));
         match refusal {
-            Err(Refusal::Cancelled) => false,
             Err(Refusal::Error { code, reason }) => {
                 self.to_client(jsonrpc::error_response(&id, code, &reason));
                 false
             }
             Ok(()) => {
-                self.to_server(line);
-                true
+                if link.send(line) {
+                    return true;
+                }
+                lock(&link.pending).answered(&id);
+                self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &link.down_reason()));
+                false
             }
         }
     }
 
-    /// A request of the proxy's own, and its result.
-    async fn ask(&self, method: &str, params: Value) -> Result<Reply, Upstream> {
-        let (reply, answer) = oneshot::channel();
-        let id = lock(&self.pending).own_request(Waiter::Proxy(reply)).map_err(Upstream::Failed)?;
-        self.to_server(jsonrpc::request(&id, method, &params));
-        match tokio::time::timeout(self.request_timeout, answer).await {
-            Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(error))) => Err(Upstream::Refused(error)),
-            Ok(Err(_)) => Err(Upstream::Failed(lock(&self.pending).gone().unwrap_or("the server is gone").to_owned())),
-            Err(_) => {
-                lock(&self.pending).answered(&id);
-                Err(Upstream::Failed(format!(
-                    "the MCP server did not answer {method} within {}s",
-                    self.request_timeout.as_secs_f64()
-                )))
-            }
-        }
+    /// A request of the proxy's own to `link`, and its result.
+    async fn ask(&self, link: &Link, method: &str, params: Value) -> Result<Reply, Upstream> {
+        link.ask(method, &params, self.request_timeout).await
     }
 
     fn fail(&self, id: &Id, failure: Upstream) {
@@ -476,14 +537,19 @@ impl Router {
         });
     }
 
-    /// The server is gone: every request still waiting gets an error answer, now and later.
-    pub(super) fn server_gone(&self, reason: String) {
-        let waiting = lock(&self.pending).server_gone(reason.clone());
+    /// Server `link` is gone: every request still waiting for it gets an error answer, now and
+    /// until it starts again; if it will, its tools leave the list meanwhile.
+    pub(super) fn server_gone(&self, link: &Link, reason: String) {
+        let waiting = link.disconnected(reason.clone());
         for (id, waiter) in waiting {
             // The proxy's own requests fail when their sender drops, and answer the client then.
             if let Waiter::Client(_) = waiter {
                 self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
             }
+        }
+        if self.restarts {
+            self.session.forget(link.index);
+            self.catalog_changed();
         }
     }
 
@@ -494,27 +560,18 @@ impl Router {
         }
     }
 
-    /// The handshake's answer (`initialize` or `server/discover`): the server's name chooses
-    /// the override file, and the client learns that the tool list can change.
-    fn answer_handshake(self: &Arc<Self>, id: &Id, result: &RawValue, server_info: &str) {
-        // One that cannot be read exactly (a key written twice) passes as it came.
-        let Ok(mut result) = crate::json::from_str(result.get()) else {
-            self.to_client(jsonrpc::response(id, result.get()));
-            return;
-        };
-        if let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) {
-            lock(&self.protocol).agreed(revision);
+    /// The router keeps the listen stream `id` open itself, acknowledging tool list changes
+    /// (when asked for) and nothing else.
+    fn listen_here(&self, id: Id, wants_tools: bool) {
+        let stream: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
+        let params = json!({
+            "notifications": {"toolsListChanged": wants_tools},
+            "_meta": {SUBSCRIPTION_ID_KEY: stream},
+        });
+        if wants_tools {
+            lock(&self.protocol).listen(id);
         }
-        if let Some(name) = result.pointer(&format!("{server_info}/name")).and_then(Value::as_str) {
-            *lock(&self.server_name) = Some(name.to_owned());
-        }
-        if let Some(capabilities) = result.get_mut("capabilities").and_then(Value::as_object_mut) {
-            let tools = capabilities.entry("tools").or_insert_with(|| json!({}));
-            if let Some(tools) = tools.as_object_mut() {
-                tools.insert("listChanged".to_owned(), Value::Bool(true));
-            }
-        }
-        self.to_client(jsonrpc::response(id, &result.to_string()));
+        self.to_client(jsonrpc::notification("notifications/subscriptions/acknowledged", Some(&params)));
     }
 
     /// A stream's acknowledgment: the proxy honours tool list changes itself.
@@ -539,6 +596,31 @@ impl Router {
 /// A line that parsed as JSON-RPC, as text; parsing checked it is UTF-8.
 fn lossless(line: &[u8]) -> String {
     String::from_utf8_lossy(line).into_owned()
+}
+
+/// `line` with the id at `pointer` (`/id`, `/params/requestId`) replaced by `id`; everything
+/// else kept as written.
+fn with_id(line: &[u8], pointer: &str, id: &Id) -> String {
+    let Ok(mut message) = crate::json::from_str(&String::from_utf8_lossy(line)) else {
+        return lossless(line);
+    };
+    if let (Some(slot), Ok(id)) = (message.pointer_mut(pointer), crate::json::from_str(id.as_raw())) {
+        *slot = id;
+    }
+    message.to_string()
+}
+
+/// The params of one page of a listing the proxy asks for: the cursor, and the client's `_meta`
+/// envelope when it speaks the stateless revision.
+fn page_params(cursor: Option<&str>, meta: Option<&Value>) -> Value {
+    let mut params = Map::new();
+    if let Some(cursor) = cursor {
+        params.insert("cursor".to_owned(), Value::from(cursor));
+    }
+    if let Some(meta) = meta {
+        params.insert("_meta".to_owned(), meta.clone());
+    }
+    Value::Object(params)
 }
 
 fn cursor_of(params: &str) -> Option<String> {

@@ -1,0 +1,36 @@
+//! `tool-mediator gateway --config servers.json`: the mediator in front of many MCP servers.
+
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use tool_mediator::llm::Task;
+use tool_mediator::proxy::ServerSpec;
+use tool_mediator::proxy::servers::Servers;
+
+use crate::cli::GatewayArgs;
+use crate::commands::proxy;
+use crate::config::Setup;
+
+pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
+    proxy::refuse_source(&args.chain)?;
+    let path = match args.servers.clone() {
+        Some(path) => path,
+        // `--config` names the servers file, as the MCP clients' own option does; the mediator's
+        // configuration is then found where it is usually found.
+        None => args.chain.config.config.take().context("name the servers file: --config FILE (or --servers FILE)")?,
+    };
+    let servers = Servers::read(&path)?;
+    for warning in &servers.warnings {
+        tracing::warn!("{warning}");
+    }
+    let specs: Vec<ServerSpec> = servers.enabled().map(ServerSpec::from_config).collect();
+    if specs.is_empty() {
+        anyhow::bail!("{}: every server is disabled", path.display());
+    }
+    let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let options = tool_mediator::proxy::ProxyOptions {
+        restart: Some(args.restart_delay),
+        ..proxy::options(&setup, &args.mediation, args.prefix)?
+    };
+    proxy::serve(setup, options, specs, &args.listen).await
+}

@@ -1,0 +1,181 @@
+//! `tool-mediator lint [FILES|DIRS|-]`: what is wrong with each tool of each manifest, as text,
+//! JSON, or SARIF 2.1.0 for code-scanning services. Exit 0 when nothing reaches `--fail-on`, 1
+//! when something does, 2 for input that cannot be read.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use tool_mediator::lint::{self, Finding, RULES, Severity};
+use tool_mediator::manifest::Place;
+
+use crate::cli::{FailOn, LintArgs, LintFormat, ServerArgs};
+use crate::manifest;
+use crate::output;
+
+/// The tools of the server `args` names, listed over stdio; and how messages name it.
+pub async fn server_tools(args: &ServerArgs) -> Result<(String, Vec<tool_mediator::Tool>)> {
+    let Some((program, rest)) = args.command.split_first() else {
+        anyhow::bail!("--server needs the server's command after `--`");
+    };
+    let mut command = tokio::process::Command::new(program);
+    command.args(rest);
+    let tools = tool_mediator::proxy::probe::probe_tools(command).await?;
+    let origin = std::iter::once(program).chain(rest).map(|part| part.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    Ok((format!("server `{origin}`"), tools))
+}
+
+/// A manifest's (or a server's) findings, each with its place in the file (or in the server's
+/// `tools/list` result).
+struct Linted {
+    origin: String,
+    tools: usize,
+    findings: Vec<(Finding, Place)>,
+}
+
+pub async fn run(args: LintArgs) -> Result<ExitCode> {
+    let mut linted = Vec::new();
+    if args.server.server {
+        let (origin, tools) = server_tools(&args.server).await?;
+        let findings = lint::lint(&tools)
+            .into_iter()
+            .map(|finding| {
+                let field = if finding.field.is_empty() { String::new() } else { format!("/{}", finding.field) };
+                let place = Place::Pointer(format!("/tools/{}{field}", finding.index));
+                (finding, place)
+            })
+            .collect();
+        linted.push(Linted { origin, tools: tools.len(), findings });
+    }
+    for origin in if args.server.server { Vec::new() } else { manifest::expand_inputs(&args.input.inputs)? } {
+        let (manifest, _) = manifest::read(origin, args.input.max_input_size)?;
+        let findings = lint::lint(&manifest.tools)
+            .into_iter()
+            .map(|finding| {
+                let place = manifest.place_of(finding.index, &finding.field);
+                (finding, place)
+            })
+            .collect();
+        linted.push(Linted { origin: manifest.origin.to_string(), tools: manifest.tools.len(), findings });
+    }
+    let text = match args.format {
+        LintFormat::Text => text(&linted),
+        LintFormat::Json => serde_json::to_string_pretty(&json(&linted))? + "\n",
+        LintFormat::Sarif => serde_json::to_string_pretty(&sarif(&linted))? + "\n",
+    };
+    output::print(&text)?;
+    let threshold = match args.fail_on {
+        FailOn::Never => return Ok(ExitCode::SUCCESS),
+        FailOn::Note => Severity::Note,
+        FailOn::Warning => Severity::Warning,
+        FailOn::Error => Severity::Error,
+    };
+    let failed = linted.iter().flat_map(|linted| &linted.findings).any(|(finding, _)| finding.severity >= threshold);
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn text(linted: &[Linted]) -> String {
+    let mut out = String::new();
+    let mut counts = [0usize; 3];
+    for Linted { origin, findings, .. } in linted {
+        for (finding, place) in findings {
+            counts[finding.severity as usize] += 1;
+            let _ = writeln!(
+                out,
+                "{origin}{place}: {}[{}] `{}`: {}",
+                finding.severity, finding.rule, finding.tool, finding.message
+            );
+        }
+    }
+    let tools: usize = linted.iter().map(|linted| linted.tools).sum();
+    let _ = writeln!(
+        out,
+        "{} manifests, {tools} tools: {} errors, {} warnings, {} notes",
+        linted.len(),
+        counts[2],
+        counts[1],
+        counts[0]
+    );
+    out
+}
+
+/// The place as a JSON pointer, or the line of a JSON Lines file.
+fn place_json(place: &Place) -> Value {
+    match place {
+        Place::Pointer(pointer) => json!({"pointer": pointer}),
+        Place::Line(line) | Place::At { line, .. } => json!({"line": line}),
+    }
+}
+
+fn json(linted: &[Linted]) -> Value {
+    let findings: Vec<Value> = linted
+        .iter()
+        .flat_map(|Linted { origin, findings, .. }| {
+            findings.iter().map(move |(finding, place)| {
+                json!({
+                    "file": origin,
+                    "place": place_json(place),
+                    "rule": finding.rule,
+                    "severity": finding.severity.name(),
+                    "tool": finding.tool,
+                    "message": finding.message,
+                })
+            })
+        })
+        .collect();
+    json!({"findings": findings})
+}
+
+/// SARIF 2.1.0: one run, the rules with their descriptions, each finding at its file, with its
+/// JSON pointer as a logical location (and a line for JSON Lines).
+fn sarif(linted: &[Linted]) -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|rule| {
+            json!({
+                "id": rule.id,
+                "shortDescription": {"text": rule.summary},
+                "help": {"text": format!("{} Example: {}", rule.summary, rule.example)},
+                "defaultConfiguration": {"level": rule.severity.name()},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = linted
+        .iter()
+        .flat_map(|Linted { origin, findings, .. }| {
+            findings.iter().map(move |(finding, place)| {
+                let mut physical = json!({"artifactLocation": {"uri": origin}});
+                let line = match place {
+                    Place::Line(line) | Place::At { line, .. } => *line,
+                    Place::Pointer(_) => 1,
+                };
+                physical["region"] = json!({"startLine": line});
+                let mut location = json!({"physicalLocation": physical});
+                if let Place::Pointer(pointer) = place {
+                    location["logicalLocations"] = json!([{"fullyQualifiedName": pointer, "kind": "member"}]);
+                }
+                json!({
+                    "ruleId": finding.rule,
+                    "ruleIndex": RULES.iter().position(|rule| rule.id == finding.rule),
+                    "level": finding.severity.name(),
+                    "message": {"text": format!("`{}`: {}", finding.tool, finding.message)},
+                    "locations": [location],
+                })
+            })
+        })
+        .collect();
+    json!({
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "tool-mediator",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://github.com/tool-mediator/tool-mediator",
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}

@@ -1,0 +1,577 @@
+//! What the client sees of several servers beyond their tools: one handshake answering for all
+//! of them, and their resources, resource templates and prompts listed as one set, each request
+//! about one of them sent to the server that listed it. A server that starts again is given the
+//! client's handshake again.
+//!
+//! With one server, none of this is used but the handshake: everything passes through.
+
+use std::collections::HashMap;
+
+use futures_util::future::join_all;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::{Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
+use crate::lock;
+use crate::proxy::jsonrpc::{self, INVALID_PARAMS, Id};
+use crate::proxy::revision::SERVER_INFO_KEY;
+
+/// JSON-RPC's code for a method the receiver does not have.
+const METHOD_NOT_FOUND: i64 = -32601;
+/// MCP's code for a resource nobody has.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Which server listed what, since the servers' lists last changed.
+#[derive(Default)]
+pub(super) struct Catalog {
+    /// Resource URI -> server.
+    resources: Option<HashMap<String, usize>>,
+    /// URI templates, and the text before their first variable, -> server.
+    templates: Option<Vec<(String, String, usize)>>,
+    /// Prompt name as the client sees it -> server, and the server's name for it.
+    prompts: Option<HashMap<String, (usize, String)>>,
+}
+
+/// One of the lists several servers' are merged into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Resources,
+    Templates,
+    Prompts,
+}
+
+impl Kind {
+    fn of(method: &str) -> Option<Kind> {
+        match method {
+            "resources/list" => Some(Kind::Resources),
+            "resources/templates/list" => Some(Kind::Templates),
+            "prompts/list" => Some(Kind::Prompts),
+            _ => None,
+        }
+    }
+
+    fn method(self) -> &'static str {
+        match self {
+            Kind::Resources => "resources/list",
+            Kind::Templates => "resources/templates/list",
+            Kind::Prompts => "prompts/list",
+        }
+    }
+
+    /// The result's array.
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Resources => "resources",
+            Kind::Templates => "resourceTemplates",
+            Kind::Prompts => "prompts",
+        }
+    }
+
+    /// The capability a server lists these under.
+    fn capability(self) -> &'static str {
+        match self {
+            Kind::Resources | Kind::Templates => "resources",
+            Kind::Prompts => "prompts",
+        }
+    }
+}
+
+impl Upstream {
+    /// Why, in words, for a log line.
+    pub(super) fn reason(&self) -> String {
+        match self {
+            Upstream::Refused(error) => format!("it answered with an error: {}", error.get()),
+            Upstream::Failed(reason) => reason.clone(),
+        }
+    }
+}
+
+impl Router {
+    /// The client's handshake (`initialize`, or `server/discover` in the stateless revision):
+    /// every running server is given it, and the client gets one answer for them all, saying
+    /// that the tool list can change. Kept for servers that start later.
+    pub(super) async fn handshake(self: std::sync::Arc<Self>, id: Id, method: String, params: Value) {
+        *lock(&self.handshake) = Some((method.clone(), params.clone()));
+        if let Some(link) = self.single() {
+            return match self.join(link, &method, &params).await {
+                Ok((_, Some(result))) => self.answer_handshake(&id, result),
+                // One that cannot be read exactly (a key written twice) passes as it came.
+                Ok((reply, None)) => self.to_client(jsonrpc::response(&id, reply.get())),
+                Err(failure) => self.fail(&id, failure),
+            };
+        }
+        let (router, asked, given) = (&self, method.as_str(), &params);
+        let joining = self.links.iter().filter(|link| link.is_up()).map(|link| async move {
+            let joined = router.join(link, asked, given).await;
+            (link, joined)
+        });
+        let mut results = Vec::new();
+        for (link, joined) in join_all(joining).await {
+            match joined {
+                Ok((_, Some(result))) => results.push((link.name.clone(), result)),
+                Ok((_, None)) => {
+                    self.warnings.warn("handshake", || {
+                        format!("{} answered {method} with a result that cannot be read", link.label)
+                    });
+                }
+                Err(failure) => {
+                    self.warnings.warn("handshake", || format!("{} did not join: {}", link.label, failure.reason()));
+                }
+            }
+        }
+        let merged = merge_handshakes(&method, &params, &results);
+        self.answer_handshake(&id, merged);
+    }
+
+    /// Gives server `link` the handshake; its answer, read when it can be (its name and
+    /// capabilities noted).
+    async fn join(&self, link: &Link, method: &str, params: &Value) -> Result<(Reply, Option<Value>), Upstream> {
+        let reply = self.ask(link, method, params.clone()).await?;
+        let result = crate::json::from_str(reply.get()).ok();
+        if let Some(result) = &result {
+            let name = result
+                .pointer("/serverInfo/name")
+                .or_else(|| result.pointer(&format!("/_meta/{}/name", crate::schema::escape(SERVER_INFO_KEY))))
+                .and_then(Value::as_str);
+            if let Some(name) = name {
+                *lock(&link.server_name) = Some(name.to_owned());
+            }
+            *lock(&link.capabilities) = result.get("capabilities").cloned();
+        }
+        Ok((reply, result))
+    }
+
+    /// The handshake's answer: the client learns that the tool list can change.
+    fn answer_handshake(&self, id: &Id, mut result: Value) {
+        if let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) {
+            lock(&self.protocol).agreed(revision);
+        }
+        if let Some(capabilities) = result.get_mut("capabilities").and_then(Value::as_object_mut) {
+            let tools = capabilities.entry("tools").or_insert_with(|| json!({}));
+            if let Some(tools) = tools.as_object_mut() {
+                tools.insert("listChanged".to_owned(), Value::Bool(true));
+            }
+        }
+        self.to_client(jsonrpc::response(id, &result.to_string()));
+    }
+
+    /// Server `link` (re)started after the client's handshake: it is given the handshake, then
+    /// its tools are listed again, and come back to the client.
+    pub(in crate::proxy) async fn rejoin(self: std::sync::Arc<Self>, link: std::sync::Arc<Link>) {
+        let handshake = lock(&self.handshake).clone();
+        let Some((method, params)) = handshake else {
+            // No handshake yet: the client's reaches this server when it comes.
+            return;
+        };
+        if let Err(failure) = self.join(&link, &method, &params).await {
+            self.warnings.warn("handshake", || format!("{} did not join again: {}", link.label, failure.reason()));
+            return;
+        }
+        if method == "initialize" {
+            link.send(jsonrpc::notification("notifications/initialized", None));
+        }
+        tracing::info!("{} is back", link.label);
+        self.relist(&link).await;
+        self.catalog_changed();
+    }
+
+    /// What a server listed besides its tools changed, or a server came or went.
+    pub(super) fn catalog_changed(&self) {
+        *lock(&self.catalog) = Catalog::default();
+    }
+
+    /// A request of several servers' client that is not about tools: sent to the server it
+    /// names, to all of them, answered here, or refused.
+    pub(super) fn aggregate(self: &std::sync::Arc<Self>, id: Id, method: &str, params: Option<&RawValue>, line: &[u8]) {
+        let params: Map<String, Value> = params
+            .and_then(|raw| crate::json::from_str(raw.get()).ok())
+            .and_then(|params| match params {
+                Value::Object(params) => Some(params),
+                _ => None,
+            })
+            .unwrap_or_default();
+        if let Some(kind) = Kind::of(method) {
+            if params.get("cursor").is_some_and(|cursor| !cursor.is_null()) {
+                // The merged list is answered in one page: no cursor was handed out.
+                return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "invalid cursor"));
+            }
+            return self.spawn_tool_task(id.clone(), self.clone().list_merged(id, kind));
+        }
+        let line = line.to_vec();
+        match method {
+            "ping" => self.to_client(jsonrpc::response(&id, "{}")),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else {
+                    return self.to_client(jsonrpc::error_response(
+                        &id,
+                        INVALID_PARAMS,
+                        &format!("{method} needs a uri"),
+                    ));
+                };
+                let router = self.clone();
+                self.spawn_tool_task(id.clone(), async move {
+                    match router.owner_of_resource(&uri).await {
+                        Some(link) => router.forward_request(&router.links[link], id, Purpose::Other, &line),
+                        None => router.to_client(jsonrpc::error_response(
+                            &id,
+                            RESOURCE_NOT_FOUND,
+                            &format!("Resource not found: no MCP server behind the gateway lists `{uri}`"),
+                        )),
+                    }
+                });
+            }
+            "prompts/get" => {
+                let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                    return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "prompts/get needs a name"));
+                };
+                let router = self.clone();
+                self.spawn_tool_task(id.clone(), async move {
+                    match router.owner_of_prompt(&name).await {
+                        Some((link, original)) if original == name => {
+                            router.forward_request(&router.links[link], id, Purpose::Other, &line)
+                        }
+                        Some((link, original)) => {
+                            let mut params = params;
+                            params.insert("name".to_owned(), Value::from(original));
+                            let request = jsonrpc::request(&id, "prompts/get", &Value::Object(params));
+                            router.forward(&router.links[link], id, Purpose::Other, request);
+                        }
+                        None => router.to_client(jsonrpc::error_response(
+                            &id,
+                            INVALID_PARAMS,
+                            &format!("Unknown prompt: {name}"),
+                        )),
+                    }
+                });
+            }
+            "completion/complete" => {
+                let router = self.clone();
+                self.spawn_tool_task(id.clone(), async move { router.complete(id, params, line).await });
+            }
+            "logging/setLevel" => {
+                let router = self.clone();
+                self.spawn_tool_task(id.clone(), async move {
+                    let asking = router
+                        .links
+                        .iter()
+                        .filter(|link| link.is_up())
+                        .map(|link| router.ask(link, "logging/setLevel", Value::Object(params.clone())));
+                    // A server without logging says so; the level holds for those with it.
+                    join_all(asking).await;
+                    router.to_client(jsonrpc::response(&id, "{}"));
+                });
+            }
+            _ => self.to_client(jsonrpc::error_response(
+                &id,
+                METHOD_NOT_FOUND,
+                &format!("the gateway cannot route `{method}` to a single MCP server"),
+            )),
+        }
+    }
+
+    /// `completion/complete` goes to the server of the prompt or resource it completes, as it
+    /// came unless the prompt's name there is another.
+    async fn complete(&self, id: Id, mut params: Map<String, Value>, line: Vec<u8>) {
+        let reference = params.get("ref").cloned().unwrap_or_default();
+        let (owner, original) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => match reference.get("name").and_then(Value::as_str) {
+                Some(name) => match self.owner_of_prompt(name).await {
+                    Some((link, original)) => (Some(link), (original != name).then_some(original)),
+                    None => (None, None),
+                },
+                None => (None, None),
+            },
+            Some("ref/resource") => match reference.get("uri").and_then(Value::as_str) {
+                Some(uri) => (self.owner_of_resource(uri).await, None),
+                None => (None, None),
+            },
+            _ => (None, None),
+        };
+        let Some(link) = owner.map(|link| &self.links[link]) else {
+            let reason = "completion/complete: no MCP server behind the gateway has what `ref` names";
+            return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, reason));
+        };
+        let Some(original) = original else {
+            return self.forward_request(link, id, Purpose::Other, &line);
+        };
+        if let Some(Value::Object(reference)) = params.get_mut("ref") {
+            reference.insert("name".to_owned(), Value::from(original));
+        }
+        let request = jsonrpc::request(&id, "completion/complete", &Value::Object(params));
+        self.forward(link, id, Purpose::Other, request);
+    }
+
+    /// The servers' lists of `kind` as one, answered in one page; which server listed what is
+    /// noted for the requests that name one.
+    async fn list_merged(self: std::sync::Arc<Self>, id: Id, kind: Kind) {
+        let items = self.gather(kind).await;
+        let mut result = Map::new();
+        result.insert(kind.key().to_owned(), Value::Array(items));
+        self.to_client(jsonrpc::response(&id, &Value::Object(result).to_string()));
+    }
+
+    /// Every running server's list of `kind`, merged (prompt names made unique), noted in the
+    /// catalog.
+    async fn gather(&self, kind: Kind) -> Vec<Value> {
+        let listing =
+            self.links.iter().filter(|link| link.is_up() && link.has(kind.capability())).map(|link| async move {
+                let listed = self.list_every_page(link, kind).await;
+                (link, listed)
+            });
+        let mut lists = Vec::new();
+        for (link, listed) in join_all(listing).await {
+            match listed {
+                Ok(items) => lists.push((link.index, items)),
+                Err(failure) => {
+                    self.warnings.warn("list", || {
+                        format!("cannot list the {} of {}: {}", kind.key(), link.label, failure.reason())
+                    });
+                }
+            }
+        }
+        let mut merged = Vec::new();
+        let mut catalog = lock(&self.catalog);
+        match kind {
+            Kind::Resources => {
+                let mut owners = HashMap::new();
+                for (link, items) in lists {
+                    for item in items {
+                        if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+                            owners.entry(uri.to_owned()).or_insert(link);
+                        }
+                        merged.push(item);
+                    }
+                }
+                catalog.resources = Some(owners);
+            }
+            Kind::Templates => {
+                let mut owners = Vec::new();
+                for (link, items) in lists {
+                    for item in items {
+                        if let Some(template) = item.get("uriTemplate").and_then(Value::as_str) {
+                            let literal = template.split('{').next().unwrap_or_default().to_owned();
+                            owners.push((template.to_owned(), literal, link));
+                        }
+                        merged.push(item);
+                    }
+                }
+                catalog.templates = Some(owners);
+            }
+            Kind::Prompts => {
+                let mut holders: HashMap<String, usize> = HashMap::new();
+                for (_, items) in &lists {
+                    for name in items.iter().filter_map(|item| item.get("name").and_then(Value::as_str)) {
+                        *holders.entry(name.to_owned()).or_default() += 1;
+                    }
+                }
+                let mut owners = HashMap::new();
+                for (link, items) in lists {
+                    for mut item in items {
+                        let Some(name) = item.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                            continue;
+                        };
+                        let shared = self.prefix || holders.get(&name).is_some_and(|&count| count > 1);
+                        let exposed = match shared {
+                            true => format!("{}_{name}", self.links[link].name),
+                            false => name.clone(),
+                        };
+                        if owners.contains_key(&exposed) {
+                            continue;
+                        }
+                        item["name"] = Value::from(exposed.as_str());
+                        owners.insert(exposed, (link, name));
+                        merged.push(item);
+                    }
+                }
+                catalog.prompts = Some(owners);
+            }
+        }
+        merged
+    }
+
+    /// Every page of server `link`'s list of `kind`.
+    async fn list_every_page(&self, link: &Link, kind: Kind) -> Result<Vec<Value>, Upstream> {
+        let meta = lock(&self.protocol).envelope();
+        let (mut items, mut cursor, mut bytes) = (Vec::new(), None::<String>, 0usize);
+        for _ in 0..MAX_PAGES {
+            let reply = self.ask(link, kind.method(), page_params(cursor.as_deref(), meta.as_ref())).await?;
+            bytes += reply.get().len();
+            if bytes > self.max_message_bytes {
+                return Err(Upstream::Failed(format!(
+                    "its {} passed {} bytes over its pages, the limit for one message (--max-message-size)",
+                    kind.method(),
+                    self.max_message_bytes
+                )));
+            }
+            let mut page = match crate::json::from_str(reply.get()) {
+                Ok(Value::Object(page)) => page,
+                _ => return Err(Upstream::Failed(format!("its {} result is not a JSON object", kind.method()))),
+            };
+            if let Some(Value::Array(listed)) = page.remove(kind.key()) {
+                items.extend(listed);
+            }
+            match page.remove("nextCursor") {
+                Some(Value::String(next)) if !next.is_empty() && cursor.as_deref() != Some(next.as_str()) => {
+                    cursor = Some(next)
+                }
+                _ => return Ok(items),
+            }
+        }
+        Ok(items)
+    }
+
+    /// The server that lists the resource `uri`, or whose template it fits (the longest text
+    /// before a variable wins); listed first when the catalog does not know.
+    async fn owner_of_resource(&self, uri: &str) -> Option<usize> {
+        if lock(&self.catalog).resources.is_none() {
+            self.gather(Kind::Resources).await;
+        }
+        if lock(&self.catalog).templates.is_none() {
+            self.gather(Kind::Templates).await;
+        }
+        let catalog = lock(&self.catalog);
+        if let Some(&link) = catalog.resources.as_ref().and_then(|resources| resources.get(uri)) {
+            return Some(link);
+        }
+        let templates = catalog.templates.as_deref().unwrap_or_default();
+        if let Some((_, _, link)) = templates.iter().find(|(template, ..)| template == uri) {
+            return Some(*link);
+        }
+        templates
+            .iter()
+            .filter(|(_, literal, _)| !literal.is_empty() && uri.starts_with(literal.as_str()))
+            .max_by_key(|(_, literal, _)| literal.len())
+            .map(|(.., link)| *link)
+            .or_else(|| {
+                // One server with resources can only be that one.
+                let mut serving = self.links.iter().filter(|link| link.is_up() && link.has("resources"));
+                match (serving.next(), serving.next()) {
+                    (Some(link), None) => Some(link.index),
+                    _ => None,
+                }
+            })
+    }
+
+    /// The server of the prompt the client calls `name`, and its own name for it.
+    async fn owner_of_prompt(&self, name: &str) -> Option<(usize, String)> {
+        if lock(&self.catalog).prompts.is_none() {
+            self.gather(Kind::Prompts).await;
+        }
+        lock(&self.catalog).prompts.as_ref()?.get(name).cloned()
+    }
+}
+
+impl Link {
+    /// Whether the server said in the handshake that it has `capability` (or did not say).
+    fn has(&self, capability: &str) -> bool {
+        lock(&self.capabilities).as_ref().is_none_or(|capabilities| capabilities.get(capability).is_some())
+    }
+}
+
+/// One handshake answer for several servers: the revision the client asked for if a server
+/// agreed to it (else the first server's), every capability any server has, each server's
+/// instructions under its name, and the gateway's own name.
+fn merge_handshakes(method: &str, params: &Value, results: &[(String, Value)]) -> Value {
+    let mut merged = match results.first() {
+        Some((_, Value::Object(first))) => first.clone(),
+        _ => Map::new(),
+    };
+    let asked = params.get("protocolVersion").and_then(Value::as_str);
+    let agreed: Vec<&str> = results.iter().filter_map(|(_, result)| result.get("protocolVersion")?.as_str()).collect();
+    let revision = match asked {
+        Some(asked) if agreed.contains(&asked) || agreed.is_empty() => Some(asked),
+        _ => agreed.first().copied(),
+    };
+    if agreed.iter().any(|agreed| Some(*agreed) != revision) {
+        tracing::warn!("the servers agreed on different protocol revisions ({agreed:?}); answering {revision:?}");
+    }
+    if method == "initialize"
+        && let Some(revision) = revision
+    {
+        merged.insert("protocolVersion".to_owned(), Value::from(revision));
+    }
+    let mut capabilities = Map::new();
+    for (_, result) in results {
+        for (name, capability) in result.get("capabilities").and_then(Value::as_object).into_iter().flatten() {
+            match (capabilities.get_mut(name), capability) {
+                (Some(Value::Object(known)), Value::Object(more)) => {
+                    for (key, value) in more {
+                        if value != &Value::Bool(false) || !known.contains_key(key) {
+                            known.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
+                (None, _) => {
+                    capabilities.insert(name.clone(), capability.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    capabilities.entry("tools").or_insert_with(|| json!({}));
+    merged.insert("capabilities".to_owned(), Value::Object(capabilities));
+    let instructions: Vec<String> = results
+        .iter()
+        .filter_map(|(name, result)| Some(format!("## {name}\n{}", result.get("instructions")?.as_str()?)))
+        .collect();
+    merged.remove("instructions");
+    if !instructions.is_empty() {
+        merged.insert("instructions".to_owned(), Value::from(instructions.join("\n\n")));
+    }
+    let gateway =
+        json!({"name": "tool-mediator", "title": "tool-mediator gateway", "version": env!("CARGO_PKG_VERSION")});
+    if method == "initialize" {
+        merged.insert("serverInfo".to_owned(), gateway);
+    } else if let Some(Value::Object(meta)) = merged.get_mut("_meta") {
+        meta.insert(SERVER_INFO_KEY.to_owned(), gateway);
+    }
+    if method == "initialize" && !merged.contains_key("protocolVersion") {
+        merged.insert("protocolVersion".to_owned(), Value::from(crate::proxy::revision::REVISIONS[3]));
+    }
+    Value::Object(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handshakes_merge_into_one_gateway_with_every_capability() {
+        let results = [
+            (
+                "time".to_owned(),
+                json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": false}},
+                       "serverInfo": {"name": "mcp-time"}}),
+            ),
+            (
+                "everything".to_owned(),
+                json!({"protocolVersion": "2025-11-25",
+                       "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true}, "prompts": {}},
+                       "serverInfo": {"name": "everything"}, "instructions": "Try echo."}),
+            ),
+        ];
+        let merged = merge_handshakes("initialize", &json!({"protocolVersion": "2025-11-25"}), &results);
+        assert_eq!(merged["protocolVersion"], "2025-11-25", "the client's, since a server agreed to it");
+        assert_eq!(merged["serverInfo"]["name"], "tool-mediator");
+        assert_eq!(merged["capabilities"]["tools"]["listChanged"], true);
+        assert_eq!(merged["capabilities"]["resources"]["subscribe"], true);
+        assert!(merged["capabilities"]["prompts"].is_object());
+        assert_eq!(merged["instructions"], "## everything\nTry echo.");
+    }
+
+    #[test]
+    fn no_server_yet_still_answers_the_client() {
+        let merged = merge_handshakes("initialize", &json!({"protocolVersion": "2025-06-18"}), &[]);
+        assert_eq!(merged["protocolVersion"], "2025-06-18");
+        assert!(merged["capabilities"]["tools"].is_object());
+    }
+
+    #[test]
+    fn a_server_without_capabilities_is_asked_anyway() {
+        let link = Link::new(0, super::super::LinkSettings::default());
+        assert!(link.has("resources"));
+        *lock(&link.capabilities) = Some(json!({"tools": {}}));
+        assert!(!link.has("resources"));
+        assert!(Kind::of("prompts/list").is_some_and(|kind| kind.capability() == "prompts"));
+    }
+}

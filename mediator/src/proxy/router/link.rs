@@ -1,0 +1,179 @@
+//! One MCP server behind the router: its input while it runs, the requests waiting for it, and
+//! what the router knows of it (its name, its capabilities, its last tool listing). A server
+//! that stops and starts again keeps its link; only the connection is new.
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::mediation::{Listing, Relisting};
+use super::{Upstream, Waiter};
+use crate::lock;
+use crate::proxy::jsonrpc::{self, Id};
+use crate::proxy::lines::Outbox;
+use crate::proxy::pending::Pending;
+use crate::tool::Tool;
+
+/// What the router is told about a server before it starts.
+#[derive(Debug, Clone, Default)]
+pub struct LinkSettings {
+    /// Its name in the servers file: what its tools are prefixed with when names are shared.
+    pub name: String,
+    /// The override source; by default the server's `serverInfo.name`.
+    pub source: Option<String>,
+    /// Only these tools, by the server's names; all when not set.
+    pub include: Option<Vec<String>>,
+    /// Never these tools, by the server's names.
+    pub exclude: Vec<String>,
+}
+
+pub(in crate::proxy) struct Link {
+    pub(in crate::proxy) index: usize,
+    pub(in crate::proxy) name: String,
+    /// How logs and errors name the server: "the MCP server `NAME`", or without a name (the
+    /// proxy's one server) "the MCP server".
+    pub(in crate::proxy) label: String,
+    pub(super) source: Option<String>,
+    include: Option<HashSet<String>>,
+    exclude: HashSet<String>,
+    /// The running server's input; `None` while it is down.
+    outbox: Mutex<Option<Arc<Outbox>>>,
+    pub(super) pending: Mutex<Pending<Waiter>>,
+    /// The name the server gave itself in the handshake.
+    pub(super) server_name: Mutex<Option<String>>,
+    /// The source when the server names none: the program's file name, or the URL's host.
+    pub(super) fallback_source: Mutex<String>,
+    /// What the server said it can do in the handshake.
+    pub(super) capabilities: Mutex<Option<Value>>,
+    pub(super) listing: Mutex<Option<Listing>>,
+    /// Listings started, and (behind the gate) the number of the last one that finished.
+    pub(super) listings_started: AtomicU64,
+    pub(super) listing_gate: tokio::sync::Mutex<u64>,
+    pub(super) relisting: Mutex<Relisting>,
+}
+
+impl Link {
+    pub(super) fn new(index: usize, settings: LinkSettings) -> Link {
+        let label = label_of(&settings.name);
+        Link {
+            index,
+            include: settings.include.map(|names| names.into_iter().collect()),
+            exclude: settings.exclude.into_iter().collect(),
+            fallback_source: Mutex::new(settings.name.clone()),
+            pending: Mutex::new(Pending::gone_with(format!("{label} has not started"))),
+            label,
+            name: settings.name,
+            source: settings.source,
+            outbox: Mutex::default(),
+            server_name: Mutex::default(),
+            capabilities: Mutex::default(),
+            listing: Mutex::default(),
+            listings_started: AtomicU64::new(0),
+            listing_gate: tokio::sync::Mutex::new(0),
+            relisting: Mutex::default(),
+        }
+    }
+
+    /// The server (re)started: lines for it go to `outbox`, nothing waits for it yet.
+    pub(in crate::proxy) fn connected(&self, outbox: Arc<Outbox>, fallback_source: String) {
+        *lock(&self.pending) = Pending::default();
+        *lock(&self.listing) = None;
+        *lock(&self.fallback_source) = fallback_source;
+        *lock(&self.outbox) = Some(outbox);
+    }
+
+    /// The server is down, for `reason`: its input closes, and every request still waiting
+    /// for it is returned, to be told why; those made from now on are refused with the reason.
+    pub(super) fn disconnected(&self, reason: String) -> Vec<(Id, Waiter)> {
+        if let Some(outbox) = lock(&self.outbox).take() {
+            outbox.close();
+        }
+        *lock(&self.listing) = None;
+        lock(&self.pending).server_gone(reason)
+    }
+
+    /// The running server's input, if it runs.
+    pub(in crate::proxy) fn outbox(&self) -> Option<Arc<Outbox>> {
+        lock(&self.outbox).clone()
+    }
+
+    pub(super) fn is_up(&self) -> bool {
+        lock(&self.outbox).is_some()
+    }
+
+    /// Sends `line` to the server; false when it is down (the line is dropped).
+    pub(super) fn send(&self, line: String) -> bool {
+        match lock(&self.outbox).as_ref() {
+            Some(outbox) => {
+                outbox.send(line);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Why requests to this server fail now.
+    pub(super) fn down_reason(&self) -> String {
+        lock(&self.pending).gone().map_or_else(|| format!("{} is down", self.label), str::to_owned)
+    }
+
+    /// The proxy's own request `method(params)` and its result, within `timeout`.
+    pub(super) async fn ask(
+        &self,
+        method: &str,
+        params: &Value,
+        timeout: std::time::Duration,
+    ) -> Result<super::Reply, Upstream> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let id = lock(&self.pending).own_request(Waiter::Proxy(reply)).map_err(Upstream::Failed)?;
+        if !self.send(jsonrpc::request(&id, method, params)) {
+            lock(&self.pending).answered(&id);
+            return Err(Upstream::Failed(self.down_reason()));
+        }
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(Upstream::Refused(error)),
+            Ok(Err(_)) => Err(Upstream::Failed(self.down_reason())),
+            Err(_) => {
+                lock(&self.pending).answered(&id);
+                Err(Upstream::Failed(format!(
+                    "{} did not answer {method} within {}s",
+                    self.label,
+                    timeout.as_secs_f64()
+                )))
+            }
+        }
+    }
+
+    /// Whether the server said in the handshake that it tells when its tools change: then the
+    /// list it gave last stands until it does.
+    pub(super) fn announces_tool_changes(&self) -> bool {
+        lock(&self.capabilities)
+            .as_ref()
+            .is_some_and(|capabilities| capabilities.pointer("/tools/listChanged") == Some(&Value::Bool(true)))
+    }
+
+    /// Whether the settings let `tool` through (by the server's name for it).
+    pub(super) fn admits(&self, tool: &Tool) -> bool {
+        self.include.as_ref().is_none_or(|names| names.contains(&tool.name)) && !self.exclude.contains(&tool.name)
+    }
+
+    /// The override source: as set, else the server's own name, else the fallback.
+    pub(super) fn source(&self, default: Option<&String>) -> String {
+        self.source
+            .clone()
+            .or_else(|| default.cloned())
+            .or_else(|| lock(&self.server_name).clone())
+            .unwrap_or_else(|| lock(&self.fallback_source).clone())
+    }
+}
+
+/// "the MCP server `NAME`", or "the MCP server" for one without a name.
+pub(in crate::proxy) fn label_of(name: &str) -> String {
+    match name {
+        "" => "the MCP server".to_owned(),
+        name => format!("the MCP server `{name}`"),
+    }
+}

@@ -1,0 +1,232 @@
+//! What makes a tool definition weak: one notion, used by the chain (a weak tool is not finished
+//! by an answer that only categorizes it, so it goes on to the language model), by `--report`
+//! (which weak tools were left weak, and why) and by what judges a manifest.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use crate::rules::{describe, identifier};
+use crate::schema;
+use crate::tool::Tool;
+
+/// Descriptions shorter than this many words cannot say what a tool does and returns.
+const SHORT: usize = 4;
+
+/// One reason a definition is weak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Weakness {
+    /// No description, or a blank one.
+    NoDescription,
+    /// The description only says the name again (`get_user`: "gets user").
+    RestatesName,
+    /// Fewer than four words: too short to say what the tool returns.
+    TooShort,
+    /// Required parameters without a description, by name.
+    UndescribedRequired(Vec<String>),
+    /// No input schema, or one that is not standard JSON Schema (`"type": "dict"`).
+    NonStandardSchema,
+}
+
+impl Weakness {
+    /// A stable id, for reports and the linter.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Weakness::NoDescription => "no-description",
+            Weakness::RestatesName => "description-restates-name",
+            Weakness::TooShort => "description-too-short",
+            Weakness::UndescribedRequired(_) => "undescribed-required-parameter",
+            Weakness::NonStandardSchema => "non-standard-schema",
+        }
+    }
+}
+
+impl fmt::Display for Weakness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Weakness::NoDescription => f.write_str("no description"),
+            Weakness::RestatesName => f.write_str("the description only restates the name"),
+            Weakness::TooShort => write!(f, "the description is under {SHORT} words"),
+            Weakness::UndescribedRequired(names) => {
+                write!(f, "required parameters without a description: {}", names.join(", "))
+            }
+            Weakness::NonStandardSchema => f.write_str("no input schema, or a non-standard one"),
+        }
+    }
+}
+
+/// Every reason `tool`'s definition is weak; none for a tool a model can use as it is.
+pub fn weaknesses(tool: &Tool) -> Vec<Weakness> {
+    let mut found = Vec::new();
+    match tool.description.as_deref().map(str::trim) {
+        None | Some("") => found.push(Weakness::NoDescription),
+        Some(description) => {
+            let name_words = identifier::words(&tool.name);
+            if describe::repeats_name(description, &name_words) {
+                found.push(Weakness::RestatesName);
+            } else if description.split_whitespace().count() < SHORT {
+                found.push(Weakness::TooShort);
+            }
+        }
+    }
+    match &tool.input_schema {
+        None => found.push(Weakness::NonStandardSchema),
+        Some(input_schema) if is_non_standard(input_schema) => found.push(Weakness::NonStandardSchema),
+        Some(input_schema) => {
+            let undescribed = undescribed_required(input_schema.as_str());
+            if !undescribed.is_empty() {
+                found.push(Weakness::UndescribedRequired(undescribed));
+            }
+        }
+    }
+    found
+}
+
+/// Whether `tool`'s definition is weak in any way.
+pub fn is_weak(tool: &Tool) -> bool {
+    !weaknesses(tool).is_empty()
+}
+
+/// Whether a schema needs more repair than the empty `properties` a tool without parameters
+/// may leave out.
+fn is_non_standard(input_schema: &crate::Json) -> bool {
+    if !schema::needs_repair(input_schema) {
+        return false;
+    }
+    let mut value = input_schema.to_value();
+    schema::repair(&mut value).iter().any(|repair| repair.pointer != "/properties")
+}
+
+/// The required parameters of a schema that have no description.
+fn undescribed_required(schema: &str) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Schema {
+        #[serde(default)]
+        properties: serde_json::Map<String, serde_json::Value>,
+        #[serde(default)]
+        required: Vec<serde_json::Value>,
+    }
+    let Ok(schema) = serde_json::from_str::<Schema>(schema) else { return Vec::new() };
+    schema
+        .required
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .filter(|name| {
+            schema
+                .properties
+                .get(*name)
+                .and_then(|property| property.get("description"))
+                .and_then(|d| d.as_str())
+                .is_none_or(|description| description.trim().is_empty())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: Option<&str>, schema: serde_json::Value) -> Tool {
+        let tool = Tool::new(name).with_input_schema(schema);
+        match description {
+            Some(description) => tool.with_description(description),
+            None => tool,
+        }
+    }
+
+    #[test]
+    fn a_description_that_restates_the_name_is_weak() {
+        let object = json!({"type": "object"});
+        assert_eq!(weaknesses(&tool("get_user", Some("gets user"), object.clone())), [Weakness::RestatesName]);
+        assert_eq!(weaknesses(&tool("list_orders", Some("List orders."), object.clone())), [Weakness::RestatesName]);
+        assert_eq!(weaknesses(&tool("get_user", None, object.clone())), [Weakness::NoDescription]);
+        assert_eq!(weaknesses(&tool("fetch", Some("Fetches a URL."), object)), [Weakness::TooShort]);
+    }
+
+    #[test]
+    fn a_well_made_tool_is_not_weak() {
+        let schema = json!({"type": "object", "properties": {"id": {"type": "string", "description": "The user's id."}},
+                            "required": ["id"]});
+        let good = tool("get_user", Some("Gets a user by id and returns their profile."), schema);
+        assert!(!is_weak(&good), "{:?}", weaknesses(&good));
+    }
+
+    #[test]
+    fn schemas_and_required_parameters_count() {
+        let undescribed = json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]});
+        assert_eq!(
+            weaknesses(&tool("get_user", Some("Gets a user by id and returns their profile."), undescribed)),
+            [Weakness::UndescribedRequired(vec!["id".into()])]
+        );
+        let dict = json!({"type": "dict", "properties": {}});
+        assert!(
+            weaknesses(&tool("get_user", Some("Gets a user by id and returns their profile."), dict))
+                .contains(&Weakness::NonStandardSchema)
+        );
+    }
+}
+
+/// A tool whose definition is still weak after the chain, and why nothing made it better.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftWeak {
+    /// Its name as the source gives it.
+    pub tool: String,
+    pub weaknesses: Vec<Weakness>,
+    pub why: Why,
+}
+
+/// Why a weak tool was left weak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// No language model in the chain.
+    NoModel,
+    /// The model was asked and gave no answer for it.
+    ModelDeclined,
+    /// The model's answer was refused (an invalid name or schema, a duplicate answer).
+    AnswerRefused,
+    /// The model's answer was taken but still leaves it weak.
+    AnswerStillWeak,
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Why::NoModel => "no language model is configured",
+            Why::ModelDeclined => "the model declined it",
+            Why::AnswerRefused => "the model's answer was refused",
+            Why::AnswerStillWeak => "the model's answer still leaves it weak",
+        })
+    }
+}
+
+/// The weak tools `mediator` left weak in `enhancement`, and why.
+pub fn left_weak(mediator: &crate::Mediator, enhancement: &crate::Enhancement) -> Vec<LeftWeak> {
+    let is_model = |name: &str| name == crate::llm::LlmTransformer::NAME || name.ends_with("-llm");
+    let model = mediator.transformers().any(|transformer| is_model(transformer.name()));
+    enhancement
+        .tools
+        .iter()
+        .filter_map(|tool| {
+            let weaknesses = weaknesses(&tool.tool);
+            if weaknesses.is_empty() {
+                return None;
+            }
+            let refused = enhancement.events.iter().any(|event| match event {
+                crate::ChainEvent::AnswerRefused { transformer, tool: name, .. }
+                | crate::ChainEvent::RenameRefused { transformer, tool: name, .. } => {
+                    is_model(transformer) && *name == tool.original_name
+                }
+                _ => false,
+            });
+            let why = match (model, refused, is_model(&tool.enhanced_by)) {
+                (false, _, _) => Why::NoModel,
+                (true, true, _) => Why::AnswerRefused,
+                (true, false, true) => Why::AnswerStillWeak,
+                (true, false, false) => Why::ModelDeclined,
+            };
+            Some(LeftWeak { tool: tool.original_name.clone(), weaknesses, why })
+        })
+        .collect()
+}

@@ -1,0 +1,273 @@
+//! Tool search and disclosure, measured: retrieval on real queries written by others (RestBench,
+//! `../shared/eval/dev`) side by side with FastMCP's BM25SearchTransform over the same tools in
+//! one run; every tool of every real manifest reachable in at most two calls; and what the first
+//! listing costs in each mode.
+//!
+//! `cargo test -p tool-mediator-tests --test search -- --nocapture` prints the figures the README
+//! reports.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tool_mediator::search::{Document, ToolIndex};
+use tool_mediator::session::{DisclosureMode, Route, Session, SessionPolicy, WHOLE_BELOW};
+use tool_mediator::{Mediator, RuleTransformer, SourceType, Tool, ToolContext};
+use tool_mediator_tests::{eval_dir, fastmcp_venv, root, run, shared_manifest, stderr};
+
+const LIMIT: usize = 5;
+
+/// A RestBench service's APIs as MCP tools: the name, the description, the parameters as the
+/// input schema.
+fn restbench_tools(service: &str) -> Vec<Value> {
+    let path = eval_dir().join(format!("restbench_docs/RestBench_tool_instruction_{service}_Initial.json"));
+    let docs: BTreeMap<String, Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut docs: Vec<Value> = docs.into_values().collect();
+    docs.sort_by_key(|doc| doc["ID"].as_u64());
+    docs.iter()
+        .map(|doc| {
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for (list, is_required) in [("required_parameters", true), ("optional_parameters", false)] {
+                for parameter in doc[list].as_array().into_iter().flatten() {
+                    let name = parameter["name"].as_str().unwrap_or_default().to_owned();
+                    let mut schema = parameter["schema"].as_object().cloned().unwrap_or_default();
+                    if let Some(description) = parameter["description"].as_str() {
+                        schema.insert("description".into(), json!(description));
+                    }
+                    if is_required {
+                        required.push(json!(name));
+                    }
+                    properties.insert(name, Value::Object(schema));
+                }
+            }
+            json!({
+                "name": doc["tool_name"],
+                "description": doc["description"],
+                "inputSchema": {"type": "object", "properties": properties, "required": required},
+            })
+        })
+        .collect()
+}
+
+struct Query {
+    text: String,
+    relevant: Vec<String>,
+}
+
+fn restbench_queries(service: &str) -> Vec<Query> {
+    let text = std::fs::read_to_string(eval_dir().join("restbench_queries.jsonl")).unwrap();
+    text.lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|query| query["service"] == service)
+        .map(|query| Query {
+            text: query["query"].as_str().unwrap().to_owned(),
+            relevant: query["relevant"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|name| name.as_str().unwrap().to_owned())
+                .collect(),
+        })
+        .collect()
+}
+
+/// Recall at the limit (the share of a query's relevant tools found, averaged) and MRR (the
+/// reciprocal rank of the first relevant tool found, 0 when none is, averaged).
+fn score(queries: &[Query], found: &[Vec<String>]) -> (f64, f64) {
+    let (mut recall, mut reciprocal) = (0.0, 0.0);
+    for (query, found) in queries.iter().zip(found) {
+        let hits = query.relevant.iter().filter(|name| found.contains(name)).count();
+        recall += hits as f64 / query.relevant.len() as f64;
+        if let Some(rank) = found.iter().position(|name| query.relevant.contains(name)) {
+            reciprocal += 1.0 / (rank + 1) as f64;
+        }
+    }
+    (recall / queries.len() as f64, reciprocal / queries.len() as f64)
+}
+
+fn rules() -> Arc<Mediator> {
+    Arc::new(Mediator::builder().transformer(RuleTransformer::new()).build())
+}
+
+/// tool-mediator's search: the tools through the chain (the rules), indexed, searched; the names
+/// found are the source's, as the gold data has them.
+fn ours(tools: &[Value], queries: &[Query], service: &str) -> Vec<Vec<String>> {
+    let tools: Vec<Tool> = serde_json::from_value(Value::Array(tools.to_vec())).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let enhanced = runtime.block_on(rules().enhance(tools, &ToolContext::new(service, SourceType::Api)));
+    let index = ToolIndex::new(enhanced.iter().map(|tool| Document { tool, server: None }));
+    queries
+        .iter()
+        .map(|query| {
+            index
+                .search(&query.text, LIMIT)
+                .into_iter()
+                .map(|(position, _)| enhanced[position].original_name.clone())
+                .collect()
+        })
+        .collect()
+}
+
+/// FastMCP's BM25SearchTransform over the same tools (`tests/peers/fastmcp_search.py`).
+fn theirs(tools: &[Value], queries: &[Query]) -> Vec<Vec<String>> {
+    let input = tempfile::NamedTempFile::new().unwrap();
+    let texts: Vec<&str> = queries.iter().map(|query| query.text.as_str()).collect();
+    std::fs::write(input.path(), json!({"tools": tools, "queries": texts, "limit": LIMIT}).to_string()).unwrap();
+    let output = Command::new(fastmcp_venv().join("bin/python"))
+        .arg(root().join("tests/peers/fastmcp_search.py"))
+        .arg(input.path())
+        .output()
+        .expect("python runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("a JSON array of names per query")
+}
+
+#[test]
+fn search_finds_restbench_apis_better_than_fastmcps_bm25() {
+    println!("| service | queries | tools | tool-mediator recall@5 | MRR | FastMCP BM25 recall@5 | MRR |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut totals = [(0.0, 0.0), (0.0, 0.0)];
+    let mut count = 0;
+    for service in ["TMDB", "Spotify"] {
+        let tools = restbench_tools(service);
+        let queries = restbench_queries(service);
+        let (ours, theirs) =
+            (score(&queries, &ours(&tools, &queries, service)), score(&queries, &theirs(&tools, &queries)));
+        println!(
+            "| {service} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            queries.len(),
+            tools.len(),
+            ours.0,
+            ours.1,
+            theirs.0,
+            theirs.1
+        );
+        for (total, (recall, mrr)) in totals.iter_mut().zip([ours, theirs]) {
+            total.0 += recall * queries.len() as f64;
+            total.1 += mrr * queries.len() as f64;
+        }
+        count += queries.len();
+    }
+    let [ours, theirs] = totals.map(|(recall, mrr)| (recall / count as f64, mrr / count as f64));
+    println!("| all | {count} | | {:.3} | {:.3} | {:.3} | {:.3} |", ours.0, ours.1, theirs.0, theirs.1);
+    assert_eq!(count, 157, "every RestBench query");
+    assert!(ours.0 > theirs.0 && ours.1 > theirs.1, "ours {ours:?}, FastMCP's {theirs:?}");
+}
+
+/// The tools of every real manifest, and all of them in one list.
+fn manifests() -> Vec<(String, Vec<Tool>)> {
+    let mut all = Vec::new();
+    let mut each = Vec::new();
+    for entry in std::fs::read_dir(shared_manifest("")).unwrap() {
+        let path = entry.unwrap().path();
+        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let tools: Vec<Tool> = serde_json::from_value(manifest["tools"].clone()).unwrap();
+        all.extend(tools.clone());
+        each.push((path.file_stem().unwrap().to_string_lossy().into_owned(), tools));
+    }
+    each.sort_by(|a, b| a.0.cmp(&b.0));
+    each.push(("all seven".to_owned(), all));
+    each
+}
+
+fn names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().map(|tool| tool.name.clone()).collect()
+}
+
+/// Every tool callable after at most one call (a search or a category expansion) in each mode.
+#[test]
+fn every_tool_of_every_real_manifest_is_reachable_in_two_calls() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        for (manifest, tools) in manifests() {
+            let session = |mode: DisclosureMode| {
+                let policy = SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) };
+                Session::new(rules(), ToolContext::new(&manifest, SourceType::Api), mode.apply(policy, 5, WHOLE_BELOW))
+            };
+            let everything = names(&session(DisclosureMode::Off).list_tools(&tools, None).await.unwrap().into_tools());
+            let mut top = 0;
+            for mode in [DisclosureMode::Categories, DisclosureMode::Search, DisclosureMode::Both] {
+                let first = names(&session(mode).list_tools(&tools, None).await.unwrap().into_tools());
+                let unlisted: Vec<&String> = everything.iter().filter(|name| !first.contains(name)).collect();
+                let mut reached: Vec<&String> = Vec::new();
+                // Each category tool expanded, in a session of its own: what it makes callable.
+                for category in first.iter().filter(|entry| entry.ends_with("_tools") && *entry != "search_tools") {
+                    let fresh = session(mode);
+                    fresh.list_tools(&tools, None).await.unwrap();
+                    fresh.route_call(category, Map::new()).await;
+                    for name in &unlisted {
+                        if matches!(fresh.route_call(name, Map::new()).await, Route::Upstream { .. }) {
+                            reached.push(name);
+                        }
+                    }
+                }
+                // A search for what its name says.
+                if first.iter().any(|entry| entry == "search_tools") {
+                    let searching = session(mode);
+                    searching.list_tools(&tools, None).await.unwrap();
+                    for name in &unlisted {
+                        let query = json!({"query": name.replace(['_', '-', '.'], " "), "limit": 50});
+                        let Route::Local(found) =
+                            searching.route_call("search_tools", query.as_object().unwrap().clone()).await
+                        else {
+                            panic!("search_tools is the session's own")
+                        };
+                        let hits = found["structuredContent"]["tools"].as_array().unwrap();
+                        let rank = hits.iter().position(|tool| tool["name"] == name.as_str());
+                        if mode == DisclosureMode::Search {
+                            top += usize::from(rank.is_some_and(|rank| rank < LIMIT));
+                        }
+                        if rank.is_some() && matches!(searching.route_call(name, Map::new()).await, Route::Upstream { .. }) {
+                            reached.push(name);
+                        }
+                    }
+                }
+                for name in unlisted {
+                    assert!(reached.contains(&name), "{manifest}, {}: `{name}` cannot be reached in two calls", mode.name());
+                }
+            }
+            println!(
+                "{manifest}: {} tools, all reachable in every mode; in search mode, {top} of the unlisted found in the top {LIMIT} by their names",
+                everything.len()
+            );
+        }
+    });
+}
+
+/// `tool-mediator tokens --json` for a manifest: the first listing's tokens in each mode.
+fn tokens(path: &std::path::Path) -> Value {
+    let output = run(&["tokens", path.to_str().unwrap(), "--json"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn the_default_first_listing_costs_at_least_ninety_percent_less() {
+    let merged = tempfile::NamedTempFile::new().unwrap();
+    let all: Vec<Tool> = manifests().pop().unwrap().1;
+    std::fs::write(merged.path(), json!({"tools": all}).to_string()).unwrap();
+    println!("| manifest | tools | off | categories | search | both (default) |");
+    println!("|---|---|---|---|---|---|");
+    for (name, path) in [("github", shared_manifest("github.json")), ("all seven merged", merged.path().to_owned())] {
+        let report = tokens(&path);
+        let modes = &report["modes"];
+        let cell = |mode: &str| {
+            format!(
+                "{} tokens, {} entries ({}% fewer)",
+                modes[mode]["total"], modes[mode]["tools"], modes[mode]["saved_percent"]
+            )
+        };
+        println!(
+            "| {name} | {} | {} | {} | {} | {} |",
+            modes["off"]["tools"],
+            modes["off"]["total"],
+            cell("categories"),
+            cell("search"),
+            cell("both")
+        );
+        assert_eq!(report["with_disclosure"]["mode"], "both", "the default mode");
+        assert!(report["saved_percent"].as_f64().unwrap() >= 90.0, "{name}: {report}");
+    }
+}
