@@ -438,3 +438,241 @@ fn a_tool_that_names_another_servers_tool_is_reported_and_with_quarantine_left_o
     let (names, said) = list_through(&peers, &config, &["--no-disclosure", "--quarantine"]);
     assert_eq!(names, ["send_email"], "left out: {said}");
 }
+
+/// The gateway over stdio, spoken to line by line: a request waits for its answer (for a while),
+/// notifications are kept as they come. Its stderr goes to `gateway.log` in `dir`.
+struct Lines {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    messages: std::sync::mpsc::Receiver<Value>,
+    heard: Vec<Value>,
+    next_id: u64,
+    log: PathBuf,
+}
+
+impl Lines {
+    fn start(peers: &Peers, dir: &Path, config: &Path, extra: &[&str]) -> Lines {
+        use std::io::BufRead as _;
+        let command = gateway(config, extra);
+        let log = dir.join("gateway.log");
+        let mut child = peers
+            .command(&command[0])
+            .args(&command[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take().unwrap();
+        let output = child.stdout.take().unwrap();
+        let (sender, messages) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(output).lines().map_while(Result::ok) {
+                let _ = sender.send(serde_json::from_str(&line).unwrap_or(Value::Null));
+            }
+        });
+        let mut lines = Lines { child, input, messages, heard: Vec::new(), next_id: 0, log };
+        let params =
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+        let answer = lines.request("initialize", params);
+        assert_eq!(answer["result"]["serverInfo"]["name"], "tool-mediator", "{answer}{}", lines.log());
+        lines.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        lines
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write as _;
+        writeln!(self.input, "{message}").unwrap();
+    }
+
+    fn log(&self) -> String {
+        format!("\n--- gateway.log ---\n{}", std::fs::read_to_string(&self.log).unwrap_or_default())
+    }
+
+    /// The answer to `method(params)`, within 30 seconds.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let message = match self.messages.recv_timeout(left) {
+                Ok(message) => message,
+                Err(_) => panic!("no answer to {method} within 30 s{}", self.log()),
+            };
+            if message["id"] == id {
+                return message;
+            }
+            self.heard.push(message);
+        }
+    }
+
+    /// Whether a notification `method` came (or comes within `within`); it is taken.
+    fn notified(&mut self, method: &str, within: std::time::Duration) -> bool {
+        if let Some(at) = self.heard.iter().position(|message| message["method"] == method) {
+            self.heard.remove(at);
+            return true;
+        }
+        let deadline = std::time::Instant::now() + within;
+        while let Ok(message) =
+            self.messages.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+        {
+            if message["method"] == method {
+                return true;
+            }
+            self.heard.push(message);
+        }
+        false
+    }
+
+    /// The names `tools/list` gives now, sorted.
+    fn tool_names(&mut self) -> Vec<String> {
+        let answer = self.request("tools/list", json!({}));
+        let mut names: Vec<String> = answer["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The text of `name(arguments)`'s answer, or `error: ...`.
+    fn call(&mut self, name: &str, arguments: Value) -> String {
+        let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        match answer.get("error") {
+            Some(error) => format!("error: {error}"),
+            None => answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned(),
+        }
+    }
+
+    /// Waits until `tools/list` gives `names`, up to `within`; whether it did.
+    fn lists_within(&mut self, names: &[&str], within: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if self.tool_names() == names {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_server_that_hangs_is_found_by_a_ping_ended_and_started_again_while_the_others_answer() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let hang = dir.path().join("hang");
+    let faults = root().join("tests/peers/faults.py").display().to_string();
+    let named_a = named(&peers, "a", &[]);
+    let mut args = vec![json!(faults), json!("--hang-while"), json!(hang.display().to_string()), json!("--")];
+    args.push(named_a["command"].clone());
+    args.extend(named_a["args"].as_array().unwrap().iter().cloned());
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {
+            "a": {"command": peers.bin("python").display().to_string(), "args": args},
+            "time": {"command": peers.bin("mcp-server-time").display().to_string()},
+        }}),
+    );
+    // Python servers take a second or two to start on a busy machine: 5 s to answer.
+    let extra = ["--no-disclosure", "--request-timeout", "5s", "--restart-delay", "200ms"];
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &extra);
+    let every = ["convert_time", "echo", "get_current_time", "sleep", "whoami"];
+    assert_eq!(gateway.tool_names(), every, "{}", gateway.log());
+
+    gateway.heard.clear();
+    std::fs::write(&hang, "").unwrap();
+    // The hung server's tools are known: a call to the other server is not held up by it.
+    let started = std::time::Instant::now();
+    let time = gateway.call("get_current_time", json!({"timezone": "UTC"}));
+    assert!(time.contains(r#""timezone": "UTC""#), "{time}{}", gateway.log());
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "{:?}", started.elapsed());
+    // Nobody asks `a` anything, and a ping finds it hung: it is ended, its tools leave, and the
+    // client hears it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !gateway.log().contains("did not answer ping within 5s") {
+        assert!(std::time::Instant::now() < deadline, "no ping found it hung{}", gateway.log());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(gateway.lists_within(&["convert_time", "get_current_time"], std::time::Duration::from_secs(5)));
+    assert!(gateway.notified("notifications/tools/list_changed", std::time::Duration::ZERO), "{}", gateway.log());
+    assert!(gateway.call("whoami", json!({})).starts_with("error"), "{}", gateway.log());
+
+    // It answers again: started again, it joins and its tools come back.
+    std::fs::remove_file(&hang).unwrap();
+    assert!(gateway.lists_within(&every, std::time::Duration::from_secs(45)), "{}", gateway.log());
+    assert_eq!(gateway.call("whoami", json!({})), "a", "{}", gateway.log());
+}
+
+#[test]
+fn a_remote_server_that_goes_away_leaves_and_comes_back_when_it_is_there_again() {
+    let peers = peers();
+    let everything = Everything::start(&peers);
+    let port: u16 = everything.url.rsplit(':').next().unwrap().trim_end_matches("/mcp").parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {
+            "everything": {"url": everything.url},
+            "time": {"command": peers.bin("mcp-server-time").display().to_string()},
+        }}),
+    );
+    let extra = ["--no-disclosure", "--restart-delay", "200ms"];
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &extra);
+    let before = gateway.tool_names();
+    assert!(
+        before.iter().any(|name| name == "echo") && before.iter().any(|name| name == "get_current_time"),
+        "{before:?}"
+    );
+
+    drop(everything);
+    let left = gateway.lists_within(&["convert_time", "get_current_time"], std::time::Duration::from_secs(20));
+    assert!(left, "{}", gateway.log());
+    assert!(gateway.notified("notifications/tools/list_changed", std::time::Duration::ZERO), "{}", gateway.log());
+    let time = gateway.call("get_current_time", json!({"timezone": "UTC"}));
+    assert!(time.contains(r#""timezone": "UTC""#), "the other server answers: {time}{}", gateway.log());
+
+    let _again = Everything::start_at(&peers, port);
+    let names: Vec<&str> = before.iter().map(String::as_str).collect();
+    assert!(gateway.lists_within(&names, std::time::Duration::from_secs(40)), "{}", gateway.log());
+    let echo = gateway.call("echo", json!({"message": "back"}));
+    assert!(echo.contains("back"), "{echo}{}", gateway.log());
+}
+
+#[test]
+fn search_spans_every_server_and_what_it_finds_reaches_its_own_server() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {"a": named(&peers, "a", &[]), "b": named(&peers, "b", &[])}}),
+    );
+    let extra = ["--disclosure-mode", "search", "--whole-below", "0"];
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &extra);
+    assert_eq!(gateway.tool_names(), ["search_tools"], "{}", gateway.log());
+    let found = gateway.request("tools/call", json!({"name": "search_tools", "arguments": {"query": "whoami"}}));
+    let names: Vec<&str> = found["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{found}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"a_whoami") && names.contains(&"b_whoami"), "{names:?}");
+    // Callable at once, without listing again, each at its own server.
+    assert_eq!(gateway.call("b_whoami", json!({})), "b", "{}", gateway.log());
+    assert_eq!(gateway.call("a_whoami", json!({})), "a", "{}", gateway.log());
+    assert!(gateway.notified("notifications/tools/list_changed", std::time::Duration::from_secs(5)));
+}

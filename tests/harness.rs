@@ -266,6 +266,11 @@ pub struct Everything {
 impl Everything {
     pub fn start(peers: &Peers) -> Everything {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Everything::start_at(peers, port)
+    }
+
+    /// server-everything on `port` (one it listened on before, say).
+    pub fn start_at(peers: &Peers, port: u16) -> Everything {
         let mut child = peers
             .command(peers.bin("mcp-server-everything"))
             .arg("streamableHttp")

@@ -364,13 +364,15 @@ pub struct MediationArgs {
     pub no_disclosure: bool,
 
     /// What a client sees first: category tools that expand on a call (`categories`), a
-    /// `search_tools` tool alone (`search`), both, or everything (`off`).
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = DisclosureModeArg::Both)]
-    pub disclosure_mode: DisclosureModeArg,
+    /// `search_tools` tool alone (`search`), both, or everything (`off`). The configuration's
+    /// `disclosure_mode`, `both`, by default.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub disclosure_mode: Option<DisclosureModeArg>,
 
-    /// Fewer tools than this are listed whole, whatever the mode (0: never).
-    #[arg(long, value_name = "N", default_value_t = tool_mediator::session::WHOLE_BELOW)]
-    pub whole_below: usize,
+    /// Fewer tools than this are listed whole, whatever the mode (0: never). The
+    /// configuration's `whole_below`, 20, by default.
+    #[arg(long, value_name = "N")]
+    pub whole_below: Option<usize>,
 
     /// Compare the server's tools with this lock file (`tool-mediator pin`): a tool whose
     /// definition changed since it was pinned is hidden until the lock is updated (or only
@@ -395,6 +397,11 @@ pub struct MediationArgs {
     /// How long the server has to exit after its input closes, and again after SIGTERM.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub grace: std::time::Duration,
+
+    /// How long a server has to answer a request of the mediator's own (the handshake, a
+    /// listing); the gateway ends a server that lets one time out, and starts it again.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    pub request_timeout: std::time::Duration,
 
     /// The longest message either side may send (bytes, or with KiB, MiB, GiB); a longer one is
     /// skipped and its sender, when its id can be read, gets an error naming this limit.
@@ -544,16 +551,19 @@ pub struct TokensArgs {
     pub disclose: bool,
 
     /// The mode `--disclose` lists, and whose saving the summary names; every mode is counted.
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = DisclosureModeArg::Both)]
-    pub mode: DisclosureModeArg,
+    /// The configuration's `disclosure_mode`, `both`, by default.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<DisclosureModeArg>,
 
-    /// Fold categories of at least this many tools.
-    #[arg(long, default_value_t = 5)]
-    pub threshold: usize,
+    /// Fold categories of at least this many tools (the configuration's `grouping_threshold`,
+    /// 5, by default).
+    #[arg(long, value_name = "N")]
+    pub threshold: Option<usize>,
 
-    /// Fewer tools than this are listed whole, whatever the mode (0: never).
-    #[arg(long, value_name = "N", default_value_t = tool_mediator::session::WHOLE_BELOW)]
-    pub whole_below: usize,
+    /// Fewer tools than this are listed whole, whatever the mode (0: never). The
+    /// configuration's `whole_below`, 20, by default.
+    #[arg(long, value_name = "N")]
+    pub whole_below: Option<usize>,
 
     /// Print JSON.
     #[arg(long)]

@@ -1,4 +1,6 @@
-//! Which tool names a client accepts.
+//! Which tool names a client accepts, and names from several sources made one set.
+
+use std::collections::{HashMap, HashSet};
 
 /// The names a client profile accepts: 1 to `max_len` characters of `A-Za-z0-9_-`, and `.`
 /// where `allow_dots` is set.
@@ -63,6 +65,47 @@ impl NameRules {
     }
 }
 
+/// Names from several sources made one set: a name more than one source has (or every name,
+/// with `prefix_all`) becomes `<source>_<name>`, made valid by the rules and unique among all
+/// the others. Names that stay as they are are reserved first, so a prefixed name never takes
+/// one of them.
+pub(crate) struct SharedNames {
+    holders: HashMap<String, usize>,
+    taken: HashSet<String>,
+    prefix_all: bool,
+    rules: NameRules,
+}
+
+impl SharedNames {
+    /// Every name of every source, each as often as it is listed.
+    pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a str>, prefix_all: bool, rules: NameRules) -> Self {
+        let mut holders: HashMap<String, usize> = HashMap::new();
+        for name in names {
+            *holders.entry(name.to_owned()).or_default() += 1;
+        }
+        let mut shared = SharedNames { holders, taken: HashSet::new(), prefix_all, rules };
+        shared.taken = shared.holders.keys().filter(|name| !shared.is_shared(name)).cloned().collect();
+        shared
+    }
+
+    pub(crate) fn is_shared(&self, name: &str) -> bool {
+        self.prefix_all || self.holders.get(name).is_some_and(|&count| count > 1)
+    }
+
+    /// The name source `source`'s `name` goes by.
+    pub(crate) fn expose(&mut self, source: &str, name: &str) -> String {
+        if !self.is_shared(name) {
+            return name.to_owned();
+        }
+        let mut exposed = self.rules.sanitize(&format!("{source}_{name}"));
+        if self.taken.contains(&exposed) {
+            exposed = self.rules.unique_variant(&exposed, |candidate| self.taken.contains(candidate));
+        }
+        self.taken.insert(exposed.clone());
+        exposed
+    }
+}
+
 impl Default for NameRules {
     fn default() -> Self {
         NameRules::MCP
@@ -72,6 +115,17 @@ impl Default for NameRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_names_are_prefixed_and_never_take_a_name_that_stays() {
+        // `a` and `b` both have `x`; `c` has `a_x` of its own, which keeps it.
+        let mut names = SharedNames::new(["x", "x", "a_x"], false, NameRules::MCP);
+        assert_eq!(names.expose("a", "x"), "a_x_2");
+        assert_eq!(names.expose("b", "x"), "b_x");
+        assert_eq!(names.expose("c", "a_x"), "a_x");
+        let mut all = SharedNames::new(["get"], true, NameRules::STRICT);
+        assert_eq!(all.expose("git hub", "get"), "git_hub_get");
+    }
 
     #[test]
     fn mcp_allows_dots_strict_does_not() {

@@ -1,12 +1,14 @@
 """Puts faults in front of a real MCP server, for the proxy's tests.
 
-    python faults.py [--garbage] [--crash-on-call TOOL] -- COMMAND [ARGS...]
+    python faults.py [--garbage] [--crash-on-call TOOL] [--hang-while FILE] -- COMMAND [ARGS...]
 
 Relays stdin to the server and its stdout back, line by line, and:
   --garbage             after the server's first answer, writes lines that are not JSON-RPC:
                         plain text, broken JSON carrying an id, and a response to nobody
   --crash-on-call TOOL  when a tools/call for TOOL arrives, exits with status 7 before the
                         server sees it (a server that crashes mid-call)
+  --hang-while FILE     while FILE exists, what the client sends is swallowed: the server
+                        runs on and answers nothing (a server that hangs)
 """
 
 import json
@@ -22,6 +24,7 @@ def main():
     options, command = args[:split], args[split + 1 :]
     garbage = "--garbage" in options
     crash_on = options[options.index("--crash-on-call") + 1] if "--crash-on-call" in options else None
+    hang_while = options[options.index("--hang-while") + 1] if "--hang-while" in options else None
 
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out = sys.stdout.buffer
@@ -45,6 +48,8 @@ def main():
 
     threading.Thread(target=downstream, daemon=True).start()
     for line in sys.stdin.buffer:
+        if hang_while is not None and os.path.exists(hang_while):
+            continue
         if crash_on is not None:
             try:
                 message = json.loads(line)

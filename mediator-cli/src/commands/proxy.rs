@@ -42,16 +42,25 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
     if let Some(threshold) = args.disclosure {
         settings.grouping_threshold = usize::try_from(threshold).unwrap_or(usize::MAX);
     }
-    let mode = if args.no_disclosure { DisclosureMode::Off } else { args.disclosure_mode.into() };
+    if let Some(mode) = args.disclosure_mode {
+        settings.disclosure_mode = mode.into();
+    }
+    if args.no_disclosure {
+        settings.disclosure_mode = DisclosureMode::Off;
+    }
+    if let Some(whole_below) = args.whole_below {
+        settings.whole_below = whole_below;
+    }
     let policy = SessionPolicy {
         prefix,
         quarantine: args.quarantine,
         page_size: (args.page_size > 0).then_some(args.page_size),
-        ..mode.apply(settings.session_policy(), settings.grouping_threshold, args.whole_below)
+        ..settings.session_policy()
     };
     let lock = args.locked.as_deref().map(tool_mediator::pin::Lock::read).transpose()?.map(Arc::new);
     Ok(ProxyOptions {
         grace: args.grace,
+        request_timeout: args.request_timeout,
         quarantine: args.quarantine,
         lock,
         hide_changed: args.on_change == OnChange::Hide,

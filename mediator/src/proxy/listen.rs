@@ -125,6 +125,10 @@ struct Session {
     /// The GET stream, when the client has one open.
     listening: Mutex<Option<mpsc::Sender<String>>>,
     proxy: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set, under the `waiting` lock, once the proxy has ended: a request that comes later is
+    /// answered at once, with why the proxy could not start when it could not.
+    closed: std::sync::atomic::AtomicBool,
+    failure: Mutex<Option<String>>,
     last_used: Mutex<Instant>,
     /// How long the proxy has to end its server.
     grace: Duration,
@@ -189,6 +193,13 @@ impl Session {
     fn wait_for(self: &Arc<Self>, id: &Id, carries_messages: bool) -> Option<Waiting> {
         let (sender, answers) = mpsc::channel(STREAM_QUEUE);
         let mut waiting = lock(&self.waiting);
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            // Nothing will answer: the answer is why.
+            let reason = lock(&self.failure).clone().unwrap_or_else(|| "the session has ended".to_owned());
+            let _ = sender.try_send(jsonrpc::error_response(id, INTERNAL_ERROR, &reason));
+            let post = POSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Some(Waiting { answers, id: id.clone(), post, session: self.clone() });
+        }
         if waiting.get(id).is_some_and(|earlier| !earlier.sender.is_closed()) {
             return None;
         }
@@ -336,6 +347,8 @@ impl Front {
             waiting: Mutex::new(HashMap::new()),
             listening: Mutex::new(None),
             proxy: Mutex::new(None),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            failure: Mutex::new(None),
             last_used: Mutex::new(Instant::now()),
             grace: self.proxy.grace,
         });
@@ -362,6 +375,7 @@ impl Front {
                 Ok(ending) => tracing::info!("session {name} ended: {ending:?}"),
                 Err(error) => {
                     tracing::warn!("session {name} could not start its server: {error}");
+                    *lock(&started.failure) = Some(crate::with_causes(&error));
                     started.deliver(jsonrpc::error_response(&initialize, INTERNAL_ERROR, &error.to_string()));
                 }
             }
@@ -375,7 +389,15 @@ impl Front {
                 reader.deliver(line);
             }
             // The proxy ended: nothing more will answer.
-            lock(&reader.waiting).clear();
+            let mut waiting = lock(&reader.waiting);
+            reader.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            let failure = lock(&reader.failure).clone();
+            for (id, stream) in waiting.drain() {
+                if let Some(reason) = &failure {
+                    let _ = stream.sender.try_send(jsonrpc::error_response(&id, INTERNAL_ERROR, reason));
+                }
+            }
+            drop(waiting);
             lock(&reader.listening).take();
         });
         Ok((id, session))

@@ -287,7 +287,9 @@ where
                 grace,
                 restart,
             };
-            tokio::spawn(async move { (index, supervisor.run(started).await) })
+            // Connected before the client is read: its handshake reaches every server started.
+            let attached = started.map(|started| supervisor.attach(started, false));
+            tokio::spawn(async move { (index, supervisor.run(attached).await) })
         })
         .collect();
     drop(exited);
@@ -377,18 +379,38 @@ struct Supervisor {
 
 type Started = (Server, ServerInput, ServerOutput, String);
 
+/// A started server, connected to the router.
+struct Attached {
+    server: Server,
+    /// Reads what the server writes, until its output closes.
+    reader: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Says why the server proved no use, if it does.
+    faulted: tokio::sync::oneshot::Receiver<String>,
+}
+
+/// Why a connected server stopped being used.
+enum Ended {
+    /// Its output closed: it exited, or its connection did.
+    Closed,
+    /// It proved no use (see [`router::Link::fault`]).
+    Faulted(String),
+    /// The gateway is stopping.
+    Stopping,
+}
+
 impl Supervisor {
     /// How the server last ended; returns when the gateway stops, or without restarts when the
     /// server ends.
-    async fn run(mut self, mut started: Option<Started>) -> ServerEnd {
+    async fn run(mut self, mut attached: Option<Attached>) -> ServerEnd {
         let mut delay = self.restart.unwrap_or_default();
         let mut runs = 0u64;
         let label = self.link.label.clone();
         loop {
-            let attempt = match started.take() {
-                Some(started) => Some(Ok(started)),
+            let attempt = match attached.take() {
+                Some(attached) => Some(Ok(attached)),
                 None if runs == 0 && self.restart.is_some() => None, // failed at first; waits below
-                None => (self.start)().map(|upstream| Server::start(upstream, self.limit)),
+                None => (self.start)()
+                    .map(|upstream| Server::start(upstream, self.limit).map(|started| self.attach(started, true))),
             };
             runs += 1;
             let mut last = ServerEnd::Disconnected("it never started".to_owned());
@@ -400,9 +422,9 @@ impl Supervisor {
                     tracing::warn!("{reason}");
                     self.router.server_gone(&self.link, reason);
                 }
-                Some(Ok(started)) => {
+                Some(Ok(attached)) => {
                     let began = tokio::time::Instant::now();
-                    let (status, stopping) = self.connect(started, runs > 1).await;
+                    let (status, stopping) = self.connect(attached).await;
                     if stopping || self.restart.is_none() {
                         return status;
                     }
@@ -421,45 +443,80 @@ impl Supervisor {
         }
     }
 
-    /// Connects a started server to the router until it ends or the gateway stops; how it
-    /// ended, and whether the gateway is stopping.
-    async fn connect(&mut self, started: Started, again: bool) -> (ServerEnd, bool) {
-        let (mut server, input, output, fallback) = started;
+    /// Connects a started server to the router: lines for it go to its input, its output is
+    /// read, and (when it started again, or will be) it is given the client's handshake.
+    fn attach(&self, started: Started, again: bool) -> Attached {
+        let (server, input, output, fallback) = started;
         let (outbox, queue) = Outbox::new(OUTBOX_BYTES);
         let outbox = Arc::new(outbox);
         tokio::spawn({
             let outbox = outbox.clone();
             async move { outbox.write_lines(input, queue).await }
         });
-        self.link.connected(outbox, fallback);
-        let mut reader = tokio::spawn({
+        let faulted = self.link.connected(outbox, fallback);
+        let reader = tokio::spawn({
             let (router, link, limit) = (self.router.clone(), self.link.clone(), self.limit);
             async move { read_lines(output, limit, &router.to_client, |line| router.from_server(&link, line)).await }
         });
         if again || self.restart.is_some() {
-            tokio::spawn(self.router.clone().rejoin(self.link.clone()));
+            self.router.clone().rejoin(self.link.clone());
         }
-        let stopping = tokio::select! {
-            // Its output closed: it has exited or is about to.
-            _ = &mut reader => false,
-            _ = self.stopped.wait_for(|stopped| *stopped) => true,
+        Attached { server, reader, faulted }
+    }
+
+    /// Serves an attached server until it ends or the gateway stops; how it ended, and whether
+    /// the gateway is stopping.
+    async fn connect(&mut self, attached: Attached) -> (ServerEnd, bool) {
+        let Attached { mut server, mut reader, faulted } = attached;
+        let (router, link) = (self.router.clone(), self.link.clone());
+        // Only a server that is started again is ended for being no use; the proxy's one server
+        // answers for itself.
+        let faulted = async {
+            if self.restart.is_none() {
+                return std::future::pending().await;
+            }
+            tokio::select! {
+                Ok(reason) = faulted => reason,
+                () = router.watch(&link) => unreachable!("the watch goes on while the server runs"),
+            }
         };
+        let ended = tokio::select! {
+            // Its output closed: it has exited or is about to.
+            _ = &mut reader => Ended::Closed,
+            reason = faulted => Ended::Faulted(reason),
+            _ = self.stopped.wait_for(|stopped| *stopped) => Ended::Stopping,
+        };
+        let stopping = matches!(ended, Ended::Stopping);
         if !stopping && self.restart.is_none() {
             let _ = self.exited.send(self.link.index);
+        }
+        let reason = match &ended {
+            Ended::Closed => Some(match server.exit_status_soon().await {
+                Some(status) => format!("{} exited ({status}) before answering", self.link.label),
+                None => format!("{} closed its output before answering", self.link.label),
+            }),
+            Ended::Faulted(reason) => {
+                tracing::warn!("{reason}; ending it");
+                Some(format!("{reason}; it was ended"))
+            }
+            Ended::Stopping => None,
+        };
+        // What waits for a server that is gone is told so at once, not after it has exited.
+        if let Some(reason) = reason {
+            reader.abort();
+            self.router.server_gone(&self.link, reason);
         }
         if let Some(outbox) = self.link.outbox() {
             outbox.close();
         }
         let status = server.end_within(self.grace).await;
-        let reason = if stopping {
+        if stopping {
             // Answers still coming from the server go on to the client meanwhile.
             let _ = tokio::time::timeout(Duration::from_millis(200), &mut reader).await;
-            format!("the proxy is ending; the MCP server exited ({status})")
-        } else {
-            format!("{} exited ({status}) before answering", self.link.label)
-        };
-        reader.abort();
-        self.router.server_gone(&self.link, reason);
+            reader.abort();
+            let reason = format!("the proxy is ending; the MCP server exited ({status})");
+            self.router.server_gone(&self.link, reason);
+        }
         (status, stopping)
     }
 }
@@ -569,6 +626,16 @@ impl Server {
                     fallback,
                 ))
             }
+        }
+    }
+
+    /// A process's exit status, if it exits within a moment (its output has closed).
+    async fn exit_status_soon(&mut self) -> Option<ExitStatus> {
+        match self {
+            Server::Process(child) => {
+                tokio::time::timeout(Duration::from_millis(250), child.wait()).await.ok().and_then(Result::ok)
+            }
+            Server::Remote(_) => None,
         }
     }
 

@@ -112,6 +112,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
         messages,
         limit,
         ended: tokio::sync::watch::channel(None).0,
+        reached: std::sync::atomic::AtomicBool::new(false),
     });
     let bridge = tokio::spawn(bridge(shared, requests));
     Ok(Connection { input, output, bridge })
@@ -127,6 +128,8 @@ struct Shared {
     limit: usize,
     /// Why the server ended the session, once it has: the bridge ends with it.
     ended: tokio::sync::watch::Sender<Option<String>>,
+    /// Whether the server has answered an HTTP request yet.
+    reached: std::sync::atomic::AtomicBool,
 }
 
 /// What the bridge needs to know of a message the router sends.
@@ -241,11 +244,13 @@ impl Shared {
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => {
-                self.fail(sent, format!("cannot reach the MCP server at {}: {}", self.url, crate::with_causes(&error)))
-                    .await;
+                let reason = format!("cannot reach the MCP server at {}: {}", self.url, crate::with_causes(&error));
+                self.unreachable(&error, &reason);
+                self.fail(sent, reason).await;
                 return false;
             }
         };
+        self.reached.store(true, std::sync::atomic::Ordering::Relaxed);
         let status = response.status();
         if sent.is("initialize")
             && status.is_success()
@@ -441,10 +446,20 @@ impl Shared {
                 }
                 Err(error) => {
                     failures += 1;
-                    tracing::warn!("cannot open the MCP server's event stream: {}", crate::with_causes(&error));
+                    let reason = format!("cannot open the MCP server's event stream: {}", crate::with_causes(&error));
+                    tracing::warn!("{reason}");
+                    self.unreachable(&error, &reason);
                 }
             }
             tokio::time::sleep(Duration::from_secs(1) * failures.max(1)).await;
+        }
+    }
+
+    /// A server that answered before and cannot be connected to now has gone away: the bridge
+    /// ends, as for a session the server ended (a gateway starts it again; the proxy ends).
+    fn unreachable(&self, error: &reqwest::Error, reason: &str) {
+        if error.is_connect() && self.reached.load(std::sync::atomic::Ordering::Relaxed) {
+            self.ended.send_replace(Some(format!("the MCP server went away: {reason}")));
         }
     }
 

@@ -165,6 +165,12 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
                 }
             },
         };
+        // A disabled server is never started: a variable it names need not be set.
+        let disabled = match entry.get("disabled") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(disabled)) => *disabled,
+            Some(_) => return Err(self.error(&format!("{at}/disabled"), "must be true or false")),
+        };
         let known: &[&str] = if http { &HTTP_KEYS } else { &STDIO_KEYS };
         for key in entry.keys().filter(|key| !known.contains(&key.as_str()) && !SETTINGS.contains(&key.as_str())) {
             let message = match (http, key.as_str()) {
@@ -181,7 +187,7 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
                 Ok(_) => return Err(self.error(&format!("{at}/url"), format!("`{url}` is not an http(s) URL"))),
                 Err(error) => return Err(self.error(&format!("{at}/url"), format!("`{url}`: {error}"))),
             };
-            Transport::Http { url, headers: self.variables(entry, at, "headers")? }
+            Transport::Http { url, headers: self.variables(entry, at, "headers", !disabled)? }
         } else {
             let command =
                 self.string(entry, at, "command")?.ok_or_else(|| self.error(at, "a stdio server needs a `command`"))?;
@@ -191,14 +197,9 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
             Transport::Stdio {
                 command,
                 args: self.strings(entry, at, "args")?.unwrap_or_default(),
-                env: self.variables(entry, at, "env")?,
+                env: self.variables(entry, at, "env", !disabled)?,
                 cwd: self.string(entry, at, "cwd")?.map(PathBuf::from),
             }
-        };
-        let disabled = match entry.get("disabled") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(disabled)) => *disabled,
-            Some(_) => return Err(self.error(&format!("{at}/disabled"), "must be true or false")),
         };
         Ok(ServerConfig {
             name: name.to_owned(),
@@ -232,12 +233,14 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
         strings.collect::<Result<_, _>>().map(Some)
     }
 
-    /// `env` or `headers`: an object of strings, `${VAR}` expanded.
+    /// `env` or `headers`: an object of strings, `${VAR}` expanded; unless `strict` (a disabled
+    /// server), a value that cannot be expanded stays as written.
     fn variables(
         &self,
         entry: &Map<String, Value>,
         at: &str,
         key: &str,
+        strict: bool,
     ) -> Result<Vec<(String, String)>, ServersError> {
         let Some(value) = entry.get(key).filter(|value| !value.is_null()) else {
             return Ok(Vec::new());
@@ -252,7 +255,11 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
                 let Some(text) = value.as_str() else {
                     return Err(self.error(&here, format!("must be a string, not {value}")));
                 };
-                let expanded = expand(text, self.env).map_err(|message| self.error(&here, message))?;
+                let expanded = match expand(text, self.env) {
+                    Ok(expanded) => expanded,
+                    Err(_) if !strict => text.to_owned(),
+                    Err(message) => return Err(self.error(&here, message)),
+                };
                 Ok((name.clone(), expanded))
             })
             .collect()
@@ -368,6 +375,17 @@ mod tests {
                 "servers.json: `/servers/b/command`: a stdio setting on an HTTP server; ignored",
             ]
         );
+    }
+
+    #[test]
+    fn a_disabled_server_may_name_a_variable_that_is_not_set() {
+        let text = r#"{"mcpServers": {"on": {"command": "c"},
+                       "off": {"url": "https://x.test/mcp", "headers": {"A": "${UNSET_TOKEN}"}, "disabled": true}}}"#;
+        let servers = parse(text).unwrap();
+        assert_eq!(servers.enabled().map(|server| server.name.as_str()).collect::<Vec<_>>(), ["on"]);
+        let enabled = text.replace(r#", "disabled": true"#, "");
+        let error = parse(&enabled).unwrap_err().to_string();
+        assert!(error.contains("`/mcpServers/off/headers/A`") && error.contains("UNSET_TOKEN"), "{error}");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Several sources in one session (a gateway's servers): their lists, each enhanced with its
 //! own context, listed as one set in which every name is unique.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use crate::naming::NameRules;
+use crate::naming::{NameRules, SharedNames};
 use crate::tool::EnhancedTool;
 
 /// One source's last list, and whether it is listed now: a source that went down keeps its
@@ -30,16 +30,9 @@ pub(super) fn merge(
     quarantine: bool,
     rules: NameRules,
 ) -> (Vec<EnhancedTool>, Vec<usize>) {
-    let mut holders: HashMap<&str, usize> = HashMap::new();
-    for tools in sources.iter().filter_map(|part| part.tools.as_ref()) {
-        // The chain already made each source's names unique.
-        for tool in tools {
-            *holders.entry(tool.name()).or_default() += 1;
-        }
-    }
-    let shared = |name: &str| prefix_all || holders.get(name).is_some_and(|&count| count > 1);
-    // Names that stay as they are go first, so a prefixed name never takes one of them.
-    let mut taken: HashSet<String> = holders.keys().filter(|name| !shared(name)).map(|&name| name.to_owned()).collect();
+    // The chain already made each source's names unique.
+    let every_name = sources.iter().filter_map(|part| part.tools.as_ref()).flatten().map(EnhancedTool::name);
+    let mut names = SharedNames::new(every_name, prefix_all, rules);
     let count = sources.iter().filter_map(listed).map(Vec::len).sum();
     let (mut merged, mut owners) = (Vec::with_capacity(count), Vec::with_capacity(count));
     for (source, part) in sources.iter().enumerate() {
@@ -65,12 +58,8 @@ pub(super) fn merge(
                 }
             }
             let mut tool = tool.clone();
-            if shared(tool.name()) {
-                let mut name = rules.sanitize(&format!("{prefix}_{}", tool.name()));
-                if taken.contains(&name) {
-                    name = rules.unique_variant(&name, |candidate| taken.contains(candidate));
-                }
-                taken.insert(name.clone());
+            if names.is_shared(tool.name()) {
+                let name = names.expose(prefix, tool.name());
                 tool.changes.name = name != tool.original_name;
                 tool.tool.name = name;
             }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
 use crate::lock;
+use crate::naming::{NameRules, SharedNames};
 use crate::proxy::jsonrpc::{self, INVALID_PARAMS, Id};
 use crate::proxy::revision::SERVER_INFO_KEY;
 
@@ -101,8 +102,10 @@ impl Router {
             };
         }
         let (router, asked, given) = (&self, method.as_str(), &params);
-        let joining = self.links.iter().filter(|link| link.is_up()).map(|link| async move {
+        // A server that started a moment ago may be given the handshake already, by `rejoin`.
+        let joining = self.links.iter().filter(|link| link.is_up() && link.claim_join()).map(|link| async move {
             let joined = router.join(link, asked, given).await;
+            link.joined(joined.is_ok());
             (link, joined)
         });
         let mut results = Vec::new();
@@ -115,7 +118,10 @@ impl Router {
                     });
                 }
                 Err(failure) => {
-                    self.warnings.warn("handshake", || format!("{} did not join: {}", link.label, failure.reason()));
+                    let reason = format!("{} did not join: {}", link.label, failure.reason());
+                    self.warnings.warn("handshake", || reason.clone());
+                    // Ended and started again, with backoff, until it joins.
+                    link.fault(reason);
                 }
             }
         }
@@ -156,23 +162,33 @@ impl Router {
     }
 
     /// Server `link` (re)started after the client's handshake: it is given the handshake, then
-    /// its tools are listed again, and come back to the client.
-    pub(in crate::proxy) async fn rejoin(self: std::sync::Arc<Self>, link: std::sync::Arc<Link>) {
+    /// its tools are listed again, and come back to the client. Taken on at once, so nothing
+    /// asks the server anything before it has joined.
+    pub(in crate::proxy) fn rejoin(self: std::sync::Arc<Self>, link: std::sync::Arc<Link>) {
         let handshake = lock(&self.handshake).clone();
         let Some((method, params)) = handshake else {
             // No handshake yet: the client's reaches this server when it comes.
             return;
         };
-        if let Err(failure) = self.join(&link, &method, &params).await {
-            self.warnings.warn("handshake", || format!("{} did not join again: {}", link.label, failure.reason()));
+        if !link.claim_join() {
             return;
         }
-        if method == "initialize" {
-            link.send(jsonrpc::notification("notifications/initialized", None));
-        }
-        tracing::info!("{} is back", link.label);
-        self.relist(&link).await;
-        self.catalog_changed();
+        tokio::spawn(async move {
+            let joined = self.join(&link, &method, &params).await;
+            link.joined(joined.is_ok());
+            if let Err(failure) = joined {
+                let reason = format!("{} did not join again: {}", link.label, failure.reason());
+                self.warnings.warn("handshake", || reason.clone());
+                link.fault(reason);
+                return;
+            }
+            if method == "initialize" {
+                link.send(jsonrpc::notification("notifications/initialized", None));
+            }
+            tracing::info!("{} is back", link.label);
+            self.relist(&link).await;
+            self.catalog_changed();
+        });
     }
 
     /// What a server listed besides its tools changed, or a server came or went.
@@ -254,7 +270,7 @@ impl Router {
                     let asking = router
                         .links
                         .iter()
-                        .filter(|link| link.is_up())
+                        .filter(|link| router.serving(link))
                         .map(|link| router.ask(link, "logging/setLevel", Value::Object(params.clone())));
                     // A server without logging says so; the level holds for those with it.
                     join_all(asking).await;
@@ -313,8 +329,9 @@ impl Router {
     /// Every running server's list of `kind`, merged (prompt names made unique), noted in the
     /// catalog.
     async fn gather(&self, kind: Kind) -> Vec<Value> {
+        self.joins_settled().await;
         let listing =
-            self.links.iter().filter(|link| link.is_up() && link.has(kind.capability())).map(|link| async move {
+            self.links.iter().filter(|link| self.serving(link) && link.has(kind.capability())).map(|link| async move {
                 let listed = self.list_every_page(link, kind).await;
                 (link, listed)
             });
@@ -333,11 +350,21 @@ impl Router {
         let mut catalog = lock(&self.catalog);
         match kind {
             Kind::Resources => {
-                let mut owners = HashMap::new();
+                let mut owners: HashMap<String, usize> = HashMap::new();
                 for (link, items) in lists {
                     for item in items {
                         if let Some(uri) = item.get("uri").and_then(Value::as_str) {
-                            owners.entry(uri.to_owned()).or_insert(link);
+                            if let Some(&first) = owners.get(uri) {
+                                // One URI, one resource: the first server that lists it has it.
+                                self.warnings.warn("resource-shared", || {
+                                    format!(
+                                        "{} and {} both list the resource `{uri}`; it is read from the first",
+                                        self.links[first].label, self.links[link].label
+                                    )
+                                });
+                                continue;
+                            }
+                            owners.insert(uri.to_owned(), link);
                         }
                         merged.push(item);
                     }
@@ -358,26 +385,15 @@ impl Router {
                 catalog.templates = Some(owners);
             }
             Kind::Prompts => {
-                let mut holders: HashMap<String, usize> = HashMap::new();
-                for (_, items) in &lists {
-                    for name in items.iter().filter_map(|item| item.get("name").and_then(Value::as_str)) {
-                        *holders.entry(name.to_owned()).or_default() += 1;
-                    }
-                }
+                let every_name = lists.iter().flat_map(|(_, items)| items).filter_map(|item| item["name"].as_str());
+                let mut names = SharedNames::new(every_name, self.prefix, NameRules::MCP);
                 let mut owners = HashMap::new();
                 for (link, items) in lists {
                     for mut item in items {
                         let Some(name) = item.get("name").and_then(Value::as_str).map(str::to_owned) else {
                             continue;
                         };
-                        let shared = self.prefix || holders.get(&name).is_some_and(|&count| count > 1);
-                        let exposed = match shared {
-                            true => format!("{}_{name}", self.links[link].name),
-                            false => name.clone(),
-                        };
-                        if owners.contains_key(&exposed) {
-                            continue;
-                        }
+                        let exposed = names.expose(&self.links[link].name, &name);
                         item["name"] = Value::from(exposed.as_str());
                         owners.insert(exposed, (link, name));
                         merged.push(item);
@@ -444,7 +460,7 @@ impl Router {
             .map(|(.., link)| *link)
             .or_else(|| {
                 // One server with resources can only be that one.
-                let mut serving = self.links.iter().filter(|link| link.is_up() && link.has("resources"));
+                let mut serving = self.links.iter().filter(|link| self.serving(link) && link.has("resources"));
                 match (serving.next(), serving.next()) {
                     (Some(link), None) => Some(link.index),
                     _ => None,
@@ -463,7 +479,7 @@ impl Router {
 
 impl Link {
     /// Whether the server said in the handshake that it has `capability` (or did not say).
-    fn has(&self, capability: &str) -> bool {
+    pub(super) fn has(&self, capability: &str) -> bool {
         lock(&self.capabilities).as_ref().is_none_or(|capabilities| capabilities.get(capability).is_some())
     }
 }

@@ -52,6 +52,23 @@ pub(in crate::proxy) struct Link {
     pub(super) listings_started: AtomicU64,
     pub(super) listing_gate: tokio::sync::Mutex<u64>,
     pub(super) relisting: Mutex<Relisting>,
+    /// Where the running server's handshake stands: a server that is being given the client's
+    /// handshake is asked nothing else meanwhile, and is given it once.
+    joining: tokio::sync::watch::Sender<Joining>,
+    /// Tells the supervisor of the running server that it is no use (it does not answer the
+    /// gateway's own requests, or its handshake failed): it is ended, and started again.
+    fault: Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
+}
+
+/// Where a running server's handshake stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Joining {
+    /// Not given the client's handshake (there may be none yet).
+    Fresh,
+    /// Being given it now.
+    UnderWay,
+    /// Given it, and it answered.
+    Done,
 }
 
 impl Link {
@@ -73,15 +90,59 @@ impl Link {
             listings_started: AtomicU64::new(0),
             listing_gate: tokio::sync::Mutex::new(0),
             relisting: Mutex::default(),
+            joining: tokio::sync::watch::Sender::new(Joining::Fresh),
+            fault: Mutex::default(),
         }
     }
 
-    /// The server (re)started: lines for it go to `outbox`, nothing waits for it yet.
-    pub(in crate::proxy) fn connected(&self, outbox: Arc<Outbox>, fallback_source: String) {
+    /// The server (re)started: lines for it go to `outbox`, nothing waits for it yet. What it
+    /// is told when it proves no use.
+    pub(in crate::proxy) fn connected(
+        &self,
+        outbox: Arc<Outbox>,
+        fallback_source: String,
+    ) -> tokio::sync::oneshot::Receiver<String> {
+        let (fault, faulted) = tokio::sync::oneshot::channel();
         *lock(&self.pending) = Pending::default();
         *lock(&self.listing) = None;
         *lock(&self.fallback_source) = fallback_source;
+        self.joining.send_replace(Joining::Fresh);
+        *lock(&self.fault) = Some(fault);
         *lock(&self.outbox) = Some(outbox);
+        faulted
+    }
+
+    /// The running server is no use, for `reason`: its supervisor ends it (and starts it again).
+    pub(super) fn fault(&self, reason: String) {
+        if let Some(fault) = lock(&self.fault).take() {
+            let _ = fault.send(reason);
+        }
+    }
+
+    /// Takes on giving the running server the handshake; false when it is being or was given it.
+    pub(super) fn claim_join(&self) -> bool {
+        self.joining.send_if_modified(|joining| {
+            let fresh = *joining == Joining::Fresh;
+            if fresh {
+                *joining = Joining::UnderWay;
+            }
+            fresh
+        })
+    }
+
+    /// The handshake claimed with [`Link::claim_join`] ended: answered, or not.
+    pub(super) fn joined(&self, answered: bool) {
+        self.joining.send_replace(if answered { Joining::Done } else { Joining::Fresh });
+    }
+
+    pub(super) fn joining(&self) -> Joining {
+        *self.joining.borrow()
+    }
+
+    /// Returns once the server is not being given the handshake (at once when it is not).
+    pub(super) async fn join_settled(&self) {
+        let mut joining = self.joining.subscribe();
+        let _ = joining.wait_for(|joining| *joining != Joining::UnderWay).await;
     }
 
     /// The server is down, for `reason`: its input closes, and every request still waiting
@@ -119,7 +180,8 @@ impl Link {
         lock(&self.pending).gone().map_or_else(|| format!("{} is down", self.label), str::to_owned)
     }
 
-    /// The proxy's own request `method(params)` and its result, within `timeout`.
+    /// The proxy's own request `method(params)` and its result, within `timeout`; a server that
+    /// lets it time out is at fault.
     pub(super) async fn ask(
         &self,
         method: &str,
@@ -138,11 +200,10 @@ impl Link {
             Ok(Err(_)) => Err(Upstream::Failed(self.down_reason())),
             Err(_) => {
                 lock(&self.pending).answered(&id);
-                Err(Upstream::Failed(format!(
-                    "{} did not answer {method} within {}s",
-                    self.label,
-                    timeout.as_secs_f64()
-                )))
+                let reason = format!("{} did not answer {method} within {}s", self.label, timeout.as_secs_f64());
+                // A server that does not answer what every server answers at once is hung.
+                self.fault(reason.clone());
+                Err(Upstream::Failed(reason))
             }
         }
     }

@@ -156,7 +156,22 @@ impl Router {
     /// the list it gave last stands. With several servers, one that fails to list is left out
     /// (its tools as they were) with a warning; with one, its failure is the answer.
     pub(super) async fn list_all(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
-        let listings = self.links.iter().filter(|link| link.is_up()).map(|link| {
+        self.list_where(meta, |_| true).await
+    }
+
+    /// [`Router::list_all`], of the servers `wanted` picks among those serving tools: only
+    /// those are waited for.
+    async fn list_where(
+        self: &Arc<Self>,
+        meta: Option<Value>,
+        wanted: impl Fn(&Link) -> bool,
+    ) -> Result<Map<String, Value>, Upstream> {
+        self.joins_settled().await;
+        let single = self.single().is_some();
+        // The proxy's one server is asked even if it did not say it has tools: its answer is
+        // the client's.
+        let asked = |link: &&Arc<Link>| self.serving(link) && (single || link.has("tools")) && wanted(link);
+        let listings = self.links.iter().filter(asked).map(|link| {
             let meta = meta.clone();
             async move {
                 if link.announces_tool_changes()
@@ -277,16 +292,32 @@ impl Router {
                 ));
             }
         };
-        if self.links.iter().any(|link| link.is_up() && lock(&link.listing).is_none()) {
+        let stateless = params.get("_meta").is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
+        // With several servers a call is routed first, so a tool already known goes to its
+        // server whatever the others are doing; the proxy's one server is listed first, so no
+        // call passes unlisted (by a lock or a quarantine).
+        let mut route = match self.single() {
+            Some(_) => None,
+            None => Some(self.session.route_call(&name, arguments.clone()).await),
+        };
+        let unlisted = |link: &Link| lock(&link.listing).is_none();
+        if route.as_ref().is_none_or(|route| matches!(route, Route::NotFound))
+            && self.links.iter().any(|link| self.serving(link) && unlisted(link))
+        {
             // The client calls before it lists (it knows the tools from elsewhere), or a server
-            // came back: the session needs the list to know the names.
+            // came back: the session needs their lists to know the name. Only the servers not
+            // listed yet are asked, so a slow one holds up no call to the others' known tools.
             let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-            if let Err(failure) = self.list_all(meta).await {
+            if let Err(failure) = self.list_where(meta, unlisted).await {
                 return self.fail(&id, failure);
             }
+            route = None;
         }
-        let stateless = params.get("_meta").is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-        match self.session.route_call(&name, arguments.clone()).await {
+        let route = match route {
+            Some(route) => route,
+            None => self.session.route_call(&name, arguments.clone()).await,
+        };
+        match route {
             Route::Local(mut result) => {
                 if stateless && let Some(result) = result.as_object_mut() {
                     result.insert("resultType".to_owned(), Value::from("complete"));

@@ -34,6 +34,7 @@ mod aggregate;
 mod link;
 mod mediation;
 
+use link::Joining;
 pub use link::LinkSettings;
 pub(super) use link::{Link, label_of};
 
@@ -153,6 +154,38 @@ impl Router {
 
     fn to_client(&self, line: String) {
         self.to_client.send(line);
+    }
+
+    /// Whether server `link` may be asked for its lists now: it runs and, once the client has
+    /// shaken hands, it has been given the handshake too (with several servers; the proxy's one
+    /// server is given it as the client sends it).
+    fn serving(&self, link: &Link) -> bool {
+        link.is_up()
+            && match link.joining() {
+                Joining::Done => true,
+                Joining::UnderWay => false,
+                Joining::Fresh => self.single().is_some() || lock(&self.handshake).is_none(),
+            }
+    }
+
+    /// Returns once no server is being given the handshake (within the request timeout): one
+    /// that just started is waited for rather than left out of a list.
+    async fn joins_settled(&self) {
+        let joining = self.links.iter().filter(|link| link.is_up() && link.joining() == Joining::UnderWay);
+        let settled = futures_util::future::join_all(joining.map(|link| link.join_settled()));
+        let _ = tokio::time::timeout(self.request_timeout, settled).await;
+    }
+
+    /// While server `link` runs, pings it every [`ProxyOptions::request_timeout`] once it has
+    /// been given the handshake: one that lets a ping time out is at fault ([`Link::ask`]), so a
+    /// hung server is found even while nobody asks it anything.
+    pub(super) async fn watch(&self, link: &Link) {
+        loop {
+            tokio::time::sleep(self.request_timeout).await;
+            if link.joining() == Joining::Done {
+                let _ = self.ask(link, "ping", json!({})).await;
+            }
+        }
     }
 
     /// Whether there is one server: then everything not about tools passes through as it came.
