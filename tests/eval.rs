@@ -194,17 +194,18 @@ fn toolsdk_names_harm_survey() {
         }
     }
     println!(
-        "toolsdk names: {renamed} of {total} renamed ({:.1}%), {described} descriptions written; renames:\n  {}",
+        "toolsdk names: {renamed} of {total} renamed ({:.2}%), {described} descriptions written; renames:\n  {}",
         percent(renamed, total),
         sample.join("\n  ")
     );
     assert!(percent(renamed, total) <= RENAME_CEILING, "the rules rename {renamed} of {total} real names");
 }
 
-/// Renames include source names the chain had to repair (`nasa/apod` is not a valid MCP name):
-/// 13 of the 48 measured. Raised from 1.5% to what is measured (0.8%); the 0.5% would
-/// mean leaving spelled-out names such as `open_sim` -> `open_simulator` unexpanded.
-const RENAME_CEILING: f64 = 0.8;
+/// The ceiling. Renames include source names the chain had to repair (`nasa/apod` is
+/// not a valid MCP name): 13 of the 27 measured. A word three or more names of a list share is
+/// the list's own and is not spelled out from context (`pl_*` in a plotting server, `sim` in a
+/// simulator's), which took the figure from 48 (0.80%) to 27 (0.45%).
+const RENAME_CEILING: f64 = 0.5;
 
 /// Suspected poisoning: how many of the poisoned descriptions in `tests/fixtures/poisoned.jsonl`
 /// (written after public reports of tool poisoning, shadowing and hidden text) are flagged, and
@@ -212,14 +213,15 @@ const RENAME_CEILING: f64 = 0.8;
 #[test]
 fn poisoning_flags_catch_the_attacks_and_spare_real_tools() {
     const FLAGS: [&str; 2] = ["instructions-to-the-model", "hidden-text"];
+    // One line per flagged tool, with its first flag: a tool flagged twice is one false alarm.
     let flagged = |tools: &[Tool]| -> Vec<String> {
-        let mut names: Vec<String> = tool_mediator::lint::lint(tools)
-            .into_iter()
-            .filter(|finding| FLAGS.contains(&finding.rule))
-            .map(|finding| format!("{} ({}: {})", finding.tool, finding.rule, finding.message))
-            .collect();
-        names.dedup();
-        names
+        let mut by_tool: BTreeMap<usize, String> = BTreeMap::new();
+        for finding in tool_mediator::lint::lint(tools).into_iter().filter(|finding| FLAGS.contains(&finding.rule)) {
+            by_tool.entry(finding.index).or_insert_with(|| {
+                format!("{} ({}: {}: {})", finding.tool, finding.rule, finding.field, finding.message)
+            });
+        }
+        by_tool.into_values().collect()
     };
     let poisoned: Vec<Tool> = lines(&root().join("tests/fixtures/poisoned.jsonl"))
         .into_iter()

@@ -90,14 +90,20 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Where tool `index`'s field `field` (named as MCP names it: `name`, `description`,
-    /// `inputSchema`; empty for the tool itself) is written: a JSON pointer into the document,
-    /// or the line of a JSON Lines file.
+    /// Where tool `index`'s field `field` is written: a JSON pointer into the document, or the
+    /// line of a JSON Lines file. `field` is a pointer relative to the tool, without its leading
+    /// `/`, its segments already escaped (`inputSchema/properties/a~1b/description`); its first
+    /// segment names the field as MCP does (`name`, `description`, `inputSchema`) and is written
+    /// as the manifest's dialect names it. Empty for the tool itself.
     pub fn place_of(&self, index: usize, field: &str) -> Place {
-        let field = match (self.dialect, field) {
+        let (first, rest) = match field.split_once('/') {
+            Some((first, rest)) => (first, Some(rest)),
+            None => (field, None),
+        };
+        let first = match (self.dialect, first) {
             (Dialect::Anthropic, "inputSchema") => "input_schema",
             (Dialect::OpenAiFunction | Dialect::OpenAiTool, "inputSchema") => "parameters",
-            (_, field) => field,
+            (_, first) => first,
         };
         let mut pointer = match self.envelope {
             Envelope::Array => format!("/{index}"),
@@ -108,9 +114,13 @@ impl Manifest {
         if self.dialect == Dialect::OpenAiTool {
             pointer.push_str("/function");
         }
-        if !field.is_empty() {
+        if !first.is_empty() {
             pointer.push('/');
-            pointer.push_str(&crate::schema::escape(field));
+            pointer.push_str(first);
+        }
+        if let Some(rest) = rest {
+            pointer.push('/');
+            pointer.push_str(rest);
         }
         Place::Pointer(pointer)
     }
@@ -658,6 +668,29 @@ mod tests {
             json!({"tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]})
         );
         assert_eq!(render(Dialect::Anthropic), json!({"tools": [{"name": "a", "input_schema": {"type": "object"}}]}));
+    }
+
+    #[test]
+    fn places_follow_the_dialect_and_keep_escaped_segments() {
+        let field = "inputSchema/properties/a~1b/description";
+        let place = |document: Value| parse(document).place_of(1, field);
+        let pointer = |text: &str| Place::Pointer(text.to_owned());
+        assert_eq!(
+            place(json!({"tools": [{"name": "a"}, {"name": "b"}]})),
+            pointer("/tools/1/inputSchema/properties/a~1b/description")
+        );
+        assert_eq!(
+            place(json!([{"name": "a", "input_schema": {}}, {"name": "b"}])),
+            pointer("/1/input_schema/properties/a~1b/description")
+        );
+        assert_eq!(
+            place(
+                json!([{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}])
+            ),
+            pointer("/1/function/parameters/properties/a~1b/description")
+        );
+        assert_eq!(parse(json!({"tools": [{"name": "a"}]})).place_of(0, ""), pointer("/tools/0"));
+        assert_eq!(parse(json!({"tools": [{"name": "a"}]})).place_of(0, "name"), pointer("/tools/0/name"));
     }
 
     #[test]

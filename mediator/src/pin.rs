@@ -27,12 +27,13 @@ pub enum Standing {
     New,
 }
 
-/// Why a lock file cannot be used: the file, the place, what is wrong.
+/// Why a lock file cannot be used: the file, the place in it (none when it cannot be read at
+/// all), what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{place}: {message}", path.display())]
+#[error("{}{}: {message}", path.display(), place.as_ref().map(ToString::to_string).unwrap_or_default())]
 pub struct LockError {
     pub path: PathBuf,
-    pub place: Place,
+    pub place: Option<Place>,
     pub message: String,
 }
 
@@ -57,19 +58,66 @@ impl Lock {
         self.tools.keys().map(String::as_str).filter(|name| !present.contains(name)).collect()
     }
 
+    /// Reads a lock file; an error names the file, and the line and column (JSON syntax) or
+    /// the JSON pointer (a member that is not what a lock holds).
     pub fn read(path: &Path) -> Result<Lock, LockError> {
-        let error = |place: Place, message: String| LockError { path: path.to_owned(), place, message };
-        let text = std::fs::read_to_string(path)
-            .map_err(|read| error(Place::Pointer(String::new()), format!("cannot read it: {read}")))?;
-        crate::json::from_str_as::<Lock>(&text).map_err(|parse| {
-            error(Place::At { line: parse.line(), column: parse.column() }, crate::json::message(&parse))
+        let error = |place: Option<Place>, message: String| LockError { path: path.to_owned(), place, message };
+        let text = std::fs::read_to_string(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
+        let document = crate::json::from_str(&text).map_err(|parse| {
+            error(Some(Place::At { line: parse.line(), column: parse.column() }), crate::json::message(&parse))
+        })?;
+        Lock::from_value(document).map_err(|(place, message)| {
+            // The document itself has no pointer to show: its place is where its text starts.
+            let place = place.unwrap_or_else(|| start_of(&text));
+            error(Some(place), message.to_owned())
         })
+    }
+
+    /// The lock a document holds, or where (a pointer; none for the document) and why not.
+    fn from_value(document: serde_json::Value) -> Result<Lock, (Option<Place>, &'static str)> {
+        use serde_json::Value;
+        let Value::Object(mut members) = document else {
+            return Err((None, "a lock file is an object: {\"tools\": {\"NAME\": \"sha256:...\"}}"));
+        };
+        let tools = match members.remove("tools") {
+            Some(Value::Object(tools)) => tools,
+            Some(_) => {
+                return Err((Some(Place::Pointer("/tools".to_owned())), "`tools` is an object of names and digests"));
+            }
+            None => return Err((None, "no `tools` object: a lock file is {\"tools\": {\"NAME\": \"sha256:...\"}}")),
+        };
+        let mut lock = Lock::default();
+        for (name, digest) in tools {
+            match digest {
+                Value::String(digest) if is_digest(&digest) => {
+                    lock.tools.insert(name, digest);
+                }
+                _ => {
+                    let pointer = format!("/tools/{}", crate::schema::escape(&name));
+                    return Err((Some(Place::Pointer(pointer)), "a digest is `sha256:` and 64 hexadecimal digits"));
+                }
+            }
+        }
+        Ok(lock)
     }
 
     /// The lock as a file's text: one tool a line, in name order.
     pub fn text(&self) -> String {
         serde_json::to_string_pretty(self).expect("a lock serializes") + "\n"
     }
+}
+
+/// Whether `text` is a digest as [`digest`] writes it.
+fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The line and column where a document's text starts (after leading whitespace).
+fn start_of(text: &str) -> Place {
+    let skipped = &text[..text.len() - text.trim_start().len()];
+    let line = skipped.matches('\n').count() + 1;
+    let column = skipped.len() - skipped.rfind('\n').map_or(0, |newline| newline + 1) + 1;
+    Place::At { line, column }
 }
 
 #[cfg(test)]
@@ -94,5 +142,33 @@ mod tests {
         assert_eq!(lock.standing(&Tool::new("sub")), Standing::New);
         assert_eq!(lock.gone(&[Tool::new("sub")]), ["add"]);
         assert!(lock.tools["add"].starts_with("sha256:") && lock.tools["add"].len() == 7 + 64);
+    }
+
+    #[test]
+    fn a_lock_file_that_cannot_be_used_is_named_with_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tools.lock.json");
+        let shown = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Lock::read(&path).unwrap_err().to_string().replace(&path.display().to_string(), "lock")
+        };
+        let missing = Lock::read(&dir.path().join("gone.json")).unwrap_err();
+        assert_eq!(missing.place, None);
+        assert!(!missing.to_string().contains("``"), "{missing}");
+        assert!(
+            missing.to_string().starts_with(&format!("{}: cannot read it", dir.path().join("gone.json").display()))
+        );
+        assert_eq!(
+            shown("{\"tools\": {\"add\": 1}}"),
+            "lock: `/tools/add`: a digest is `sha256:` and 64 hexadecimal digits"
+        );
+        assert_eq!(shown("{\"tools\": {\"a/b\": \"sha256:x\"}}").split(':').nth(1), Some(" `/tools/a~1b`"));
+        assert_eq!(shown("{\"tools\": []}"), "lock: `/tools`: `tools` is an object of names and digests");
+        assert!(shown("\n  []").starts_with("lock:2:3: a lock file is an object"), "{}", shown("\n  []"));
+        assert!(shown("{}").starts_with("lock:1:1: no `tools` object"));
+        assert!(shown("{\"tools\": {,}}").starts_with("lock:1:"));
+        let good = Lock::of(&[Tool::new("add")]);
+        std::fs::write(&path, good.text()).unwrap();
+        assert_eq!(Lock::read(&path).unwrap(), good);
     }
 }

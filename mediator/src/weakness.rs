@@ -26,6 +26,9 @@ pub enum Weakness {
     UndescribedRequired(Vec<String>),
     /// No input schema, or one that is not standard JSON Schema (`"type": "dict"`).
     NonStandardSchema,
+    /// A schema that takes no arguments, for a name that implies some (`create_invoice`,
+    /// `get_user_by_id`).
+    EmptySchema,
 }
 
 impl Weakness {
@@ -37,6 +40,7 @@ impl Weakness {
             Weakness::TooShort => "description-too-short",
             Weakness::UndescribedRequired(_) => "undescribed-required-parameter",
             Weakness::NonStandardSchema => "non-standard-schema",
+            Weakness::EmptySchema => "empty-schema",
         }
     }
 }
@@ -51,6 +55,7 @@ impl fmt::Display for Weakness {
                 write!(f, "required parameters without a description: {}", names.join(", "))
             }
             Weakness::NonStandardSchema => f.write_str("no input schema, or a non-standard one"),
+            Weakness::EmptySchema => f.write_str("the name implies arguments, but the schema takes none"),
         }
     }
 }
@@ -72,6 +77,11 @@ pub fn weaknesses(tool: &Tool) -> Vec<Weakness> {
     match &tool.input_schema {
         None => found.push(Weakness::NonStandardSchema),
         Some(input_schema) if is_non_standard(input_schema) => found.push(Weakness::NonStandardSchema),
+        Some(input_schema) if takes_nothing(input_schema.as_str()) => {
+            if describe::implies_arguments(&identifier::words(&tool.name)) {
+                found.push(Weakness::EmptySchema);
+            }
+        }
         Some(input_schema) => {
             let undescribed = undescribed_required(input_schema.as_str());
             if !undescribed.is_empty() {
@@ -80,6 +90,21 @@ pub fn weaknesses(tool: &Tool) -> Vec<Weakness> {
         }
     }
     found
+}
+
+/// Whether a schema takes no arguments: an object with no properties, and nothing else that
+/// would let arguments in (`additionalProperties`, `patternProperties`, `anyOf`, `$ref`, ...).
+fn takes_nothing(schema: &str) -> bool {
+    let Ok(serde_json::Value::Object(members)) = serde_json::from_str::<serde_json::Value>(schema) else {
+        return false;
+    };
+    members.iter().all(|(key, value)| match key.as_str() {
+        "type" | "$schema" | "$id" | "$comment" | "title" | "description" => true,
+        "properties" => value.as_object().is_some_and(serde_json::Map::is_empty),
+        "required" => value.as_array().is_some_and(Vec::is_empty),
+        "additionalProperties" => *value == serde_json::Value::Bool(false),
+        _ => false,
+    })
 }
 
 /// Whether `tool`'s definition is weak in any way.
@@ -151,6 +176,20 @@ mod tests {
                             "required": ["id"]});
         let good = tool("get_user", Some("Gets a user by id and returns their profile."), schema);
         assert!(!is_weak(&good), "{:?}", weaknesses(&good));
+    }
+
+    #[test]
+    fn an_empty_schema_is_weak_where_the_name_implies_arguments() {
+        let described =
+            |name| tool(name, Some("Does what its name says, and returns the result."), json!({"type": "object"}));
+        assert_eq!(weaknesses(&described("create_invoice")), [Weakness::EmptySchema]);
+        assert_eq!(weaknesses(&described("getUserById")), [Weakness::EmptySchema]);
+        for name in ["get_current_time", "list_allowed_directories", "read_graph", "delete_all_drafts"] {
+            assert_eq!(weaknesses(&described(name)), [], "{name}");
+        }
+        let open = json!({"type": "object", "additionalProperties": {"type": "string"}});
+        let invoice = tool("create_invoice", Some("Create an invoice and return its number."), open);
+        assert_eq!(weaknesses(&invoice), [], "additional properties are arguments");
     }
 
     #[test]

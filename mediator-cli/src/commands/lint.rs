@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde_json::{Value, json};
 use tool_mediator::lint::{self, Finding, RULES, Severity};
-use tool_mediator::manifest::Place;
+use tool_mediator::manifest::{Origin, Place};
 
 use crate::cli::{FailOn, LintArgs, LintFormat, ServerArgs};
 use crate::manifest;
@@ -30,6 +30,8 @@ pub async fn server_tools(args: &ServerArgs) -> Result<(String, Vec<tool_mediato
 /// `tools/list` result).
 struct Linted {
     origin: String,
+    /// The file as a URI reference, for SARIF; none for standard input or a server.
+    uri: Option<String>,
     tools: usize,
     findings: Vec<(Finding, Place)>,
 }
@@ -46,7 +48,7 @@ pub async fn run(args: LintArgs) -> Result<ExitCode> {
                 (finding, place)
             })
             .collect();
-        linted.push(Linted { origin, tools: tools.len(), findings });
+        linted.push(Linted { origin, uri: None, tools: tools.len(), findings });
     }
     for origin in if args.server.server { Vec::new() } else { manifest::expand_inputs(&args.input.inputs)? } {
         let (manifest, _) = manifest::read(origin, args.input.max_input_size)?;
@@ -57,7 +59,11 @@ pub async fn run(args: LintArgs) -> Result<ExitCode> {
                 (finding, place)
             })
             .collect();
-        linted.push(Linted { origin: manifest.origin.to_string(), tools: manifest.tools.len(), findings });
+        let uri = match &manifest.origin {
+            Origin::File(path) => Some(artifact_uri(path)),
+            Origin::Stdin => None,
+        };
+        linted.push(Linted { origin: manifest.origin.to_string(), uri, tools: manifest.tools.len(), findings });
     }
     let text = match args.format {
         LintFormat::Text => text(&linted),
@@ -75,17 +81,20 @@ pub async fn run(args: LintArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
+/// One line a finding. What comes from the manifest (names, texts, pointers, a file's name)
+/// is printed with control, invisible and bidirectional characters escaped: a hostile tool
+/// name cannot move the cursor, recolour the terminal or reorder the line.
 fn text(linted: &[Linted]) -> String {
     let mut out = String::new();
     let mut counts = [0usize; 3];
     for Linted { origin, findings, .. } in linted {
         for (finding, place) in findings {
             counts[finding.severity as usize] += 1;
-            let _ = writeln!(
-                out,
+            let line = format!(
                 "{origin}{place}: {}[{}] `{}`: {}",
                 finding.severity, finding.rule, finding.tool, finding.message
             );
+            let _ = writeln!(out, "{}", lint::printable(&line));
         }
     }
     let tools: usize = linted.iter().map(|linted| linted.tools).sum();
@@ -127,8 +136,29 @@ fn json(linted: &[Linted]) -> Value {
     json!({"findings": findings})
 }
 
-/// SARIF 2.1.0: one run, the rules with their descriptions, each finding at its file, with its
-/// JSON pointer as a logical location (and a line for JSON Lines).
+/// A file as a SARIF artifact URI: a relative path stays a relative reference, an absolute one
+/// becomes a `file:` URI; every byte but the unreserved ones and `/` is percent-encoded
+/// (`my tools.json` -> `my%20tools.json`).
+fn artifact_uri(path: &std::path::Path) -> String {
+    let mut uri = String::new();
+    if path.is_absolute() {
+        uri.push_str(if cfg!(windows) { "file:///" } else { "file://" });
+    }
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'\\' if cfg!(windows) => uri.push('/'),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => uri.push(byte as char),
+            _ => {
+                let _ = write!(uri, "%{byte:02X}");
+            }
+        }
+    }
+    uri
+}
+
+/// SARIF 2.1.0: one run, the rules with their descriptions, each finding with its JSON pointer
+/// as a logical location, at its file when it has one (a line only for JSON Lines, the one
+/// format whose findings know their line).
 fn sarif(linted: &[Linted]) -> Value {
     let rules: Vec<Value> = RULES
         .iter()
@@ -143,15 +173,16 @@ fn sarif(linted: &[Linted]) -> Value {
         .collect();
     let results: Vec<Value> = linted
         .iter()
-        .flat_map(|Linted { origin, findings, .. }| {
+        .flat_map(|Linted { uri, findings, .. }| {
             findings.iter().map(move |(finding, place)| {
-                let mut physical = json!({"artifactLocation": {"uri": origin}});
-                let line = match place {
-                    Place::Line(line) | Place::At { line, .. } => *line,
-                    Place::Pointer(_) => 1,
-                };
-                physical["region"] = json!({"startLine": line});
-                let mut location = json!({"physicalLocation": physical});
+                let mut location = json!({});
+                if let Some(uri) = uri {
+                    let mut physical = json!({"artifactLocation": {"uri": uri}});
+                    if let Place::Line(line) | Place::At { line, .. } = place {
+                        physical["region"] = json!({"startLine": line});
+                    }
+                    location["physicalLocation"] = physical;
+                }
                 if let Place::Pointer(pointer) = place {
                     location["logicalLocations"] = json!([{"fullyQualifiedName": pointer, "kind": "member"}]);
                 }

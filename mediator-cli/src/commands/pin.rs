@@ -1,10 +1,13 @@
 //! `tool-mediator pin MANIFEST`: a lock file of the manifest's tools, and the comparison with
 //! one that `enhance --locked` makes.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use tool_mediator::Tool;
+use tool_mediator::lint::printable;
+use tool_mediator::manifest::Place;
 use tool_mediator::pin::{Lock, Standing};
 
 use crate::cli::PinArgs;
@@ -13,18 +16,37 @@ use crate::output;
 
 pub async fn run(args: PinArgs) -> Result<ExitCode> {
     let mut tools = Vec::new();
+    // Where each tool's name is written (the file or server, and the place in it), for an error
+    // about it.
+    let mut places: Vec<(String, Place)> = Vec::new();
     if args.server.server {
-        tools = crate::commands::lint::server_tools(&args.server).await?.1;
+        let (origin, listed) = crate::commands::lint::server_tools(&args.server).await?;
+        places.extend((0..listed.len()).map(|index| (origin.clone(), Place::Pointer(format!("/tools/{index}/name")))));
+        tools = listed;
     }
     let origins = if args.server.server { Vec::new() } else { manifest::expand_inputs(&args.input.inputs)? };
     for origin in origins {
         let (manifest, _) = manifest::read(origin, args.input.max_input_size)?;
+        let origin = manifest.origin.to_string();
+        places.extend((0..manifest.tools.len()).map(|index| (origin.clone(), manifest.place_of(index, "name"))));
         tools.extend(manifest.tools);
     }
-    let lock = Lock::of(&tools);
-    if lock.tools.len() < tools.len() {
-        bail!("two tools share a name: a lock pins each tool by its name");
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (index, tool) in tools.iter().enumerate() {
+        if let Some(&earlier) = first.get(tool.name.as_str()) {
+            let ((origin, place), (first_origin, first_place)) = (&places[index], &places[earlier]);
+            bail!(
+                "{}",
+                printable(&format!(
+                    "{origin}{place}: `{}` is also the name of the tool at {first_origin}{first_place}: a lock pins \
+                     each tool by its name",
+                    tool.name
+                ))
+            );
+        }
+        first.insert(&tool.name, index);
     }
+    let lock = Lock::of(&tools);
     match &args.output {
         Some(path) => output::write_atomically(&[(path.clone(), lock.text())])?,
         None => output::print(&lock.text())?,
@@ -41,13 +63,13 @@ pub fn compare(origin: &Origin, tools: &[Tool], lock: &Lock) -> bool {
             Standing::Pinned => {}
             Standing::Changed => {
                 unchanged = false;
-                eprintln!("error: {origin}: `{}` changed since it was pinned", tool.name);
+                eprintln!("error: {origin}: `{}` changed since it was pinned", printable(&tool.name));
             }
-            Standing::New => eprintln!("warning: {origin}: `{}` is new since the lock", tool.name),
+            Standing::New => eprintln!("warning: {origin}: `{}` is new since the lock", printable(&tool.name)),
         }
     }
     for name in lock.gone(tools) {
-        eprintln!("warning: {origin}: `{name}` was pinned but is gone");
+        eprintln!("warning: {origin}: `{}` was pinned but is gone", printable(name));
     }
     unchanged
 }

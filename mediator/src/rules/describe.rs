@@ -19,6 +19,7 @@ struct Grammar {
     not_nouns: HashSet<String>,
     definite: HashSet<String>,
     determiners: HashSet<String>,
+    needs_object: HashSet<String>,
 }
 
 static GRAMMAR: LazyLock<Grammar> = LazyLock::new(|| {
@@ -211,6 +212,24 @@ fn noun(candidate: &[String]) -> bool {
     candidate.last().is_some_and(|w| !GRAMMAR.not_nouns.contains(w.as_str()) && w.len() > 1)
 }
 
+/// Whether a name's words say the tool takes arguments: the rules would infer parameters for it
+/// ([`infer_schema`]), or it reads "verb object" with a verb that needs to be told what to act
+/// on (`create_invoice`, `github_delete_file`; not `delete_all_drafts`, `get_time`). A leading
+/// namespace word is skipped.
+pub fn implies_arguments(words: &[String]) -> bool {
+    if infer_schema(words).is_some() {
+        return true;
+    }
+    let start = usize::from(words.first().is_some_and(|w| !is_verb(w)));
+    let (Some(verb), Some(object)) = (words.get(start), words.get(start + 1)) else {
+        return false;
+    };
+    GRAMMAR.needs_object.contains(verb.as_str())
+        && !GRAMMAR.determiners.contains(object.as_str())
+        && !GRAMMAR.definite.contains(object.as_str())
+        && subject(&words[start..]).is_some()
+}
+
 /// A schema where the name makes the parameters near-certain: `get_user_by_email` takes an
 /// `email`, `search_*` takes a `query`.
 pub fn infer_schema(words: &[String]) -> Option<Value> {
@@ -246,7 +265,7 @@ mod tests {
     #[test]
     fn the_word_lists_are_read_from_their_file() {
         assert!(GRAMMAR.verbs.contains("get") && GRAMMAR.prepositions.contains("by"));
-        assert_eq!(GRAMMAR.about.len(), 5, "each list says what it is for");
+        assert_eq!(GRAMMAR.about.len(), 6, "each list says what it is for");
     }
 
     fn words(text: &str) -> Vec<String> {
@@ -268,6 +287,17 @@ mod tests {
         assert_eq!(describe("user profile"), "User profile.");
         assert_eq!(describe("delete"), "Delete.");
         assert_eq!(describe("fetch url"), "Fetch a URL.");
+    }
+
+    #[test]
+    fn names_that_need_arguments_are_told_from_names_that_do_not() {
+        for name in ["create invoice", "get user by id", "search issues", "github delete file", "send message"] {
+            assert!(implies_arguments(&words(name)), "{name}");
+        }
+        for name in ["get time", "list users", "delete all drafts", "create", "read graph", "get me", "update current"]
+        {
+            assert!(!implies_arguments(&words(name)), "{name}");
+        }
     }
 
     #[test]

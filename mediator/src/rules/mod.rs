@@ -59,9 +59,7 @@ impl RuleTransformer {
     pub fn answers(&self, tools: &[Tool]) -> Vec<Answer> {
         let mut siblings = SiblingWords::default();
         for tool in tools {
-            for word in identifier::words(&tool.name) {
-                siblings.add(&word);
-            }
+            siblings.add_name(&identifier::words(&tool.name));
         }
         let mut readings: Vec<NameReading> = tools
             .iter()
@@ -275,6 +273,50 @@ mod tests {
         for answer in rules.answers(&tools) {
             assert_eq!(answer.patch.name, None, "{} is renamed", tools[answer.index].name);
         }
+    }
+
+    fn renames(tools: &[(&str, &str)]) -> Vec<Option<String>> {
+        let tools: Vec<Tool> = tools
+            .iter()
+            .map(|(name, description)| {
+                Tool::new(*name)
+                    .with_description(*description)
+                    .with_input_schema(json!({"type": "object", "properties": {}}))
+            })
+            .collect();
+        let mut names = vec![None; tools.len()];
+        for answer in RuleTransformer::new().answers(&tools) {
+            names[answer.index] = answer.patch.name;
+        }
+        names
+    }
+
+    #[test]
+    fn a_word_the_list_uses_throughout_is_its_own_and_stays() {
+        // Alone, `open_sim` reads `sim` from its description, as "simulator".
+        assert_eq!(renames(&[("open_sim", "Opens the iOS Simulator app.")]), [Some("open_simulator".to_owned())]);
+        let plots = [
+            ("pl_pca", "Scatter plot in PCA coordinates."),
+            ("pl_umap", "UMAP scatter plot of the cells."),
+            ("pl_violin", "Plot a violin plot of one or more variables."),
+        ];
+        assert_eq!(renames(&plots), [None, None, None]);
+        // What the dictionary calls cryptic is spelled out however many names use it.
+        let users = [("gt_usr", "gets user"), ("del_usr", "deletes user"), ("upd_usr", "updates user")];
+        assert_eq!(
+            renames(&users),
+            [Some("get_user".to_owned()), Some("delete_user".to_owned()), Some("update_user".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_short_form_people_read_well_is_not_spelled_out() {
+        // The example: `npmDeps` is read as it is written.
+        let tools = [
+            ("npmDeps", "List the npm dependencies of a package."),
+            ("list_dependencies", "List the dependencies of the project."),
+        ];
+        assert_eq!(renames(&tools), [None, None]);
     }
 
     #[test]

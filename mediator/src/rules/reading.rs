@@ -23,15 +23,30 @@ pub struct Context<'a> {
     parameters: OnceCell<Vec<String>>,
 }
 
-/// The English words in the names of a batch of tools, by first letter.
+/// The English words in the names of a batch of tools, by first letter; and how many of the
+/// names use each word.
 #[derive(Debug, Default)]
 pub struct SiblingWords {
     by_initial: HashMap<char, Vec<String>>,
     seen: HashSet<String>,
+    names_using: HashMap<String, usize>,
 }
 
+/// A word this many names of one list use is the list's own.
+const LIST_WORD_NAMES: usize = 3;
+
 impl SiblingWords {
-    pub fn add(&mut self, word: &str) {
+    /// Adds the words of one name.
+    pub fn add_name(&mut self, words: &[String]) {
+        for (position, word) in words.iter().enumerate() {
+            self.add(word);
+            if !words[..position].contains(word) {
+                *self.names_using.entry(word.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    fn add(&mut self, word: &str) {
         let Some(initial) = word.chars().next() else {
             return;
         };
@@ -83,6 +98,11 @@ impl<'a> Context<'a> {
                 .description()
                 .windows(letters.len())
                 .any(|words| words.iter().zip(&letters).all(|(word, letter)| word.starts_with(*letter)))
+    }
+
+    /// Whether `word` is the list's own: enough of its names use it.
+    fn is_list_word(&self, word: &str) -> bool {
+        self.siblings.and_then(|siblings| siblings.names_using.get(word)).is_some_and(|&names| names >= LIST_WORD_NAMES)
     }
 
     /// The word the tool's own description or parameters spell out for `token`.
@@ -152,7 +172,8 @@ pub enum Sense {
     Word,
     /// A term or acronym the dictionary keeps (`id`, `json`).
     Kept,
-    /// A conventional short form, kept in the name (`repo` reads as `repository`).
+    /// A conventional short form, or a list's own word, kept in the name (`repo` reads as
+    /// `repository`).
     Conventional(String),
     /// A cryptic abbreviation the dictionary expands (`usr` -> `user`).
     Abbreviation(String),
@@ -385,6 +406,22 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
     // The tool's own words first, then the dictionary, then its siblings' names.
     let abbreviation =
         (!english || entry.is_some()) && word.len() >= 2 && word.chars().all(|c| c.is_ascii_alphabetic());
+    // A word many names of the list share is the list's own vocabulary (`pl_` for the plots
+    // of a plotting library, `sim` for the simulator of a simulator's tools): its users read it
+    // as it is. It stays in the name, read as the context spells it out; only what the
+    // dictionary says is cryptic (`usr`, `gen`) is spelled out in names whatever the list.
+    if abbreviation && entry.is_none() && context.is_list_word(word) {
+        let reading = context
+            .agreed
+            .and_then(|agreed| agreed.get(word).cloned())
+            .or_else(|| context.own_expansion_of(word))
+            .or_else(|| context.sibling_expansion_of(word));
+        return match reading {
+            Some(expansion) => Sense::Conventional(expansion),
+            None if is_acronym => Sense::Acronym,
+            None => Sense::Unknown,
+        };
+    }
     if abbreviation && let Some(expansion) = context.agreed.and_then(|agreed| agreed.get(word)) {
         return Sense::FromContext(expansion.clone());
     }
