@@ -94,9 +94,17 @@ export interface MediatorOptions {
 }
 
 export interface SessionOptions {
-  /** Fold categories of at least this many tools into one category tool each; `false` folds
-   * none. The configuration's `grouping_threshold` (5) unless told. */
+  /** Fold categories of at least this many tools into one category tool each; `false` lists
+   * everything, folds nothing and searches nothing (`--no-disclosure`). The configuration's
+   * `grouping_threshold` (5) unless told. */
   disclosure?: number | false
+  /** What the client sees first of a large tool set: category tools and `search_tools`
+   * (`both`), category tools alone, `search_tools` alone, or everything (`off`). The
+   * configuration's `disclosure_mode` (`both`) unless told. */
+  disclosureMode?: 'both' | 'categories' | 'search' | 'off'
+  /** Fewer visible tools than this are listed whole, whatever the mode (0: never). The
+   * configuration's `whole_below` (20) unless told. */
+  wholeBelow?: number
 }
 
 /** One page of what a client sees: an MCP `ListToolsResult`. */

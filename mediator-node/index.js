@@ -69,7 +69,9 @@ class Mediator {
     const { source, sourceType } = contextOf(context, this.#context, 'session')
     const disclosure = options.disclosure === false ? 0 : options.disclosure
     if (options.disclosure !== false) count(options.disclosure, 'disclosure (or false)', 'session', 2)
-    return new Session(this.#native.session(source, sourceType, disclosure))
+    count(options.wholeBelow, 'wholeBelow', 'session')
+    const { disclosureMode, wholeBelow } = options
+    return new Session(this.#native.session(source, sourceType, { disclosure, disclosureMode, wholeBelow }))
   }
 
   toolMiddleware(context) {

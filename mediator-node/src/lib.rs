@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 use tool_mediator::llm::Provider;
-use tool_mediator::session::Route;
+use tool_mediator::session::{DisclosureMode, Route};
 use tool_mediator::{ChainOptions, MediatorConfig, NameRules, SourceType, Tool, ToolContext};
 
 /// The settings of a mediator: the CLI's configuration file and flags, as one object.
@@ -60,6 +60,18 @@ pub struct MediatorOptions {
     pub client_profile: Option<String>,
     /// Never use an answer less confident than this, 0 to 1.
     pub min_confidence: Option<f64>,
+}
+
+/// What a session shows first, over the mediator's settings.
+#[napi(object)]
+#[derive(Default)]
+pub struct SessionOptions {
+    /// Fold categories of at least this many tools; 0 lists everything (`--no-disclosure`).
+    pub disclosure: Option<u32>,
+    /// `both`, `categories`, `search` or `off` (`--disclosure-mode`).
+    pub disclosure_mode: Option<String>,
+    /// Fewer visible tools than this are listed whole (`--whole-below`).
+    pub whole_below: Option<u32>,
 }
 
 /// A chain of transformers built from settings, shared by every call and session made from it.
@@ -148,15 +160,35 @@ impl Mediator {
     }
 
     /// A session for one client of `source`: what it sees now and where its calls go, with the
-    /// policy of the proxy (categories of `disclosure` tools or more folded, or the settings'
-    /// threshold; 0 folds none).
+    /// policy of the proxy, from the same settings (the configuration file's
+    /// `disclosure_mode`, `grouping_threshold` and `whole_below`, `both`, 5 and 20 unless set),
+    /// `options` over them.
     #[napi]
-    pub fn session(&self, source: String, source_type: Option<String>, disclosure: Option<u32>) -> Result<Session> {
+    pub fn session(
+        &self,
+        source: String,
+        source_type: Option<String>,
+        options: Option<SessionOptions>,
+    ) -> Result<Session> {
         let context = context(source, source_type)?;
-        let mut policy = self.settings.session_policy();
-        if let Some(threshold) = disclosure {
-            policy.disclosure = (threshold > 0).then(|| usize::try_from(threshold).unwrap_or(usize::MAX).max(2));
+        let options = options.unwrap_or_default();
+        let mut settings = self.settings.clone();
+        if let Some(mode) = options.disclosure_mode.as_deref() {
+            settings.disclosure_mode = mode.parse().map_err(failure)?;
         }
+        match options.disclosure {
+            // Fold nothing, search nothing: as the CLI's `--no-disclosure`.
+            Some(0) if options.disclosure_mode.is_some() => {
+                return Err(failure("disclosure: false lists everything: give it without disclosureMode"));
+            }
+            Some(0) => settings.disclosure_mode = DisclosureMode::Off,
+            Some(threshold) => settings.grouping_threshold = usize::try_from(threshold).unwrap_or(usize::MAX),
+            None => {}
+        }
+        if let Some(whole_below) = options.whole_below {
+            settings.whole_below = usize::try_from(whole_below).unwrap_or(usize::MAX);
+        }
+        let policy = settings.session_policy();
         Ok(Session::new(tool_mediator::session::Session::new(self.core.clone(), context, policy)))
     }
 }

@@ -130,7 +130,7 @@ describe('errors', () => {
 describe('session', () => {
   test('a category folds, expands on demand, and calls go back under the source names', async () => {
     const mediator = await Mediator.create({ overrides: [overrides], source: 'example.com', sourceType: 'web' })
-    const session = mediator.session(undefined, { disclosure: 2 })
+    const session = mediator.session(undefined, { disclosure: 2, disclosureMode: 'categories', wholeBelow: 0 })
     let changes = 0
     session.onListChanged(() => changes++)
 
@@ -163,6 +163,18 @@ describe('session', () => {
     await new Promise((resolve) => setImmediate(resolve))
     assert.equal(changes, 1)
     session.close()
+  })
+
+  test("the disclosure mode is the settings' (both, three tools listed whole) unless told", async () => {
+    const mediator = await Mediator.create({ overrides: [overrides], source: 'example.com', sourceType: 'web' })
+    const whole = await mediator.session().listTools(seedTools)
+    assert.deepEqual(whole.tools.map((tool) => tool.name).sort(), ['delete_user', 'get_user', 'update_profile'])
+    const searching = mediator.session(undefined, { disclosureMode: 'search', wholeBelow: 0 })
+    assert.deepEqual((await searching.listTools(seedTools)).tools.map((tool) => tool.name), ['search_tools'])
+    const found = await searching.routeCall('search_tools', { query: 'update the profile' })
+    assert.equal(found.result.structuredContent.tools[0].name, 'update_profile')
+    assert.throws(() => mediator.session(undefined, { disclosureMode: 'some' }), /unknown disclosure mode `some`/)
+    assert.throws(() => mediator.session(undefined, { wholeBelow: -1 }), /wholeBelow must be a whole number from 0/)
   })
 
   test('pages follow the cursor; a cursor it did not hand out is refused', async () => {

@@ -34,7 +34,10 @@ const mediator = await Mediator.create({ overrides: [overrides], source: 'exampl
 const server = new Server({ name: 'seed-server', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } })
 
 if (mode === 'session') {
-  const session = mediator.session(undefined, { disclosure: disclosure === undefined ? false : Number(disclosure) })
+  const session = mediator.session(
+    undefined,
+    disclosure === undefined ? { disclosure: false } : { disclosure: Number(disclosure), disclosureMode: 'categories', wholeBelow: 0 },
+  )
   session.onListChanged(() => void server.sendToolListChanged())
   server.setRequestHandler(ListToolsRequestSchema, (request) => session.listTools(seedTools, request.params?.cursor))
   server.setRequestHandler(CallToolRequestSchema, async (request) => {

@@ -14,7 +14,7 @@ use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task
 use crate::naming::NameRules;
 use crate::overrides::{OverrideError, OverrideSet, OverrideTransformer, remote};
 use crate::rules::{Dictionary, DictionaryError, RuleTransformer};
-use crate::session::SessionPolicy;
+use crate::session::{DisclosureMode, SessionPolicy, WHOLE_BELOW};
 
 /// Settings for a mediator. Every field is optional in a file; command-line flags win over it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +44,11 @@ pub struct MediatorConfig {
     pub auto_enhance: bool,
     /// The smallest category the session layer folds into one category tool.
     pub grouping_threshold: usize,
+    /// What a client of the session layer sees first of a large tool set: `both` (category
+    /// tools and `search_tools`, the default), `categories`, `search` or `off`.
+    pub disclosure_mode: DisclosureMode,
+    /// Fewer visible tools than this are listed whole, whatever the mode (0: never).
+    pub whole_below: usize,
     /// Directories of override files, in order (later ones refine earlier ones).
     pub override_dirs: Vec<PathBuf>,
     /// A remote override collection, fetched over HTTPS and revalidated with its ETag.
@@ -64,6 +69,8 @@ impl Default for MediatorConfig {
             cache_ttl_hours: 7 * 24,
             auto_enhance: true,
             grouping_threshold: 5,
+            disclosure_mode: DisclosureMode::default(),
+            whole_below: WHOLE_BELOW,
             override_dirs: Vec::new(),
             overrides_url: None,
         }
@@ -163,10 +170,13 @@ impl MediatorConfig {
         self.cache_dir.clone().or_else(|| dirs::cache_dir().map(|dir| dir.join("tool-mediator")))
     }
 
-    /// The session policy of a mediating front door (a proxy, a gateway): categories of at
-    /// least `grouping_threshold` tools folded, provenance shown, pages of 100.
+    /// The session policy of a mediating front door (the proxy, the gateway, the CLI's `tokens`,
+    /// the Node binding's sessions): disclosure in `disclosure_mode`, categories of at least
+    /// `grouping_threshold` tools, fewer than `whole_below` tools listed whole, provenance
+    /// shown, pages of 100. A front door's flags change the settings first.
     pub fn session_policy(&self) -> SessionPolicy {
-        SessionPolicy::mediated(self.grouping_threshold)
+        let threshold = self.grouping_threshold.max(2);
+        self.disclosure_mode.apply(SessionPolicy::mediated(threshold), threshold, self.whole_below)
     }
 
     /// Loads and checks everything these settings name: override directories (refining the
@@ -431,6 +441,28 @@ mod tests {
         let asked = ChainOptions { llm_required: true, ..options };
         let error = config.build(&asked).await.err().expect("asked for, without a key");
         assert!(error.to_string().contains("TOOL_MEDIATOR_TEST_NO_SUCH_KEY"), "{error}");
+    }
+
+    #[test]
+    fn the_disclosure_mode_and_whole_below_come_from_the_file_with_the_readmes_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = MediatorConfig::default().session_policy();
+        assert_eq!(MediatorConfig::default().disclosure_mode, DisclosureMode::Both, "the README's default");
+        assert!(policy.search && policy.disclosure == Some(5) && policy.whole_below == WHOLE_BELOW, "{policy:?}");
+
+        let file = dir.path().join("tool-mediator.toml");
+        std::fs::write(&file, "disclosure_mode = \"search\"\nwhole_below = 0\ngrouping_threshold = 3\n").unwrap();
+        let policy = MediatorConfig::from_file(&file).unwrap().session_policy();
+        assert!(policy.search && policy.disclosure.is_none() && policy.whole_below == 0, "{policy:?}");
+        let json = dir.path().join("config.json");
+        std::fs::write(&json, r#"{"disclosure_mode": "categories"}"#).unwrap();
+        let policy = MediatorConfig::from_file(&json).unwrap().session_policy();
+        assert!(!policy.search && policy.disclosure == Some(5), "{policy:?}");
+
+        std::fs::write(&file, "grouping_threshold = 5\ndisclosure_mode = \"everything\"\n").unwrap();
+        let error = MediatorConfig::from_file(&file).unwrap_err().to_string();
+        assert!(error.starts_with(&format!("{}:2:", file.display())), "{error}");
+        assert!(error.contains("everything") && error.contains("both"), "{error}");
     }
 
     #[tokio::test]

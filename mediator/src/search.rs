@@ -1,21 +1,21 @@
 //! Finding tools by what they do: an Okapi BM25 index over what the chain produced.
 //!
-//! A tool is indexed by its fields, each weighted by how much it says: the exposed name (its
-//! words split as the rules split identifiers: `GET_search_person` is `get search person`), the
+//! A tool is indexed by its fields, each weighted by how much it says: the exposed name, the
 //! source's name for it, title, category, description, the server it comes from, and its
-//! parameters' names and descriptions. Words are lowercased, common English words dropped, and
-//! stemmed (Snowball English), so "movies" finds `search_movie`. The index is built once per
-//! listing and answers a query without allocating per tool.
+//! parameters' names and descriptions. A query and a tool's text are read into words the one
+//! same way ([`words`]): identifiers split at separators and case changes (`GET_search_person`
+//! is `get search person`, `listPullRequests` is `list pull requests`), letters and digits that
+//! run together kept as one word (`s3`, `base64`, `oauth2`). Words are lowercased, common English
+//! words dropped, and stemmed (Snowball English), so "movies" finds `search_movie`. The index is
+//! built once per listing and answers a query without allocating per tool.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
-use crate::rules::identifier;
 use crate::tool::EnhancedTool;
 
 /// BM25's term-frequency saturation and length normalization, at their usual values.
@@ -51,52 +51,83 @@ pub struct Document<'a> {
 #[derive(Default)]
 struct Vocabulary {
     terms: FxHashMap<Box<str>, u32>,
-    /// Lowercased word -> its term, or `None` for a word that says nothing.
-    words: FxHashMap<Box<str>, Option<u32>>,
+    /// A short ASCII word, lowercased and packed into a number (see [`pack`]) -> its term, or
+    /// `None` for a word that says nothing. Most words are short: looked up without copying
+    /// the word or following a pointer to compare it.
+    short: FxHashMap<u128, Option<u32>>,
+    /// Any other word, lowercased -> its term.
+    long: FxHashMap<Box<str>, Option<u32>>,
     lowercase: String,
 }
 
 impl Vocabulary {
-    /// Calls `each` with the term number of every word of `text` worth searching by: plain
-    /// words as they are, identifiers (`listPullRequests`, `GET_search`) split into theirs.
+    /// Calls `each` with the term number of every word of `text` worth searching by.
     fn read(&mut self, text: &str, mut each: impl FnMut(u32)) {
-        for run in text.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-').filter(|run| !run.is_empty()) {
-            // A plain word (`issues`, `Issues`, `2024`) is one term; anything else is split.
-            let plain = |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit();
-            if run.bytes().skip(1).all(plain) && run.as_bytes()[0].is_ascii_alphanumeric() {
-                self.word(run, &mut each);
-            } else {
-                for token in identifier::split(run) {
-                    self.word(token.text, &mut each);
-                }
-            }
-        }
+        words(text, |word| self.word(word, &mut each));
     }
 
     fn word(&mut self, word: &str, each: &mut impl FnMut(u32)) {
-        {
-            self.lowercase.clear();
-            if word.is_ascii() {
-                self.lowercase.push_str(word);
-                self.lowercase.make_ascii_lowercase();
-            } else {
-                self.lowercase.extend(word.chars().flat_map(char::to_lowercase));
-            }
-            let term = match self.words.get(self.lowercase.as_str()) {
+        let term = match pack(word) {
+            Some(key) => match self.short.get(&key) {
                 Some(term) => *term,
                 None => {
-                    let term = stem(&self.lowercase).map(|stem| {
-                        let next = self.terms.len() as u32;
-                        *self.terms.entry(stem.into_boxed_str()).or_insert(next)
-                    });
-                    self.words.insert(self.lowercase.as_str().into(), term);
+                    let term = self.term(word);
+                    self.short.insert(key, term);
                     term
                 }
-            };
-            if let Some(term) = term {
-                each(term);
+            },
+            None => {
+                lowercase(word, &mut self.lowercase);
+                match self.long.get(self.lowercase.as_str()) {
+                    Some(term) => *term,
+                    None => {
+                        let term = self.term(word);
+                        self.long.insert(self.lowercase.as_str().into(), term);
+                        term
+                    }
+                }
             }
+        };
+        if let Some(term) = term {
+            each(term);
         }
+    }
+
+    /// The term of a word not met before, numbered if new.
+    fn term(&mut self, word: &str) -> Option<u32> {
+        lowercase(word, &mut self.lowercase);
+        stem(&self.lowercase).map(|stem| {
+            let next = self.terms.len() as u32;
+            *self.terms.entry(stem.into_boxed_str()).or_insert(next)
+        })
+    }
+}
+
+/// An ASCII word of at most 16 bytes, lowercased, as one number: its bytes, zero-padded (a word
+/// has no zero byte, so no two words share a number).
+fn pack(word: &str) -> Option<u128> {
+    let bytes = word.as_bytes();
+    if bytes.len() > 16 {
+        return None;
+    }
+    let mut packed = [0u8; 16];
+    for (slot, &byte) in packed.iter_mut().zip(bytes) {
+        if !byte.is_ascii() {
+            return None;
+        }
+        *slot = byte.to_ascii_lowercase();
+    }
+    Some(u128::from_le_bytes(packed))
+}
+
+/// `word` lowercased into `into`.
+fn lowercase(word: &str, into: &mut String) {
+    into.clear();
+    if word.is_ascii() {
+        into.push_str(word);
+        into.make_ascii_lowercase();
+    } else {
+        into.extend(word.chars().flat_map(char::to_lowercase));
     }
 }
 
@@ -108,10 +139,14 @@ impl ToolIndex {
         // Weighted counts of the current tool's terms, by term number, and which are set.
         let mut counts: Vec<u32> = Vec::new();
         let mut touched: Vec<u32> = Vec::new();
+        // The terms of each text read so far: a text many tools share (a parameter's
+        // description, `owner`, a server's name) is read once.
+        let mut read: FxHashMap<&'a str, (u32, u32)> = FxHashMap::default();
+        let mut read_terms: Vec<u32> = Vec::new();
         for (number, document) in documents.into_iter().enumerate() {
             let mut length = 0;
-            let mut add = |vocabulary: &mut Vocabulary, text: &str, weight: u32| {
-                vocabulary.read(text, |term| {
+            let mut add = |text: Cow<'a, str>, weight: u32| {
+                let mut count = |term: u32| {
                     let slot = term as usize;
                     if slot >= counts.len() {
                         counts.resize(slot + 1, 0);
@@ -121,32 +156,43 @@ impl ToolIndex {
                     }
                     counts[slot] += weight;
                     length += weight;
+                };
+                let text = match text {
+                    Cow::Borrowed(text) => text,
+                    // Unescaped from JSON: read once, not kept.
+                    Cow::Owned(text) => return vocabulary.read(&text, count),
+                };
+                let (start, end) = *read.entry(text).or_insert_with(|| {
+                    let start = read_terms.len() as u32;
+                    vocabulary.read(text, |term| read_terms.push(term));
+                    (start, read_terms.len() as u32)
                 });
+                read_terms[start as usize..end as usize].iter().for_each(|&term| count(term));
             };
-            let tool = document.tool;
-            add(&mut vocabulary, tool.name(), NAME);
+            let tool: &'a EnhancedTool = document.tool;
+            add(Cow::Borrowed(tool.name()), NAME);
             if tool.original_name != tool.name() {
-                add(&mut vocabulary, &tool.original_name, NAME);
+                add(Cow::Borrowed(&tool.original_name), NAME);
             }
             if let Some(title) = &tool.tool.title {
-                add(&mut vocabulary, title, TITLE);
+                add(Cow::Borrowed(title), TITLE);
             }
             if let Some(category) = &tool.category {
-                add(&mut vocabulary, category, CATEGORY);
+                add(Cow::Borrowed(category), CATEGORY);
             }
             if let Some(description) = &tool.tool.description {
-                add(&mut vocabulary, description, DESCRIPTION);
+                add(Cow::Borrowed(description), DESCRIPTION);
             }
             if let Some(server) = document.server {
-                add(&mut vocabulary, server, DESCRIPTION);
+                add(Cow::Borrowed(server), DESCRIPTION);
             }
             if let Some(schema) = &tool.tool.input_schema
-                && let Ok(Schema { properties: Some(properties) }) = serde_json::from_str::<Schema>(schema.as_str())
+                && let Ok(Schema { properties: Some(properties) }) = serde_json::from_str::<Schema<'a>>(schema.as_str())
             {
                 for (name, property) in properties {
-                    add(&mut vocabulary, &name, PARAMETER);
+                    add(name, PARAMETER);
                     if let Some(description) = property.description {
-                        add(&mut vocabulary, &description, PARAMETER);
+                        add(description, PARAMETER);
                     }
                 }
             }
@@ -173,6 +219,12 @@ impl ToolIndex {
     /// The tools that match `query` best, best first, at most `limit`: their positions and
     /// scores. Ties keep list order.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(usize, f32)> {
+        self.search_among(query, limit, |_| true)
+    }
+
+    /// [`ToolIndex::search`] among the tools `admit` lets in (asked only of tools that match):
+    /// the best `limit` of them are selected, not every match sorted.
+    pub fn search_among(&self, query: &str, limit: usize, mut admit: impl FnMut(usize) -> bool) -> Vec<(usize, f32)> {
         let mut query_terms: Vec<u32> =
             terms(query).iter().filter_map(|term| self.terms.get(term.as_str()).copied()).collect();
         query_terms.sort_unstable();
@@ -188,7 +240,8 @@ impl ToolIndex {
                 scores[tool as usize] += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length));
             }
         }
-        let mut found: Vec<(usize, f32)> = scores.into_iter().enumerate().filter(|(_, score)| *score > 0.0).collect();
+        let mut found: Vec<(usize, f32)> =
+            scores.into_iter().enumerate().filter(|&(tool, score)| score > 0.0 && admit(tool)).collect();
         let best_first = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if found.len() > limit {
             found.select_nth_unstable_by(limit, best_first);
@@ -203,7 +256,7 @@ impl ToolIndex {
 #[derive(Deserialize)]
 struct Schema<'a> {
     #[serde(default, borrow)]
-    properties: Option<HashMap<Cow<'a, str>, Property<'a>>>,
+    properties: Option<FxHashMap<Cow<'a, str>, Property<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -221,10 +274,73 @@ fn stem(word: &str) -> Option<String> {
     Some(STEMMER.get_or_init(|| Stemmer::create(Algorithm::English)).stem(word).into_owned())
 }
 
-/// The search terms of a text: its words (identifiers split), lowercased, common words left
-/// out, stemmed.
+/// The search terms of a text: its [`words`], lowercased, common words left out, stemmed. The
+/// index reads a tool's text the same way.
 pub fn terms(text: &str) -> Vec<String> {
-    identifier::split(text).into_iter().filter_map(|token| stem(&token.text.to_lowercase())).collect()
+    let (mut terms, mut lower) = (Vec::new(), String::new());
+    words(text, |word| {
+        lowercase(word, &mut lower);
+        terms.extend(stem(&lower));
+    });
+    terms
+}
+
+/// Calls `each` with every word of `text`, the one way a query and a tool's text are both read:
+/// runs of letters and digits, split where an identifier's case changes (`listPullRequests`:
+/// `list`, `Pull`, `Requests`; `HTTPResponse`: `HTTP`, `Response`; `S3Bucket`: `S3`, `Bucket`).
+/// Letters and digits that run together stay one word (`s3`, `base64`, `oauth2`, `2024`), as
+/// prose writes them.
+pub fn words(text: &str, mut each: impl FnMut(&str)) {
+    if !text.is_ascii() {
+        for run in text.split(|c: char| !c.is_alphanumeric()).filter(|run| !run.is_empty()) {
+            split_case(run, &mut each);
+        }
+        return;
+    }
+    // Most text is ASCII: read as bytes.
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    loop {
+        while at < bytes.len() && !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        if at == bytes.len() {
+            return;
+        }
+        let start = at;
+        let mut capital_inside = false;
+        at += 1;
+        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+            capital_inside |= bytes[at].is_ascii_uppercase();
+            at += 1;
+        }
+        match capital_inside {
+            // Most words are lowercase, or capitalized: one word, nothing to look at.
+            false => each(&text[start..at]),
+            true => split_case(&text[start..at], &mut each),
+        }
+    }
+}
+
+/// Calls `each` with the words of a run of letters and digits, split where its case changes.
+fn split_case(run: &str, each: &mut impl FnMut(&str)) {
+    let mut start = 0;
+    let mut previous: Option<char> = None;
+    let mut chars = run.char_indices().peekable();
+    while let Some((offset, c)) = chars.next() {
+        if let Some(previous) = previous
+            && c.is_uppercase()
+        {
+            let next_is_lower = chars.peek().is_some_and(|&(_, next)| next.is_lowercase());
+            // `listPull`, and the last capital of `HTTPResponse` or `S3Bucket` starting a word.
+            if previous.is_lowercase() || (next_is_lower && (previous.is_uppercase() || previous.is_numeric())) {
+                each(&run[start..offset]);
+                start = offset;
+            }
+        }
+        previous = Some(c);
+    }
+    each(&run[start..]);
 }
 
 /// Words that say nothing about what a tool does.
@@ -282,5 +398,44 @@ mod tests {
     fn terms_split_identifiers_and_stem() {
         assert_eq!(terms("listPullRequests"), ["list", "pull", "request"]);
         assert_eq!(terms("The movies of 2024"), ["movi", "2024"]);
+        assert_eq!(terms("GET_search_person"), ["get", "search", "person"]);
+        assert_eq!(terms("HTTPResponse S3Bucket"), ["http", "respons", "s3", "bucket"]);
+    }
+
+    /// The index once read `s3` in a description as one word and the query `s3` as `s` and `3`:
+    /// a query never found what the text said.
+    #[test]
+    fn letters_and_digits_are_one_word_in_a_query_as_in_a_tool() {
+        let tools = [
+            tool("put_object", "Uploads a file to an s3 bucket.", json!({"type": "object"})),
+            tool("encode", "Encodes bytes as base64.", json!({"type": "object"})),
+            tool("login", "Signs in with oauth2.", json!({"type": "object"})),
+            tool("list_s3_buckets", "Lists the buckets.", json!({"type": "object"})),
+            tool("noise", "Something else entirely, 3 times.", json!({"type": "object"})),
+        ];
+        let index = index(&tools);
+        let found = |query: &str| -> Vec<usize> {
+            let mut found: Vec<usize> = index.search(query, 5).into_iter().map(|(tool, _)| tool).collect();
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(found("s3"), [0, 3], "the description's `s3` and the name's");
+        assert_eq!(found("base64"), [1]);
+        assert_eq!(found("oauth2"), [2]);
+        assert_eq!(terms("s3 base64 oauth2"), ["s3", "base64", "oauth2"]);
+    }
+
+    #[test]
+    fn a_search_among_some_tools_finds_only_those() {
+        let tools = [
+            tool("delete_repository", "Deletes a repository.", json!({"type": "object"})),
+            tool("get_repository", "Gets a repository.", json!({"type": "object"})),
+            tool("list_repositories", "Lists repositories.", json!({"type": "object"})),
+        ];
+        let index = index(&tools);
+        let found: Vec<usize> =
+            index.search_among("delete repository", 1, |tool| tool != 0).into_iter().map(|(tool, _)| tool).collect();
+        assert_eq!(found.len(), 1);
+        assert_ne!(found[0], 0, "the tool left out is never found");
     }
 }

@@ -298,3 +298,182 @@ async fn a_small_tool_set_is_listed_whole_in_every_mode() {
         assert_eq!(listed.len(), 12, "{}: nobody pays a search for twelve tools", mode.name());
     }
 }
+
+/// A mediator whose override file puts each tool in its category (and hides some): the
+/// categories are the test's, not the rules'.
+fn categorized(entries: &[(&str, &str, bool)]) -> (Arc<Mediator>, Vec<Tool>) {
+    let tools: serde_json::Map<String, Value> = entries
+        .iter()
+        .map(|(name, category, hidden)| (name.to_string(), json!({"category": category, "hidden": hidden})))
+        .collect();
+    let file = OverrideFile::parse(&json!({"source": "t", "tools": tools}).to_string(), std::path::Path::new("t.json"))
+        .unwrap();
+    let mut overrides = OverrideSet::new();
+    overrides.add(file, "t.json".into());
+    let mediator = Arc::new(Mediator::builder().transformer(OverrideTransformer::new(overrides)).build());
+    let tools = entries
+        .iter()
+        .map(|(name, category, _)| {
+            Tool::new(*name)
+                .with_description(format!("Does {} things.", category.replace('_', " ")))
+                .with_input_schema(json!({"type": "object"}))
+        })
+        .collect();
+    (mediator, tools)
+}
+
+fn search_args(arguments: Value) -> Map<String, Value> {
+    arguments.as_object().unwrap().clone()
+}
+
+async fn search(session: &Session, arguments: Value) -> Value {
+    match session.route_call("search_tools", search_args(arguments)).await {
+        Route::Local(result) => result,
+        other => panic!("search_tools is the session's own, not {other:?}"),
+    }
+}
+
+fn names_of(result: &Value) -> Vec<String> {
+    result["structuredContent"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn in_both_modes(mediator: Arc<Mediator>) -> Session {
+    let policy = DisclosureMode::Both.apply(SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) }, 5, 0);
+    Session::new(mediator, ToolContext::new("t", SourceType::Api), policy)
+}
+
+#[tokio::test]
+async fn a_query_past_its_limit_and_a_limit_that_is_no_whole_number_are_tool_errors() {
+    let session = in_both_modes(rules());
+    session.list_tools(&github(), None).await.unwrap();
+    let long = "merge pull request ".repeat(60);
+    let refused = search(&session, json!({"query": long})).await;
+    assert_eq!(refused["isError"], true);
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("1024 bytes") && !text.contains(&long), "names the limit, does not echo: {text}");
+    for limit in [json!("5"), json!(2.5), json!(0), json!(-1), json!(51), json!(true)] {
+        let refused = search(&session, json!({"query": "merge a pull request", "limit": limit})).await;
+        assert_eq!(refused["isError"], true, "limit {limit}: {refused}");
+        assert!(
+            refused["content"][0]["text"].as_str().unwrap().contains("`limit` must be a whole number from 1 to 50")
+        );
+    }
+    let found = search(&session, json!({"query": "merge a pull request", "limit": 2.0})).await;
+    assert_eq!(names_of(&found).len(), 2, "2.0 is a whole number");
+}
+
+#[tokio::test]
+async fn search_results_stop_at_the_expansions_byte_cap_with_a_note_naming_the_rest() {
+    // Sixty tools with 20 KB schemas: fifty found would be a megabyte of text.
+    let padding = "x".repeat(20_000);
+    let tools: Vec<Tool> = (0..60)
+        .map(|n| {
+            Tool::new(format!("widget_{n}"))
+                .with_description("Builds a widget.")
+                .with_input_schema(json!({"type": "object", "properties": {"spec": {"description": padding}}}))
+        })
+        .collect();
+    let session = in_both_modes(Arc::new(Mediator::builder().build()));
+    session.list_tools(&tools, None).await.unwrap();
+    let found = search(&session, json!({"query": "build a widget", "limit": 50})).await;
+    let text = found["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() < 256 * 1024 + 30_000, "{} bytes", text.len());
+    let described = names_of(&found);
+    assert!(described.len() < 50 && !described.is_empty(), "{} described", described.len());
+    assert_eq!(found["structuredContent"]["total"], 50);
+    let note = found["structuredContent"]["note"].as_str().unwrap();
+    let rest: Vec<String> = (0..60)
+        .map(|n| format!("widget_{n}"))
+        .filter(|name| !described.contains(name) && note.contains(name.as_str()))
+        .collect();
+    assert_eq!(described.len() + rest.len(), 50, "the others are named: {note}");
+    assert!(text.contains(note));
+    for name in rest {
+        assert!(matches!(session.route_call(&name, no_args()).await, Route::Upstream { .. }), "{name} is callable");
+    }
+}
+
+#[tokio::test]
+async fn a_category_named_search_never_takes_the_search_tools_name() {
+    let mut entries: Vec<(String, &str)> = (0..6).map(|n| (format!("find_{n}"), "search")).collect();
+    entries.extend((0..6).map(|n| (format!("open_issue_{n}"), "issue")));
+    let entries: Vec<(&str, &str, bool)> =
+        entries.iter().map(|(name, category)| (name.as_str(), *category, false)).collect();
+    let (mediator, tools) = categorized(&entries);
+    let session = in_both_modes(mediator);
+    let first = session.list_tools(&tools, None).await.unwrap().into_tools();
+    let names: Vec<&str> = first.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["issue_tools", "other_tools", "search_tools"], "the search category folds on `other`");
+    let search_tool = first.iter().find(|t| t.name == "search_tools").unwrap();
+    assert!(search_tool.description.as_deref().unwrap().starts_with("Find the tools"), "{search_tool:?}");
+    let found = search(&session, json!({"query": "search things"})).await;
+    assert!(names_of(&found).iter().all(|name| name.starts_with("find_")), "{found}");
+    let Route::Local(other) = session.route_call("other_tools", no_args()).await else { panic!("a category tool") };
+    assert_eq!(names_of(&other).len(), 6, "{other}");
+}
+
+#[tokio::test]
+async fn a_search_before_the_first_listing_is_answered_here_and_a_quarantine_passes_nothing() {
+    let bare = || Arc::new(Mediator::builder().build());
+    let policy = DisclosureMode::Search.apply(SessionPolicy::default(), 5, 0);
+    let session = Session::new(bare(), context(), policy);
+    assert!(!session.has_list());
+    let found = search(&session, json!({"query": "anything"})).await;
+    assert_eq!(found["isError"], false, "answered by the session, not sent upstream: {found}");
+    assert_eq!(session.route_call("get_me", no_args()).await, Route::NotFound, "nothing unlisted goes upstream");
+
+    let quarantining = Session::new(bare(), context(), SessionPolicy { quarantine: true, ..SessionPolicy::default() });
+    assert_eq!(quarantining.route_call("get_me", no_args()).await, Route::NotFound);
+    let plain = Session::passthrough(context());
+    assert!(
+        matches!(plain.route_call("get_me", no_args()).await, Route::Upstream { .. }),
+        "a passthrough still passes"
+    );
+    plain.take_in(github()).await;
+    assert!(plain.has_list());
+}
+
+#[tokio::test]
+async fn shelves_are_made_of_the_tools_the_client_may_see() {
+    // Ten hidden `admin` tools would make `admin` the shelf of `admin_audit`, and name it.
+    let mut entries: Vec<(String, &str, bool)> = (0..10).map(|n| (format!("admin_{n}"), "admin", true)).collect();
+    entries.extend((0..5).map(|n| (format!("audit_{n}"), "admin_audit", false)));
+    entries.extend((0..5).map(|n| (format!("issue_{n}"), "issue", false)));
+    let entries: Vec<(&str, &str, bool)> = entries.iter().map(|(n, c, h)| (n.as_str(), *c, *h)).collect();
+    let (mediator, tools) = categorized(&entries);
+    let policy =
+        DisclosureMode::Categories.apply(SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) }, 5, 0);
+    let session = Session::new(mediator, ToolContext::new("t", SourceType::Api), policy);
+    let first = session.list_tools(&tools, None).await.unwrap().into_tools();
+    let names: Vec<&str> = first.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["admin_audit_tools", "issue_tools"]);
+}
+
+#[tokio::test]
+async fn search_results_carry_title_and_annotations_for_clients_that_never_list() {
+    let mut tool = Tool::new("drop_table")
+        .with_description("Drops a table from the database.")
+        .with_input_schema(json!({"type": "object"}));
+    tool.title = Some("Drop a table".into());
+    tool.annotations = Some(tool_mediator::Json::from(json!({"destructiveHint": true})));
+    let mut tools: Vec<Tool> = (0..25)
+        .map(|n| {
+            Tool::new(format!("read_{n}")).with_description("Reads rows.").with_input_schema(json!({"type": "object"}))
+        })
+        .collect();
+    tools.push(tool);
+    let session = in_both_modes(Arc::new(Mediator::builder().build()));
+    session.list_tools(&tools, None).await.unwrap();
+    let found = search(&session, json!({"query": "drop a table"})).await;
+    let first = &found["structuredContent"]["tools"][0];
+    assert_eq!(first["name"], "drop_table");
+    assert_eq!(first["title"], "Drop a table");
+    assert_eq!(first["annotations"]["destructiveHint"], true);
+    let text = found["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("\"destructiveHint\":true") && text.contains("Drop a table"), "{text}");
+}

@@ -19,6 +19,16 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(std::slice::from_ref(&args.manifest))?;
     let (manifest, _) = manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    // The settings every front door shares, the flags over them.
+    let mut settings = setup.settings.clone();
+    if let Some(threshold) = args.threshold {
+        settings.grouping_threshold = threshold;
+    }
+    if let Some(whole_below) = args.whole_below {
+        settings.whole_below = whole_below;
+    }
+    let chosen: DisclosureMode = args.mode.map_or(settings.disclosure_mode, DisclosureMode::from);
+    let (threshold, whole_below) = (settings.grouping_threshold.max(2), settings.whole_below);
     let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
     let context = setup.context(&manifest.origin);
     let listing = |policy: SessionPolicy| {
@@ -26,10 +36,11 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
         let tools = manifest.tools.clone();
         async move { session.list_tools(&tools, None).await.map(ListPage::into_tools) }
     };
-    let base = SessionPolicy { page_size: None, ..SessionPolicy::mediated(args.threshold) };
     let mut listings = Vec::new();
     for mode in DisclosureMode::ALL {
-        listings.push((mode, listing(mode.apply(base.clone(), args.threshold, args.whole_below)).await?));
+        settings.disclosure_mode = mode;
+        let policy = SessionPolicy { page_size: None, ..settings.session_policy() };
+        listings.push((mode, listing(policy).await?));
     }
     setup.finish();
 
@@ -58,7 +69,6 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let saved = |total: usize| {
         if plain_total == 0 { 0.0 } else { 100.0 * (plain_total - total.min(plain_total)) as f64 / plain_total as f64 }
     };
-    let chosen: DisclosureMode = args.mode.into();
     let chosen = measured.iter().find(|measured| measured.mode == chosen).expect("every mode is measured");
     let plain = &measured[0];
     let shown = if args.disclose { &chosen.each } else { &plain.each };
@@ -78,11 +88,11 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
         let report = json!({
             "manifest": manifest.origin.to_string(),
             "encoding": "o200k_base",
-            "threshold": args.threshold,
-            "whole_below": args.whole_below,
+            "threshold": threshold,
+            "whole_below": whole_below,
             "modes": modes,
             "without_disclosure": {"tools": plain.listed, "total": plain_total, "per_tool": tools(&plain.each)},
-            "with_disclosure": {"mode": chosen.mode.name(), "threshold": args.threshold, "tools": chosen.listed,
+            "with_disclosure": {"mode": chosen.mode.name(), "threshold": threshold, "tools": chosen.listed,
                                 "total": chosen.total, "per_tool": tools(&chosen.each)},
             "saved_percent": (saved(chosen.total) * 10.0).round() / 10.0,
         });
@@ -91,7 +101,7 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     }
     let mut text = format!(
         "{}: the first tools/list in each disclosure mode (o200k_base tokens; categories of {} or more; fewer than {} tools listed whole)\n",
-        manifest.origin, args.threshold, args.whole_below
+        manifest.origin, threshold, whole_below
     );
     text.push_str(&format!("{:<12}{:>7}{:>9}{:>8}\n", "mode", "tools", "tokens", "saved"));
     for measured in &measured {

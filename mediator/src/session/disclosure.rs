@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 
 use super::SessionPolicy;
 use crate::json::Json;
@@ -10,8 +11,9 @@ use crate::naming::NameRules;
 use crate::selection::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool};
 
-/// What the model sees first of a large tool set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What the model sees first of a large tool set; in a configuration file, `disclosure_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DisclosureMode {
     /// Everything, as it is.
     Off,
@@ -50,6 +52,17 @@ impl DisclosureMode {
     }
 }
 
+impl std::str::FromStr for DisclosureMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        DisclosureMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+            .ok_or_else(|| format!("unknown disclosure mode `{name}` (expected both, categories, search or off)"))
+    }
+}
+
 /// Fewer tools than this are listed whole unless set otherwise: nobody should pay a search for
 /// five tools.
 pub const WHOLE_BELOW: usize = 20;
@@ -68,14 +81,22 @@ pub const OTHER: &str = "other";
 /// words include all of a larger one's goes on that one's shelf (`sub_issue` on `issue`,
 /// `pending_pull_request_review` on `pull_request`); the largest shelves of at least
 /// `threshold` tools, up to [`MAX_SHELVES`] with `other`, stay; every other tool, the
-/// uncategorized too, goes on `other`.
-pub(super) fn shelves(tools: &[EnhancedTool], threshold: usize) -> HashMap<String, String> {
+/// uncategorized too, goes on `other`. `tools` are the tools the client may see: a hidden tool
+/// neither names a shelf nor takes a place on one. A shelf named `reserved` (whose category tool
+/// would take the name of `search_tools`) does not stay either.
+pub(super) fn shelves<'a>(
+    tools: impl IntoIterator<Item = &'a EnhancedTool>,
+    threshold: usize,
+    reserved: Option<&str>,
+) -> HashMap<String, String> {
     fn words(category: &str) -> BTreeSet<&str> {
         category.split(['_', '-']).collect()
     }
     let mut counts: HashMap<&str, usize> = HashMap::new();
+    let mut total = 0;
     for tool in tools {
         *counts.entry(tool.category_name()).or_default() += 1;
+        total += 1;
     }
     // Largest first; a category goes into the largest larger one whose words it has.
     let mut order: Vec<&str> = counts.keys().copied().filter(|category| *category != UNCATEGORIZED).collect();
@@ -91,9 +112,10 @@ pub(super) fn shelves(tools: &[EnhancedTool], threshold: usize) -> HashMap<Strin
     for (&category, &target) in &root {
         *sizes.entry(target).or_default() += counts[category];
     }
-    let mut kept: Vec<(&str, usize)> = sizes.into_iter().filter(|(_, size)| *size >= threshold).collect();
+    let mut kept: Vec<(&str, usize)> =
+        sizes.into_iter().filter(|(shelf, size)| *size >= threshold && Some(*shelf) != reserved).collect();
     kept.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let every_tool_kept = kept.iter().map(|(_, size)| size).sum::<usize>() == tools.len();
+    let every_tool_kept = kept.iter().map(|(_, size)| size).sum::<usize>() == total;
     kept.truncate(if every_tool_kept && kept.len() <= MAX_SHELVES { MAX_SHELVES } else { MAX_SHELVES - 1 });
     let kept: HashSet<&str> = kept.into_iter().map(|(shelf, _)| shelf).collect();
     counts
@@ -133,10 +155,52 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
     tool
 }
 
-/// How many tools one expansion describes at most, and about how many bytes of text; the rest
-/// are named in a note (they are listed and callable all the same).
+/// How many tools one expansion describes at most, and about how many bytes of text (a search
+/// answer too); the rest are named in a note (they are listed and callable all the same).
 const EXPANDED_TOOLS: usize = 50;
-const EXPANDED_BYTES: usize = 256 * 1024;
+pub(super) const EXPANDED_BYTES: usize = 256 * 1024;
+
+/// Tools described for a model that may never list again: each one's name, title, description,
+/// input schema and annotations (`destructiveHint` and the like), as text and as structured
+/// entries. At most `max_tools`, and about [`EXPANDED_BYTES`] of text: the first tool is always
+/// described, the others while they fit.
+pub(super) struct Described {
+    pub(super) text: String,
+    pub(super) tools: Vec<Value>,
+}
+
+pub(super) fn describe(tools: impl Iterator<Item = Tool>, max_tools: usize) -> Described {
+    let mut described = Described { text: String::new(), tools: Vec::new() };
+    for tool in tools {
+        let schema = tool.input_schema.as_ref().map_or("{}", Json::as_str);
+        let title = tool.title.as_deref().map(|title| format!(" ({title})")).unwrap_or_default();
+        let mut entry = format!(
+            "\n- {}{title}: {}\n  input schema: {schema}\n",
+            tool.name,
+            tool.description.as_deref().unwrap_or("(no description)"),
+        );
+        if let Some(annotations) = &tool.annotations {
+            entry.push_str(&format!("  annotations: {}\n", annotations.as_str()));
+        }
+        let full = described.tools.len() == max_tools || described.text.len() + entry.len() > EXPANDED_BYTES;
+        if !described.tools.is_empty() && full {
+            break;
+        }
+        described.text.push_str(&entry);
+        let mut structured = Map::new();
+        structured.insert("name".into(), json!(tool.name));
+        if let Some(title) = &tool.title {
+            structured.insert("title".into(), json!(title));
+        }
+        structured.insert("description".into(), json!(tool.description));
+        structured.insert("inputSchema".into(), json!(tool.input_schema));
+        if let Some(annotations) = &tool.annotations {
+            structured.insert("annotations".into(), json!(annotations));
+        }
+        described.tools.push(Value::Object(structured));
+    }
+    described
+}
 
 /// The answer to calling a category tool: its tools with their descriptions and input schemas,
 /// as text for every client and as `structuredContent` for those that read it. A large
@@ -144,21 +208,7 @@ const EXPANDED_BYTES: usize = 256 * 1024;
 pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = Tool>) -> Value {
     let total = members.len();
     let topic = category.replace(['_', '-'], " ");
-    let mut tools = Vec::new();
-    let mut entries = String::new();
-    for tool in members {
-        let schema = tool.input_schema.as_ref().map_or("{}", Json::as_str);
-        let entry = format!(
-            "\n- {}: {}\n  input schema: {schema}\n",
-            tool.name,
-            tool.description.as_deref().unwrap_or("(no description)"),
-        );
-        if !tools.is_empty() && (tools.len() == EXPANDED_TOOLS || entries.len() + entry.len() > EXPANDED_BYTES) {
-            break;
-        }
-        entries.push_str(&entry);
-        tools.push(json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}));
-    }
+    let Described { text: entries, tools } = describe(members, EXPANDED_TOOLS);
     let mut text = format!("{total} tools for {topic}; call them by name:\n{entries}");
     let mut structured = json!({"category": category, "tools": tools});
     if tools.len() < total {
@@ -205,7 +255,7 @@ mod tests {
             ("user", 1),
             (UNCATEGORIZED, 3),
         ]);
-        let shelves = shelves(&tools, 5);
+        let shelves = shelves(&tools, 5, None);
         assert_eq!(shelves["sub_issue"], "issue");
         assert_eq!(shelves["pending_pull_request_review"], "pull_request");
         assert_eq!(shelves["gist"], OTHER, "too small for a shelf of its own");
@@ -217,7 +267,7 @@ mod tests {
     fn at_most_eight_shelves() {
         let many: Vec<(String, usize)> = (0..12).map(|n| (format!("topic{n}"), 10 + n)).collect();
         let many: Vec<(&str, usize)> = many.iter().map(|(name, count)| (name.as_str(), *count)).collect();
-        let shelves = shelves(&tools(&many), 5);
+        let shelves = shelves(&tools(&many), 5, None);
         let distinct: HashSet<&String> = shelves.values().collect();
         assert_eq!(distinct.len(), MAX_SHELVES);
         assert_eq!(shelves["topic11"], "topic11", "the largest keep their own");

@@ -173,7 +173,8 @@ struct State {
     expanded: BTreeSet<String>,
     /// Tools `search_tools` found, by exposed name: listed and callable from then on.
     found: BTreeSet<String>,
-    /// Category -> the shelf its tools fold on (see `disclosure::shelves`), for `tools`.
+    /// Category -> the shelf its tools fold on (see `disclosure::shelves`), for the tools of
+    /// `tools` the client may see now; worked out with `derived`.
     shelves: HashMap<String, String>,
     /// The search index of `tools`, built on the first search after they changed.
     index: Option<Arc<crate::search::ToolIndex>>,
@@ -314,10 +315,6 @@ impl Session {
             }
             state.derived = None;
             state.index = None;
-            state.shelves = match self.policy.disclosure {
-                Some(threshold) => disclosure::shelves(state.tools.as_deref().unwrap_or_default(), threshold),
-                None => HashMap::new(),
-            };
             self.view_now(&mut state).1
         };
         self.announce(changed);
@@ -388,14 +385,23 @@ impl Session {
     }
 
     /// Whether the session changes nothing: then a call before the first listing can go
-    /// upstream as it is.
+    /// upstream as it is. A session that searches answers `search_tools` itself, and one that
+    /// quarantines must see a tool before it lets a call through.
     fn is_passthrough(&self) -> bool {
         self.mediator.transformers().next().is_none()
             && self.source_names.len() <= 1
             && self.policy.disclosure.is_none()
+            && !self.policy.search
+            && !self.policy.quarantine
             && self.policy.groups.is_empty()
             && self.policy.visibility.is_empty()
             && self.policy.enum_filters.is_empty()
+    }
+
+    /// Whether the session holds a tool list (taken in or listed) to route calls by. Before it
+    /// does, a passthrough session sends every call upstream as it is.
+    pub fn has_list(&self) -> bool {
+        self.state().tools.is_some()
     }
 
     /// Where the call `name(arguments)` goes. Category tools and group switches are answered

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::disclosure::{Described, EXPANDED_BYTES, describe};
 use super::{Session, State, text_result};
 use crate::json::Json;
 use crate::search::{Document, ToolIndex};
@@ -15,6 +16,9 @@ use crate::tool::Tool;
 pub(super) const SEARCH_TOOL: &str = "search_tools";
 const DEFAULT_LIMIT: usize = 5;
 const MAX_LIMIT: usize = 50;
+/// The longest query read, in bytes: a few words say what a tool should do, and the query is
+/// echoed in the answer.
+const MAX_QUERY_BYTES: usize = 1024;
 
 /// The search tool, over `count` tools.
 pub(super) fn search_tool(count: usize) -> Tool {
@@ -25,7 +29,8 @@ pub(super) fn search_tool(count: usize) -> Tool {
     let schema = json!({
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "What the tool should do, in a few words."},
+            "query": {"type": "string", "maxLength": MAX_QUERY_BYTES,
+                      "description": "What the tool should do, in a few words."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
                       "description": "How many tools to return at most."},
         },
@@ -36,33 +41,66 @@ pub(super) fn search_tool(count: usize) -> Tool {
     tool
 }
 
+/// The query and the limit of a call, or the tool error that says what is wrong with them.
+fn read(arguments: &Map<String, Value>) -> Result<(&str, usize), String> {
+    let query = match arguments.get("query").and_then(Value::as_str) {
+        Some(query) if !query.trim().is_empty() => query,
+        _ => return Err("`query` is required: a few words saying what the tool should do".to_owned()),
+    };
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(format!(
+            "`query` is {} bytes long; the limit is {MAX_QUERY_BYTES} bytes: say in a few words what the tool should do",
+            query.len()
+        ));
+    }
+    let limit = match arguments.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(limit) => match whole_number(limit) {
+            Some(limit) if (1..=MAX_LIMIT as u64).contains(&limit) => limit as usize,
+            _ => return Err(format!("`limit` must be a whole number from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})")),
+        },
+    };
+    Ok((query, limit))
+}
+
+/// `value` as a whole number, written `5` or `5.0`.
+fn whole_number(value: &Value) -> Option<u64> {
+    value
+        .as_u64()
+        .or_else(|| value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= u32::MAX as f64).map(|n| n as u64))
+}
+
 impl Session {
     /// Answers `search_tools(arguments)`; what it finds is listed from then on.
     pub(super) fn search(&self, arguments: &Map<String, Value>) -> Value {
-        let query = match arguments.get("query").and_then(Value::as_str) {
-            Some(query) if !query.trim().is_empty() => query,
-            _ => return text_result("`query` is required: a few words saying what the tool should do", true),
+        let (query, limit) = match read(arguments) {
+            Ok(read) => read,
+            Err(error) => return text_result(error, true),
         };
-        let limit = arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_LIMIT, |limit| usize::try_from(limit).unwrap_or(MAX_LIMIT).clamp(1, MAX_LIMIT));
         let (result, changed) = {
             let mut state = self.state();
             let index = self.index(&mut state);
             let tools = state.tools.as_deref().unwrap_or_default();
+            // The best `limit` of the tools the client may see, selected rather than sorted.
             let hits: Vec<usize> = index
-                .search(query, tools.len())
+                .search_among(query, limit, |position| self.is_visible(&state, &tools[position]))
                 .into_iter()
                 .map(|(position, _)| position)
-                .filter(|&position| self.is_visible(&state, &tools[position]))
-                .take(limit)
                 .collect();
             let found: Vec<Tool> = hits.iter().map(|&position| self.as_listed(&state, &tools[position])).collect();
-            let names: Vec<String> = hits.iter().map(|&position| tools[position].name().to_owned()).collect();
-            state.found.extend(names);
-            state.derived = None;
-            (search_result(query, &found), self.view_now(&mut state).1)
+            let result = search_result(query, found);
+            let new: Vec<String> = hits
+                .iter()
+                .map(|&position| tools[position].name())
+                .filter(|name| !state.found.contains(*name))
+                .map(str::to_owned)
+                .collect();
+            // Found again, nothing changes: the view stands.
+            if !new.is_empty() {
+                state.found.extend(new);
+                state.derived = None;
+            }
+            (result, self.view_now(&mut state).1)
         };
         self.announce(changed);
         result
@@ -88,10 +126,12 @@ impl Session {
     }
 }
 
-/// The answer: the tools found with their descriptions and input schemas, as text for every
-/// client and as `structuredContent` for those that read it.
-fn search_result(query: &str, found: &[Tool]) -> Value {
-    if found.is_empty() {
+/// The answer: the tools found, best first, with their descriptions, input schemas and
+/// annotations, as text for every client and as `structuredContent` for those that read it. As
+/// many are described as fit in a category expansion's bytes; the rest are named in a note.
+fn search_result(query: &str, found: Vec<Tool>) -> Value {
+    let total = found.len();
+    if total == 0 {
         let text = format!("No tool matches `{query}`. Try other words for what it should do.");
         return json!({
             "content": [{"type": "text", "text": text}],
@@ -99,17 +139,25 @@ fn search_result(query: &str, found: &[Tool]) -> Value {
             "isError": false
         });
     }
-    let mut text = format!("{} tools for `{query}`, best first; call them by name:\n", found.len());
-    let mut tools = Vec::with_capacity(found.len());
-    for tool in found {
-        let schema = tool.input_schema.as_ref().map_or("{}", Json::as_str);
-        let description = tool.description.as_deref().unwrap_or("(no description)");
-        text.push_str(&format!("\n- {}: {description}\n  input schema: {schema}\n", tool.name));
-        tools.push(json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}));
+    let names: Vec<String> = found.iter().map(|tool| tool.name.clone()).collect();
+    let Described { text: entries, tools } = describe(found.into_iter(), total);
+    let names = &names[tools.len()..];
+    let mut text = format!("{total} tools for `{query}`, best first; call them by name:\n{entries}");
+    let mut structured = json!({"query": query, "tools": tools});
+    if !names.is_empty() {
+        let note = format!(
+            "Described here: {} of {total} (about {} KiB at most). The others found can be called by name too: {}.",
+            tools.len(),
+            EXPANDED_BYTES / 1024,
+            names.join(", ")
+        );
+        text.push_str(&format!("\n{note}\n"));
+        structured["total"] = json!(total);
+        structured["note"] = json!(note);
     }
     json!({
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"query": query, "tools": tools},
+        "structuredContent": structured,
         "isError": false
     })
 }

@@ -50,6 +50,13 @@ impl Session {
         if let Some(derived) = &state.derived {
             return derived.clone();
         }
+        if let Some(threshold) = self.policy.disclosure {
+            // Over the tools the client may see: a hidden tool neither names a shelf nor fills one.
+            let tools = state.tools.as_deref().unwrap_or_default();
+            let visible = tools.iter().filter(|tool| self.is_visible(state, tool));
+            let reserved = self.policy.search.then(|| search::SEARCH_TOOL.strip_suffix("_tools")).flatten();
+            state.shelves = disclosure::shelves(visible, threshold, reserved);
+        }
         let locals = self.locals(state);
         let folded: BTreeSet<String> = locals
             .values()
@@ -137,7 +144,10 @@ impl Session {
         for tool in tools.iter().filter(|tool| self.is_visible(state, tool)) {
             *counts.entry(self.shelf(state, tool)).or_default() += 1;
         }
-        let taken: BTreeSet<&str> = tools.iter().map(EnhancedTool::name).collect();
+        let mut taken: BTreeSet<&str> = tools.iter().map(EnhancedTool::name).collect();
+        if self.policy.search {
+            taken.insert(search::SEARCH_TOOL);
+        }
         counts
             .into_iter()
             .filter(|(category, count)| {

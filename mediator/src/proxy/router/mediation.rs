@@ -317,6 +317,13 @@ impl Router {
             Some(route) => route,
             None => self.session.route_call(&name, arguments.clone()).await,
         };
+        // A lock or a quarantine screens tools as they are listed: no call passes unlisted.
+        if matches!(route, Route::Upstream { .. })
+            && (self.lock.is_some() || self.quarantine)
+            && !self.session.has_list()
+        {
+            return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")));
+        }
         match route {
             Route::Local(mut result) => {
                 if stateless && let Some(result) = result.as_object_mut() {
