@@ -1239,3 +1239,239 @@ fn pin_errors_name_the_file_and_place_and_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains(&format!("{}: `/tools/add`: a digest is", odd.display())), "{}", stderr(&output));
 }
+
+/// The subcommands `tool-mediator [SUBCOMMAND] --help` lists (`help` aside), read from the
+/// binary itself, so a new subcommand is checked without editing these tests.
+fn listed_subcommands(parent: &[&str]) -> Vec<String> {
+    let mut args = parent.to_vec();
+    args.push("--help");
+    let output = run(&args, None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let help = stdout(&output);
+    let Some((_, commands)) = help.split_once("\nCommands:\n") else { return Vec::new() };
+    commands
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether `program` is on PATH.
+fn installed(program: &str) -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|dir| dir.join(program).is_file())
+}
+
+#[test]
+fn completions_are_generated_for_every_shell_and_name_every_subcommand() {
+    let subcommands = listed_subcommands(&[]);
+    for expected in ["enhance", "proxy", "gateway", "tokens", "completions", "man"] {
+        assert!(subcommands.iter().any(|name| name == expected), "--help lists no {expected}: {subcommands:?}");
+    }
+    for (shell, marker) in [
+        ("bash", "complete -F _tool__mediator"),
+        ("zsh", "#compdef tool-mediator"),
+        ("fish", "complete -c tool-mediator"),
+        ("powershell", "Register-ArgumentCompleter -Native -CommandName 'tool-mediator'"),
+        ("elvish", "edit:completion:arg-completer[tool-mediator]"),
+    ] {
+        let output = run(&["completions", shell], None);
+        assert!(output.status.success(), "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains(marker), "the {shell} script has no `{marker}`:\n{script}");
+        for name in &subcommands {
+            assert!(script.contains(name.as_str()), "the {shell} script does not mention `{name}`");
+        }
+        // The shells that are here check the syntax too (bash always is: see the next test).
+        let check: Option<&[&str]> = match shell {
+            "zsh" if installed("zsh") => Some(&["zsh", "-n"]),
+            "fish" if installed("fish") => Some(&["fish", "--no-execute"]),
+            _ => None,
+        };
+        if let Some(check) = check {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("script");
+            fs::write(&file, &script).unwrap();
+            let checked = std::process::Command::new(check[0]).args(&check[1..]).arg(&file).output().unwrap();
+            assert!(checked.status.success(), "{check:?} rejects the {shell} script: {}", stderr(&checked));
+        }
+    }
+    let output = run(&["completions", "nushell"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("possible values: bash"), "{}", stderr(&output));
+}
+
+/// What the bash script offers for the command line `words` (the last one being completed).
+fn bash_completes(script: &Path, words: &[&str]) -> Vec<String> {
+    const DRIVER: &str = r#"source "$1" || exit 3
+shift
+spec=$(complete -p tool-mediator) || exit 4
+function=$(sed -E 's/.*-F ([^ ]+).*/\1/' <<<"$spec")
+COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+"$function" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"#;
+    let output = std::process::Command::new("bash")
+        .args(["-c", DRIVER, "driver"])
+        .arg(script)
+        .args(words)
+        .output()
+        .expect("bash runs");
+    assert!(output.status.success(), "completing {words:?} failed: {}", stderr(&output));
+    stdout(&output).lines().filter(|line| !line.is_empty()).map(str::to_owned).collect()
+}
+
+#[test]
+fn bash_completion_is_valid_bash_and_completes_subcommands_and_their_options() {
+    let output = run(&["completions", "bash"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tool-mediator");
+    fs::write(&script, &output.stdout).unwrap();
+    let syntax = std::process::Command::new("bash").arg("-n").arg(&script).output().expect("bash runs");
+    assert!(syntax.status.success(), "bash -n rejects the script: {}", stderr(&syntax));
+
+    assert_eq!(bash_completes(&script, &["tool-mediator", "gat"]), ["gateway"]);
+    let everything = bash_completes(&script, &["tool-mediator", ""]);
+    for name in ["enhance", "proxy", "gateway", "completions", "man"] {
+        assert!(everything.iter().any(|offered| offered == name), "{name} is not offered: {everything:?}");
+    }
+    // After a subcommand: its own options and values. (clap_complete spells these states wrong
+    // for a hyphenated binary name, clap-rs/clap#6421; the binary mends the script.)
+    assert_eq!(bash_completes(&script, &["tool-mediator", "gateway", "--pre"]), ["--prefix"]);
+    let shells = bash_completes(&script, &["tool-mediator", "completions", ""]);
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        assert!(shells.iter().any(|offered| offered == shell), "{shell} is not offered: {shells:?}");
+    }
+    assert_eq!(bash_completes(&script, &["tool-mediator", "cache", "pr"]), ["prune"]);
+}
+
+#[test]
+fn the_man_page_is_roff_that_renders_and_lists_every_subcommand() {
+    let output = run(&["man"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.contains("\n.TH TOOL-MEDIATOR 1 "), "{page}");
+    for section in [".SH NAME\ntool\\-mediator \\- ", ".SH SYNOPSIS\n", ".SH DESCRIPTION\n", ".SH SUBCOMMANDS\n"] {
+        assert!(page.contains(section), "no {section:?} in\n{page}");
+    }
+    let subcommands = listed_subcommands(&[]);
+    assert!(subcommands.len() >= 10, "{subcommands:?}");
+    for name in &subcommands {
+        let reference = format!("\n.TP\ntool\\-mediator\\-{}(1)\n", name.replace('-', "\\-"));
+        assert!(page.contains(&reference), "the page does not list `{name}`:\n{page}");
+    }
+    assert!(!page.contains("tool\\-mediator\\-help(1)"), "`help` is not a page of its own");
+
+    // Rendered by what this machine has.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tool-mediator.1");
+    fs::write(&file, &page).unwrap();
+    let mut rendered = None;
+    if installed("groff") {
+        let strict =
+            std::process::Command::new("groff").args(["-man", "-Tascii", "-ww", "-z"]).arg(&file).output().unwrap();
+        assert!(strict.status.success() && strict.stderr.is_empty(), "groff warns: {}", stderr(&strict));
+    }
+    if installed("man") {
+        let output = std::process::Command::new("man")
+            .arg("-l")
+            .arg(&file)
+            .env("LC_ALL", "C")
+            .env("MANWIDTH", "200")
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "man -l fails: {}", stderr(&output));
+        rendered = Some(stdout(&output));
+    } else if installed("mandoc") {
+        let output = std::process::Command::new("mandoc").arg("-Tascii").arg(&file).output().unwrap();
+        assert!(output.status.success(), "mandoc fails: {}", stderr(&output));
+        rendered = Some(stdout(&output));
+    }
+    match rendered {
+        Some(text) => {
+            // Overstrike (bold as c\bc) is what ascii output may use; read past it.
+            let text = strip_overstrike(&text);
+            assert!(text.starts_with("TOOL-MEDIATOR(1)"), "{text}");
+            for heading in ["NAME", "SYNOPSIS", "SUBCOMMANDS"] {
+                assert!(text.contains(&format!("\n{heading}\n")), "no {heading} in\n{text}");
+            }
+            for name in &subcommands {
+                assert!(text.contains(&format!("tool-mediator-{name}(1)")), "`{name}` not rendered:\n{text}");
+            }
+        }
+        None => eprintln!("no man, groff or mandoc here: the page's roff structure was checked, not its rendering"),
+    }
+}
+
+/// `text` with terminal overstrikes (`c\bc` bold, `_\bc` underline) reduced to their letters.
+fn strip_overstrike(text: &str) -> String {
+    let mut out: Vec<char> = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\u{8}' {
+            out.pop();
+        } else {
+            out.push(c);
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[test]
+fn man_out_writes_one_page_per_command_and_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("share/man/man1"); // created, parents and all
+    let output = run(&["man", "--out", out.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let mut expected = vec!["tool-mediator".to_owned()];
+    for name in listed_subcommands(&[]) {
+        expected.push(format!("tool-mediator-{name}"));
+        for nested in listed_subcommands(&[&name]) {
+            expected.push(format!("tool-mediator-{name}-{nested}"));
+        }
+    }
+    assert!(expected.contains(&"tool-mediator-cache-prune".to_owned()), "{expected:?}");
+    let mut written: Vec<String> =
+        fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    written.sort();
+    let mut wanted: Vec<String> = expected.iter().map(|page| format!("{page}.1")).collect();
+    wanted.sort();
+    assert_eq!(written, wanted);
+    // It says what it wrote, one path a line.
+    let mut said: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
+    said.sort();
+    let paths: Vec<String> = wanted.iter().map(|file| out.join(file).display().to_string()).collect();
+    assert_eq!(said, paths);
+    for page in &expected {
+        let text = fs::read_to_string(out.join(format!("{page}.1"))).unwrap();
+        assert!(text.contains(&format!("\n.TH {} 1 ", page.to_uppercase())), "{page}.1:\n{text}");
+        assert!(text.contains(".SH NAME\n") && text.contains(".SH SYNOPSIS\n"), "{page}.1:\n{text}");
+    }
+    // A man page directory `man -M` finds them in, as MANPATH would.
+    if installed("man") {
+        let found = std::process::Command::new("man")
+            .arg("-M")
+            .arg(out.parent().unwrap())
+            .args(["-w", "tool-mediator-gateway"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            stdout(&found).trim(),
+            out.join("tool-mediator-gateway.1").display().to_string(),
+            "{}",
+            stderr(&found)
+        );
+    }
+
+    // A directory that cannot be made is an error, exit 2, and nothing written.
+    let file = dir.path().join("a-file");
+    fs::write(&file, "").unwrap();
+    let output = run(&["man", "--out", file.join("man1").to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cannot create"), "{}", stderr(&output));
+}

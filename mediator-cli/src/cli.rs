@@ -78,6 +78,26 @@ pub enum Command {
     ///
     /// Exit codes: 0 the client closed the connection; 2 bad usage or a bad servers file.
     Gateway(GatewayArgs),
+    /// Put tool-mediator in front of the servers an MCP client's configuration names:
+    /// `tool-mediator wrap --client claude-desktop`, or `--config FILE` for any file.
+    ///
+    /// Each stdio server (or each SERVER named) runs through `tool-mediator proxy -- <its
+    /// command>`, keeping its `env`, `cwd` and every other key; HTTP servers are left as they
+    /// are. With `--gateway` the servers move into `<file>.tool-mediator.json` beside the
+    /// configuration, and one `tool-mediator` entry runs the gateway over them. Only the wrapped
+    /// entries' text changes: comments and formatting stay. The file is written atomically,
+    /// after a copy of it is kept as `<file>.bak`; an entry that already runs tool-mediator is
+    /// left alone. `tool-mediator unwrap` gives the same bytes back.
+    ///
+    /// Exit codes: 0 done (or nothing to do); 2 bad usage, a file that cannot be read or
+    /// parsed, a SERVER the file does not name. Nothing is written then.
+    Wrap(WrapArgs),
+    /// Take tool-mediator out of a client's configuration again: what `wrap` changed goes back
+    /// to its bytes, a gateway's servers back into the file (and the gateway's files are
+    /// removed). Keeps a copy of the file as `<file>.bak` first.
+    ///
+    /// Exit codes: as `wrap`.
+    Unwrap(UnwrapArgs),
     /// Print the effective configuration (keys masked) as TOML.
     Config {
         #[command(flatten)]
@@ -92,6 +112,40 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Print a shell completion script, generated from these very definitions.
+    ///
+    /// Save it where the shell looks for completions:
+    ///
+    /// bash: `tool-mediator completions bash > ~/.local/share/bash-completion/completions/tool-mediator`
+    ///
+    /// zsh: `tool-mediator completions zsh > ~/.zfunc/_tool-mediator`, with `fpath+=~/.zfunc` before
+    /// `compinit` in ~/.zshrc
+    ///
+    /// fish: `tool-mediator completions fish > ~/.config/fish/completions/tool-mediator.fish`
+    ///
+    /// PowerShell: `tool-mediator completions powershell >> $PROFILE`
+    Completions(CompletionsArgs),
+    /// Print the manual page, or write one page per command with `--out DIR`.
+    ///
+    /// `tool-mediator man --out ~/.local/share/man/man1` installs them for `man tool-mediator`,
+    /// `man tool-mediator-enhance`, ...
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `tool-mediator.1` and one page per subcommand (`tool-mediator-enhance.1`, ...) into
+    /// this directory, created if missing, and print their paths; the root page goes to
+    /// standard output otherwise.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Where manifests come from.
@@ -349,6 +403,77 @@ pub struct GatewayArgs {
 
     #[command(flatten)]
     pub listen: ListenArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WrapArgs {
+    #[command(flatten)]
+    pub file: ClientFileArgs,
+
+    /// Move the servers into one gateway (`tool-mediator gateway --config <file>.tool-mediator.json`)
+    /// instead of a proxy each; HTTP servers move too.
+    #[arg(long)]
+    pub gateway: bool,
+
+    /// The mediator as the client should start it: `tool-mediator`, found on the PATH the
+    /// client starts servers with, or a full path (Claude Desktop on macOS starts them with a
+    /// short PATH).
+    #[arg(long, value_name = "PATH", default_value = "tool-mediator")]
+    pub mediator: String,
+}
+
+#[derive(Debug, Args)]
+pub struct UnwrapArgs {
+    #[command(flatten)]
+    pub file: ClientFileArgs,
+}
+
+/// Which client configuration `wrap` and `unwrap` change, and which of its servers.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("file").required(true).args(["client", "config"])))]
+pub struct ClientFileArgs {
+    /// The client whose configuration to change (its file in the working directory for the
+    /// clients that have one per project: claude-code, cursor, vscode; see `--scope`).
+    #[arg(long, value_enum)]
+    pub client: Option<ClientArg>,
+
+    /// With `--client`: the project's file or the user's (the project's by default where the
+    /// client has one).
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub scope: Option<ScopeArg>,
+
+    /// Any configuration file with `mcpServers` (or VS Code's `servers`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print a diff of what would change, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// The servers to change, by name; every one when none is named.
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// Claude Desktop: claude_desktop_config.json in ~/Library/Application Support/Claude
+    /// (macOS) or ~/.config/Claude (Linux).
+    ClaudeDesktop,
+    /// Claude Code: .mcp.json in the project; ~/.claude.json with `--scope user`.
+    ClaudeCode,
+    /// Cursor: .cursor/mcp.json in the project; ~/.cursor/mcp.json with `--scope user`.
+    Cursor,
+    /// VS Code: .vscode/mcp.json in the workspace; the user profile's mcp.json with `--scope user`.
+    Vscode,
+    /// Windsurf: ~/.codeium/windsurf/mcp_config.json.
+    Windsurf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScopeArg {
+    Project,
+    User,
 }
 
 /// How the proxy and the gateway mediate, and their limits.

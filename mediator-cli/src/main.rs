@@ -56,9 +56,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Overrides(command) => commands::overrides::run(command),
         Command::Proxy(args) => commands::proxy::run(args).await,
         Command::Gateway(args) => commands::gateway::run(args).await,
+        Command::Wrap(args) => commands::wrap::wrap(args),
+        Command::Unwrap(args) => commands::wrap::unwrap(args),
         Command::Lint(args) => commands::lint::run(args).await,
         Command::Pin(args) => commands::pin::run(args).await,
         Command::Config { config } => commands::configuration::run(&config),
         Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),
+        Command::Completions(args) => commands::shell::completions(&args),
+        Command::Man(args) => commands::shell::man(&args),
     }
 }

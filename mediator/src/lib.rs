@@ -33,6 +33,8 @@ pub struct ReadmeDoctests;
 
 pub mod cache;
 mod chain;
+#[cfg(feature = "proxy")]
+pub mod clients;
 mod config;
 mod http;
 pub mod json;

@@ -11,4 +11,6 @@ pub mod names;
 pub mod overrides;
 pub mod pin;
 pub mod proxy;
+pub mod shell;
 pub mod tokens;
+pub mod wrap;

@@ -1,0 +1,306 @@
+//! `tool-mediator wrap` and `unwrap` on the configuration files of real clients (fixtures in
+//! tests/fixtures/clients/, one per client, written from each client's documentation), and a
+//! wrapped entry started as its client would start it, under the MCP Python SDK.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{binary, fixture, peers, run_in, run_with, stderr, stdout};
+
+/// Every fixture: the client's directory in tests/fixtures/clients/ and its file's name.
+const FIXTURES: [(&str, &str); 6] = [
+    ("claude-desktop", "claude_desktop_config.json"),
+    ("claude-code", ".mcp.json"),
+    ("claude-code-user", ".claude.json"),
+    ("cursor", "mcp.json"),
+    ("vscode", "mcp.json"),
+    ("windsurf", "mcp_config.json"),
+];
+
+/// A copy of a fixture in a directory of its own: (the directory, the file).
+fn copy(client: &str, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    fs::copy(fixture("clients").join(client).join(name), &path).unwrap();
+    (dir, path)
+}
+
+fn tool_mediator(dir: &Path, args: &[&str]) -> std::process::Output {
+    run_in(dir, args, None)
+}
+
+/// The names of the files in a directory, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_fixture_comes_back_byte_for_byte_after_wrap_and_unwrap() {
+    for (client, name) in FIXTURES {
+        for gateway in [false, true] {
+            let (dir, path) = copy(client, name);
+            let original = fs::read(&path).unwrap();
+            let mut wrap = vec!["wrap", "--config", name];
+            if gateway {
+                wrap.push("--gateway");
+            }
+            let wrapped = tool_mediator(dir.path(), &wrap);
+            assert!(wrapped.status.success(), "{client} (gateway: {gateway}): {}", stderr(&wrapped));
+            let after = fs::read(&path).unwrap();
+            assert_ne!(after, original, "{client} (gateway: {gateway}): something is wrapped");
+            assert_eq!(
+                fs::read(dir.path().join(format!("{name}.bak"))).unwrap(),
+                original,
+                "the backup is the file as it was"
+            );
+            let text = String::from_utf8(after.clone()).unwrap();
+            if gateway {
+                assert!(text.contains(r#""args": ["gateway", "--config", "#), "{text}");
+                let stem = name.trim_end_matches(".json");
+                let servers = dir.path().join(format!("{stem}.tool-mediator.json"));
+                let servers: Value = serde_json::from_str(&fs::read_to_string(&servers).unwrap()).unwrap();
+                assert!(!servers["mcpServers"].as_object().unwrap().is_empty(), "{servers}");
+            } else {
+                assert!(
+                    text.contains(r#""command": "tool-mediator","#) && text.contains(r#""args": ["proxy", "#),
+                    "{text}"
+                );
+            }
+
+            let again = tool_mediator(dir.path(), &wrap);
+            assert!(again.status.success(), "{}", stderr(&again));
+            assert!(stderr(&again).contains("nothing to change"), "{client}: {}", stderr(&again));
+            assert_eq!(
+                fs::read(&path).unwrap(),
+                after,
+                "{client} (gateway: {gateway}): wrapping twice changes nothing"
+            );
+
+            let unwrapped = tool_mediator(dir.path(), &["unwrap", "--config", name]);
+            assert!(unwrapped.status.success(), "{}", stderr(&unwrapped));
+            assert_eq!(
+                String::from_utf8(fs::read(&path).unwrap()).unwrap(),
+                String::from_utf8(original.clone()).unwrap(),
+                "{client} (gateway: {gateway}): unwrap gives the same bytes back"
+            );
+            // The gateway's files go with it; the backup of the last change stays.
+            assert_eq!(listing(dir.path()), [name.to_owned(), format!("{name}.bak")], "{client} (gateway: {gateway})");
+        }
+    }
+}
+
+#[test]
+fn the_comments_of_a_vscode_configuration_survive() {
+    let original = fs::read_to_string(fixture("clients/vscode/mcp.json")).unwrap();
+    let comments: Vec<&str> =
+        original.lines().map(str::trim).filter(|line| line.starts_with("//") || line.starts_with("/*")).collect();
+    assert!(comments.len() >= 3, "the fixture has comments: {comments:?}");
+    for gateway in [false, true] {
+        let (dir, path) = copy("vscode", "mcp.json");
+        let mut args = vec!["wrap", "--config", "mcp.json"];
+        if gateway {
+            args.push("--gateway");
+        }
+        let output = tool_mediator(dir.path(), &args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let wrapped = fs::read_to_string(&path).unwrap();
+        for comment in &comments {
+            assert!(wrapped.contains(comment), "{comment:?} is kept (gateway: {gateway}):\n{wrapped}");
+        }
+        assert!(
+            gateway || wrapped.contains(r#""args": ["proxy", "--", "uvx", "mcp-server-time"], // the local"#),
+            "{wrapped}"
+        );
+        // `inputs` and the trailing commas are the file's, untouched.
+        assert!(wrapped.contains(r#""id": "perplexity-key","#), "{wrapped}");
+        assert!(wrapped.trim_end().ends_with("},\n}"), "{wrapped}");
+    }
+}
+
+#[test]
+fn a_dry_run_shows_a_diff_and_writes_nothing() {
+    for gateway in [false, true] {
+        let (dir, path) = copy("claude-desktop", "claude_desktop_config.json");
+        let before = fs::read(&path).unwrap();
+        let mut args = vec!["wrap", "--config", "claude_desktop_config.json", "--dry-run"];
+        if gateway {
+            args.push("--gateway");
+        }
+        let output = tool_mediator(dir.path(), &args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let diff = stdout(&output);
+        assert!(diff.contains("--- a/claude_desktop_config.json\n+++ b/claude_desktop_config.json\n"), "{diff}");
+        assert!(diff.contains("+    \"tool-mediator\": {") || !gateway, "{diff}");
+        assert!(diff.contains("+      \"command\": \"tool-mediator\",") || gateway, "{diff}");
+        if gateway {
+            assert!(diff.contains("+++ b/claude_desktop_config.tool-mediator.json"), "{diff}");
+        }
+        assert_eq!(fs::read(&path).unwrap(), before);
+        assert_eq!(listing(dir.path()), ["claude_desktop_config.json"], "no backup, no servers file");
+    }
+}
+
+#[test]
+fn an_environment_and_other_keys_stay_with_the_wrapped_entry() {
+    let (dir, path) = copy("claude-desktop", "claude_desktop_config.json");
+    let output = tool_mediator(dir.path(), &["wrap", "--config", "claude_desktop_config.json", "github", "weather"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let wrapped: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let servers = &wrapped["mcpServers"];
+    assert_eq!(servers["github"]["command"], "tool-mediator");
+    assert_eq!(
+        servers["github"]["args"],
+        json!([
+            "proxy",
+            "--",
+            "docker",
+            "run",
+            "-i",
+            "--rm",
+            "-e",
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "ghcr.io/github/github-mcp-server"
+        ])
+    );
+    assert_eq!(servers["github"]["env"], json!({"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}));
+    assert_eq!(servers["weather"]["args"], json!(["proxy", "/Users/ada/.local/bin/weather-server"]));
+    assert_eq!(servers["weather"]["env"]["WEATHER_API_KEY"], "example-key");
+    // The servers not named are untouched.
+    assert_eq!(servers["time"]["command"], "uvx");
+    assert_eq!(wrapped["globalShortcut"], "Ctrl+Space");
+}
+
+#[test]
+fn http_servers_are_left_as_they_are_unless_the_gateway_takes_them() {
+    let (dir, path) = copy("cursor", "mcp.json");
+    let output = tool_mediator(dir.path(), &["wrap", "--config", "mcp.json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("`remote-docs`: an HTTP server, left as it is"), "{}", stderr(&output));
+    let wrapped: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        wrapped["mcpServers"]["remote-docs"],
+        json!({"url": "https://docs.example.com/mcp", "headers": {"API_KEY": "value"}})
+    );
+
+    let (dir, _) = copy("cursor", "mcp.json");
+    let output = tool_mediator(dir.path(), &["wrap", "--config", "mcp.json", "--gateway"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let servers: Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("mcp.tool-mediator.json")).unwrap()).unwrap();
+    assert_eq!(servers["mcpServers"]["remote-docs"]["url"], "https://docs.example.com/mcp");
+    assert_eq!(servers["mcpServers"]["project-tools"]["cwd"], "/Users/ada/code/project-tools");
+}
+
+#[test]
+fn bad_input_exits_2_names_the_place_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"a\"}\n    \"b\": {\"command\": \"b\"}\n  }\n}\n";
+    fs::write(dir.path().join("broken.json"), broken).unwrap();
+    let output = tool_mediator(dir.path(), &["wrap", "--config", "broken.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("broken.json:3:26: Expected comma"), "{}", stderr(&output));
+
+    fs::write(dir.path().join("other.json"), r#"{"editor.fontSize": 14}"#).unwrap();
+    let output = tool_mediator(dir.path(), &["wrap", "--config", "other.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("other.json: no `mcpServers`"), "{}", stderr(&output));
+
+    let (_source, path) = copy("cursor", "mcp.json");
+    fs::copy(&path, dir.path().join("mcp.json")).unwrap();
+    let output = tool_mediator(dir.path(), &["wrap", "--config", "mcp.json", "postgres", "no-such-server"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("mcp.json: `/mcpServers`: no server named `no-such-server`"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = tool_mediator(dir.path(), &["unwrap", "--config", "broken.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(fs::read_to_string(dir.path().join("broken.json")).unwrap(), broken);
+    assert_eq!(fs::read(dir.path().join("mcp.json")).unwrap(), fs::read(&path).unwrap());
+    assert_eq!(listing(dir.path()), ["broken.json", "mcp.json", "other.json"], "no backup, nothing written");
+}
+
+#[test]
+fn a_client_is_found_where_it_keeps_its_configuration() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config");
+    let env = [("HOME", home.path().to_str().unwrap()), ("XDG_CONFIG_HOME", config.to_str().unwrap())];
+    let places = [
+        (vec!["--client", "claude-desktop"], config.join("Claude/claude_desktop_config.json"), "claude-desktop"),
+        (vec!["--client", "cursor", "--scope", "user"], home.path().join(".cursor/mcp.json"), "cursor"),
+        (vec!["--client", "vscode"], project.path().join(".vscode/mcp.json"), "vscode"),
+        (vec!["--client", "claude-code"], project.path().join(".mcp.json"), "claude-code"),
+        (vec!["--client", "windsurf"], home.path().join(".codeium/windsurf/mcp_config.json"), "windsurf"),
+    ];
+    for (args, path, client) in places {
+        let missing = run_with(project.path(), &[&["wrap"], &args[..]].concat(), None, &env);
+        assert_eq!(missing.status.code(), Some(2), "{client}");
+        assert!(stderr(&missing).contains(&format!("{}: no ", path.display())), "{client}: {}", stderr(&missing));
+
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let source = FIXTURES.iter().find(|(name, _)| *name == client).unwrap();
+        fs::copy(fixture("clients").join(source.0).join(source.1), &path).unwrap();
+        let output = run_with(project.path(), &[&["wrap"], &args[..]].concat(), None, &env);
+        assert!(output.status.success(), "{client}: {}", stderr(&output));
+        assert!(fs::read_to_string(&path).unwrap().contains("\"proxy\""), "{client}: {} is wrapped", path.display());
+    }
+}
+
+/// Runs an entry of a client configuration as the client would: its command and arguments, its
+/// environment added to ours, in its `cwd`; through the `gateway-tour` scenario, which lists the
+/// tools and makes `calls`.
+fn start(entry: &Value, calls: Value) -> Value {
+    let mut command = vec!["env".to_owned()];
+    if let Some(cwd) = entry["cwd"].as_str() {
+        command.extend(["-C".to_owned(), cwd.to_owned()]);
+    }
+    for (name, value) in entry["env"].as_object().into_iter().flatten() {
+        command.push(format!("{name}={}", value.as_str().unwrap()));
+    }
+    command.push(entry["command"].as_str().unwrap().to_owned());
+    command.extend(entry["args"].as_array().unwrap().iter().map(|arg| arg.as_str().unwrap().to_owned()));
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
+    peers().python_client("gateway-tour", &[&calls.to_string(), "[]", "null"], &command)
+}
+
+#[test]
+fn a_wrapped_configuration_still_starts_its_server() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"mcpServers": {
+        "time": {"command": time, "args": ["--local-timezone=Asia/Tokyo"], "env": {"TZ": "Asia/Tokyo"}, "cwd": dir.path()}
+    }});
+    let text = serde_json::to_string_pretty(&config).unwrap();
+    let mediator = binary().display().to_string();
+    let calls = json!([["get_current_time", {"timezone": "Europe/Paris"}]]);
+    for gateway in [false, true] {
+        let path = dir.path().join("claude_desktop_config.json");
+        fs::write(&path, &text).unwrap();
+        let mut args = vec!["wrap", "--config", "claude_desktop_config.json", "--mediator", &mediator];
+        if gateway {
+            args.push("--gateway");
+        }
+        let output = tool_mediator(dir.path(), &args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let wrapped: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        let entry = &wrapped["mcpServers"][if gateway { "tool-mediator" } else { "time" }];
+        assert_eq!(entry["command"], json!(mediator));
+
+        let outcome = start(entry, calls.clone());
+        assert_eq!(outcome["tools"], json!(["convert_time", "get_current_time"]), "gateway: {gateway}: {outcome}");
+        let answer: Value = serde_json::from_str(outcome["calls"][0].as_str().unwrap()).unwrap();
+        assert_eq!(answer["timezone"], "Europe/Paris", "gateway: {gateway}: {outcome}");
+
+        let output = tool_mediator(dir.path(), &["unwrap", "--config", "claude_desktop_config.json"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    }
+}
