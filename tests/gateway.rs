@@ -656,10 +656,8 @@ fn a_remote_server_that_goes_away_leaves_and_comes_back_when_it_is_there_again()
 fn search_spans_every_server_and_what_it_finds_reaches_its_own_server() {
     let peers = peers();
     let dir = tempfile::tempdir().unwrap();
-    let config = servers_file(
-        dir.path(),
-        json!({"mcpServers": {"a": named(&peers, "a", &[]), "b": named(&peers, "b", &[])}}),
-    );
+    let config =
+        servers_file(dir.path(), json!({"mcpServers": {"a": named(&peers, "a", &[]), "b": named(&peers, "b", &[])}}));
     let extra = ["--disclosure-mode", "search", "--whole-below", "0"];
     let mut gateway = Lines::start(&peers, dir.path(), &config, &extra);
     assert_eq!(gateway.tool_names(), ["search_tools"], "{}", gateway.log());
