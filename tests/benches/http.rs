@@ -1,12 +1,13 @@
 //! `cargo bench -p tool-mediator-tests --bench http`: the added latency of a `tools/call` over
 //! Streamable HTTP through `tool-mediator proxy --listen ... --url ...` and through `tool-mediator
-//! gateway --listen ...` with the server as its one entry, against the same call to the server's
+//! gateway --listen ...` with the server as its one entry and with a second server beside it, against the same call to the server's
 //! endpoint directly and through FastMCP's proxy (`fastmcp run URL --transport http`), side by
 //! side in one run. The server is server-everything in its `streamableHttp`
 //! mode; FastMCP comes from PyPI into `.tools/bench-venv` on the first run.
 //!
 //! One client (reqwest, keep-alive) per path, each with its own MCP session; the calls
-//! alternate between the paths, one each a round, so all three see the same machine.
+//! alternate between the paths, one each a round, each round starting at the next path, so all
+//! of them see the same machine and none always follows the same one.
 
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpListener;
@@ -23,7 +24,7 @@ fn main() {
     let peers = peers();
     let fastmcp = fastmcp_venv().join("bin/fastmcp");
     let port = |_| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let [server_port, ours_port, gateway_port, theirs_port]: [u16; 4] = std::array::from_fn(port);
+    let [server_port, ours_port, gateway_port, several_port, theirs_port]: [u16; 5] = std::array::from_fn(port);
 
     let server = Running::start(
         peers.command(peers.bin("mcp-server-everything")).arg("streamableHttp").env("PORT", server_port.to_string()),
@@ -51,6 +52,19 @@ fn main() {
             .arg(servers.path()),
         "serving MCP at",
     );
+    // The gateway with a second server beside it (mcp-server-time, over stdio, which has no
+    // `echo`): the call is routed among servers by the session, not passed through.
+    let two = tempfile::NamedTempFile::new().unwrap();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let entries = json!({"mcpServers": {"everything": {"url": upstream}, "time": {"command": time}}});
+    std::fs::write(two.path(), entries.to_string()).unwrap();
+    let several = Running::start(
+        peers
+            .command(binary())
+            .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{several_port}"), "--servers"])
+            .arg(two.path()),
+        "serving MCP at",
+    );
     let theirs = Running::start(
         Command::new(&fastmcp).args([
             "run",
@@ -70,12 +84,20 @@ fn main() {
             ("server-everything directly", Session::open(&upstream).await),
             ("through tool-mediator proxy", Session::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
             ("through tool-mediator gateway", Session::open(&format!("http://127.0.0.1:{gateway_port}/mcp")).await),
+            (
+                "through tool-mediator gateway, two servers",
+                Session::open(&format!("http://127.0.0.1:{several_port}/mcp")).await,
+            ),
             ("through FastMCP's proxy", Session::open(&format!("http://127.0.0.1:{theirs_port}/mcp")).await),
         ];
-        let mut times: [Vec<f64>; 4] = Default::default();
+        let mut times: [Vec<f64>; 5] = Default::default();
+        // Each round starts at another path: the call right after a direct one was measured
+        // 0.13 ms slower, whichever path it was, so no path may always stand there.
+        let count = paths.len();
         for round in 0..WARM_UP + ROUNDS {
-            for (index, (_, session)) in paths.iter_mut().enumerate() {
-                let took = session.call_echo(round).await;
+            for step in 0..count {
+                let index = (round + step) % count;
+                let took = paths[index].1.call_echo(round).await;
                 if round >= WARM_UP {
                     times[index].push(took);
                 }
@@ -94,11 +116,13 @@ fn main() {
                 if index == 0 { "".to_owned() } else { format!("{added:.3}") }
             );
         }
-        let (ours, gateway, theirs) = (medians[1] - medians[0], medians[2] - medians[0], medians[3] - medians[0]);
-        println!("FastMCP's proxy adds {:.1}x what tool-mediator proxy adds", theirs / ours.max(0.001));
-        println!("FastMCP's proxy adds {:.1}x what tool-mediator gateway adds", theirs / gateway.max(0.001));
+        let theirs = medians[4] - medians[0];
+        for (index, (name, _)) in paths.iter().enumerate().take(4).skip(1) {
+            let ours = medians[index] - medians[0];
+            println!("FastMCP's proxy adds {:.1}x what tool-mediator adds {name}", theirs / ours.max(0.001));
+        }
     });
-    drop((server, ours, gateway, theirs));
+    drop((server, ours, gateway, several, theirs));
 }
 
 /// A server process, started and waited for until it says `ready` on stderr or stdout.
