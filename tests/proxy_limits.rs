@@ -233,7 +233,7 @@ fn a_client_that_does_not_read_pauses_the_server_and_loses_nothing() {
         if message["method"] == "notifications/message" {
             logged += 1;
         } else if message["id"] == 1 {
-            assert_eq!(message["result"]["content"][0]["text"], "spewed");
+            assert_eq!(message["result"]["content"][0]["text"], "spewed", "{message}");
             break;
         }
     }

@@ -370,6 +370,8 @@ impl Front {
         let (options, servers) = (self.proxy.clone(), self.servers.clone());
         let (front, name, started) = (self.clone(), id.clone(), session.clone());
         let initialize = initialize.clone();
+        // Says that the proxy's ending is known (why it could not start, if it could not).
+        let (ended, ending_known) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(async move {
             match super::serve(options, servers, client).await {
                 Ok(ending) => tracing::info!("session {name} ended: {ending:?}"),
@@ -379,6 +381,7 @@ impl Front {
                     started.deliver(jsonrpc::error_response(&initialize, INTERNAL_ERROR, &error.to_string()));
                 }
             }
+            let _ = ended.send(());
             drop(lock(&front.sessions).remove(&name));
         });
         *lock(&session.proxy) = Some(proxy);
@@ -388,6 +391,9 @@ impl Front {
             while let Ok(Some(line)) = lines.next_line().await {
                 reader.deliver(line);
             }
+            // The proxy's output closes as it returns: wait for why it ended before answering
+            // with it (a task aborted on the way says nothing, and is not waited for).
+            let _ = ending_known.await;
             // The proxy ended: nothing more will answer.
             let mut waiting = lock(&reader.waiting);
             reader.closed.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -39,6 +39,11 @@ impl<W> Pending<W> {
         Pending { gone: Some(reason), ..Pending::default() }
     }
 
+    /// Whether any request waits for the server that `counts` (the client's, say).
+    pub(super) fn any_waiting(&self, counts: impl Fn(&W) -> bool) -> bool {
+        self.upstream.values().any(counts)
+    }
+
     /// A client request is about to go upstream, `waiter` waiting for its answer.
     pub(super) fn client_request(&mut self, id: &Id, waiter: W) -> Result<(), Refusal> {
         if let Some(reason) = &self.gone {

@@ -11,6 +11,7 @@
 //! only between tokens. A request the server cannot be asked (unreachable, an HTTP error, a
 //! stream that ends before the answer) is answered with a JSON-RPC error that says why.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -113,6 +114,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
         limit,
         ended: tokio::sync::watch::channel(None).0,
         reached: std::sync::atomic::AtomicBool::new(false),
+        refused: std::sync::atomic::AtomicU32::new(0),
     });
     let bridge = tokio::spawn(bridge(shared, requests));
     Ok(Connection { input, output, bridge })
@@ -130,7 +132,12 @@ struct Shared {
     ended: tokio::sync::watch::Sender<Option<String>>,
     /// Whether the server has answered an HTTP request yet.
     reached: std::sync::atomic::AtomicBool,
+    /// Connections refused in a row since it last answered.
+    refused: std::sync::atomic::AtomicU32,
 }
+
+/// Connections refused in a row after which a server that answered before is taken as gone.
+const GONE_AFTER: u32 = 3;
 
 /// What the bridge needs to know of a message the router sends.
 struct Sent {
@@ -250,7 +257,8 @@ impl Shared {
                 return false;
             }
         };
-        self.reached.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.reached.store(true, Ordering::Relaxed);
+        self.refused.store(0, Ordering::Relaxed);
         let status = response.status();
         if sent.is("initialize")
             && status.is_success()
@@ -434,6 +442,7 @@ impl Shared {
                 Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => return,
                 Ok(response) if response.status().is_success() => {
                     failures = 0;
+                    self.refused.store(0, Ordering::Relaxed);
                     let _ = self.pass_events(response.bytes_stream(), &none).await;
                 }
                 Ok(response) => {
@@ -455,10 +464,15 @@ impl Shared {
         }
     }
 
-    /// A server that answered before and cannot be connected to now has gone away: the bridge
-    /// ends, as for a session the server ended (a gateway starts it again; the proxy ends).
+    /// A server that answered before and cannot be connected to now, [`GONE_AFTER`] times in a
+    /// row, has gone away: the bridge ends, as for a session the server ended (a gateway starts
+    /// it again; the proxy ends).
     fn unreachable(&self, error: &reqwest::Error, reason: &str) {
-        if error.is_connect() && self.reached.load(std::sync::atomic::Ordering::Relaxed) {
+        if !error.is_connect() || !self.reached.load(Ordering::Relaxed) {
+            return;
+        }
+        // Several in a row: one refused connection may be a blip (a restart behind a balancer).
+        if self.refused.fetch_add(1, Ordering::Relaxed) + 1 >= GONE_AFTER {
             self.ended.send_replace(Some(format!("the MCP server went away: {reason}")));
         }
     }

@@ -11,10 +11,10 @@ use futures_util::future::join_all;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::{Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
+use super::{Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
 use crate::lock;
 use crate::naming::{NameRules, SharedNames};
-use crate::proxy::jsonrpc::{self, INVALID_PARAMS, Id};
+use crate::proxy::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
 use crate::proxy::revision::SERVER_INFO_KEY;
 
 /// JSON-RPC's code for a method the receiver does not have.
@@ -94,39 +94,64 @@ impl Router {
     pub(super) async fn handshake(self: std::sync::Arc<Self>, id: Id, method: String, params: Value) {
         *lock(&self.handshake) = Some((method.clone(), params.clone()));
         if let Some(link) = self.single() {
-            return match self.join(link, &method, &params).await {
+            // Given as the client sends it, every time; noted as joined for the watch.
+            let claimed = link.claim_join();
+            let joined = self.join(link, &method, &params).await;
+            if claimed {
+                link.joined(joined.is_ok());
+            }
+            return match joined {
                 Ok((_, Some(result))) => self.answer_handshake(&id, result),
                 // One that cannot be read exactly (a key written twice) passes as it came.
                 Ok((reply, None)) => self.to_client(jsonrpc::response(&id, reply.get())),
                 Err(failure) => self.fail(&id, failure),
             };
         }
+        // A server being given it already (it just started) is waited for, and a server given
+        // it before (a second handshake) answers with what it said then.
+        self.joins_settled().await;
         let (router, asked, given) = (&self, method.as_str(), &params);
-        // A server that started a moment ago may be given the handshake already, by `rejoin`.
         let joining = self.links.iter().filter(|link| link.is_up() && link.claim_join()).map(|link| async move {
             let joined = router.join(link, asked, given).await;
             link.joined(joined.is_ok());
-            (link, joined)
-        });
-        let mut results = Vec::new();
-        for (link, joined) in join_all(joining).await {
             match joined {
-                Ok((_, Some(result))) => results.push((link.name.clone(), result)),
+                Ok((_, Some(_))) => {}
                 Ok((_, None)) => {
-                    self.warnings.warn("handshake", || {
-                        format!("{} answered {method} with a result that cannot be read", link.label)
+                    router.warnings.warn("handshake", || {
+                        format!("{} answered {asked} with a result that cannot be read", link.label)
                     });
                 }
-                Err(failure) => {
-                    let reason = format!("{} did not join: {}", link.label, failure.reason());
-                    self.warnings.warn("handshake", || reason.clone());
-                    // Ended and started again, with backoff, until it joins.
-                    link.fault(reason);
-                }
+                Err(failure) => router.join_failed(link, "did not join", failure),
             }
-        }
+        });
+        join_all(joining).await;
+        let results: Vec<(String, Value)> = self
+            .links
+            .iter()
+            .filter(|link| link.is_up() && link.joining() == Joining::Done)
+            .filter_map(|link| Some((link.name.clone(), lock(&link.handshake_result).clone()?)))
+            .collect();
         let merged = merge_handshakes(&method, &params, &results);
         self.answer_handshake(&id, merged);
+    }
+
+    /// Server `link` failed to join: said, and, when it did not answer, could not be reached or
+    /// failed inside (an internal error, as the remote bridge also answers for a server it cannot
+    /// reach), ended to be started again, at once, so no later connection is taken for it. One
+    /// that refused the handshake otherwise (a revision it does not speak) is left: starting it
+    /// again would not change its mind.
+    fn join_failed(&self, link: &Link, what: &str, failure: Upstream) {
+        let reason = format!("{} {what}: {}", link.label, failure.reason());
+        self.warnings.warn("handshake", || reason.clone());
+        let again = match &failure {
+            Upstream::Failed(_) => true,
+            Upstream::Refused(error) => {
+                serde_json::from_str::<Value>(error.get()).is_ok_and(|error| error["code"] == INTERNAL_ERROR)
+            }
+        };
+        if again {
+            link.fault(reason);
+        }
     }
 
     /// Gives server `link` the handshake; its answer, read when it can be (its name and
@@ -143,6 +168,7 @@ impl Router {
                 *lock(&link.server_name) = Some(name.to_owned());
             }
             *lock(&link.capabilities) = result.get("capabilities").cloned();
+            *lock(&link.handshake_result) = Some(result.clone());
         }
         Ok((reply, result))
     }
@@ -177,10 +203,7 @@ impl Router {
             let joined = self.join(&link, &method, &params).await;
             link.joined(joined.is_ok());
             if let Err(failure) = joined {
-                let reason = format!("{} did not join again: {}", link.label, failure.reason());
-                self.warnings.warn("handshake", || reason.clone());
-                link.fault(reason);
-                return;
+                return self.join_failed(&link, "did not join again", failure);
             }
             if method == "initialize" {
                 link.send(jsonrpc::notification("notifications/initialized", None));

@@ -47,6 +47,9 @@ pub(in crate::proxy) struct Link {
     pub(super) fallback_source: Mutex<String>,
     /// What the server said it can do in the handshake.
     pub(super) capabilities: Mutex<Option<Value>>,
+    /// Its answer to the client's handshake, for the gateway's answer to a handshake that finds
+    /// it joined already.
+    pub(super) handshake_result: Mutex<Option<Value>>,
     pub(super) listing: Mutex<Option<Listing>>,
     /// Listings started, and (behind the gate) the number of the last one that finished.
     pub(super) listings_started: AtomicU64,
@@ -86,6 +89,7 @@ impl Link {
             outbox: Mutex::default(),
             server_name: Mutex::default(),
             capabilities: Mutex::default(),
+            handshake_result: Mutex::default(),
             listing: Mutex::default(),
             listings_started: AtomicU64::new(0),
             listing_gate: tokio::sync::Mutex::new(0),
@@ -201,11 +205,20 @@ impl Link {
             Err(_) => {
                 lock(&self.pending).answered(&id);
                 let reason = format!("{} did not answer {method} within {}s", self.label, timeout.as_secs_f64());
-                // A server that does not answer what every server answers at once is hung.
-                self.fault(reason.clone());
+                // A server that does not answer what every server answers at once is hung,
+                // unless it is busy with a client's request (a blocking tool call holds up
+                // everything else a simple server reads).
+                if !self.busy() {
+                    self.fault(reason.clone());
+                }
                 Err(Upstream::Failed(reason))
             }
         }
+    }
+
+    /// Whether a client's request waits for the server now.
+    pub(super) fn busy(&self) -> bool {
+        lock(&self.pending).any_waiting(|waiter| matches!(waiter, Waiter::Client(_)))
     }
 
     /// Whether the server said in the handshake that it tells when its tools change: then the

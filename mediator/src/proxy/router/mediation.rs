@@ -301,17 +301,20 @@ impl Router {
             None => Some(self.session.route_call(&name, arguments.clone()).await),
         };
         let unlisted = |link: &Link| lock(&link.listing).is_none();
-        if route.as_ref().is_none_or(|route| matches!(route, Route::NotFound))
-            && self.links.iter().any(|link| self.serving(link) && unlisted(link))
-        {
-            // The client calls before it lists (it knows the tools from elsewhere), or a server
-            // came back: the session needs their lists to know the name. Only the servers not
-            // listed yet are asked, so a slow one holds up no call to the others' known tools.
-            let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
-            if let Err(failure) = self.list_where(meta, unlisted).await {
-                return self.fail(&id, failure);
+        if route.as_ref().is_none_or(|route| matches!(route, Route::NotFound)) {
+            // A server being given the handshake (it just started, or came back) may have it.
+            self.joins_settled().await;
+            if self.links.iter().any(|link| self.serving(link) && unlisted(link)) {
+                // The client calls before it lists (it knows the tools from elsewhere), or a
+                // server came back: the session needs their lists to know the name. Only the
+                // servers not listed yet are asked, so a slow one holds up no call to the
+                // others' known tools.
+                let meta = params.get("_meta").cloned().filter(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
+                if let Err(failure) = self.list_where(meta, unlisted).await {
+                    return self.fail(&id, failure);
+                }
+                route = None;
             }
-            route = None;
         }
         let route = match route {
             Some(route) => route,

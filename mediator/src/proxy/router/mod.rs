@@ -41,6 +41,9 @@ pub(super) use link::{Link, label_of};
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
 
+/// How long a list waits for a server being given the handshake, at most.
+const JOIN_WAIT: Duration = Duration::from_secs(10);
+
 /// `tools/list` and `tools/call` requests served at once; the client is not read meanwhile.
 const TOOL_TASKS: usize = 64;
 
@@ -173,7 +176,8 @@ impl Router {
     async fn joins_settled(&self) {
         let joining = self.links.iter().filter(|link| link.is_up() && link.joining() == Joining::UnderWay);
         let settled = futures_util::future::join_all(joining.map(|link| link.join_settled()));
-        let _ = tokio::time::timeout(self.request_timeout, settled).await;
+        // A server that takes long to join holds up a list this long at most.
+        let _ = tokio::time::timeout(self.request_timeout.min(JOIN_WAIT), settled).await;
     }
 
     /// While server `link` runs, pings it every [`ProxyOptions::request_timeout`] once it has
@@ -182,7 +186,8 @@ impl Router {
     pub(super) async fn watch(&self, link: &Link) {
         loop {
             tokio::time::sleep(self.request_timeout).await;
-            if link.joining() == Joining::Done {
+            // A server busy with a client's request may not read a ping before it is done.
+            if link.joining() == Joining::Done && !link.busy() {
                 let _ = self.ask(link, "ping", json!({})).await;
             }
         }
