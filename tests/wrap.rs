@@ -270,17 +270,48 @@ fn start(entry: &Value, calls: Value) -> Value {
     peers().python_client("gateway-tour", &[&calls.to_string(), "[]", "null"], &command)
 }
 
+/// A stdio MCP server in a few lines of Python whose one tool, `where`, answers with its working
+/// directory and its `WHO` environment variable: what a wrapped entry must still give it.
+const PROBE: &str = r#"
+import json, os, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}}
+    elif message["method"] == "tools/list":
+        result = {"tools": [{"name": "where", "description": "Says where it runs.", "inputSchema": {"type": "object"}}]}
+    elif message["method"] == "tools/call":
+        result = {"content": [{"type": "text", "text": os.getcwd() + " " + os.environ.get("WHO", "nobody")}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"#;
+
 #[test]
-fn a_wrapped_configuration_still_starts_its_server() {
+fn a_wrapped_configuration_still_starts_its_servers_with_their_arguments_environment_and_directory() {
     let peers = peers();
     let time = peers.bin("mcp-server-time").display().to_string();
+    let python = peers.bin("python").display().to_string();
     let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    fs::create_dir(&home).unwrap();
+    let home = home.canonicalize().unwrap();
+    let probe = dir.path().join("probe.py");
+    fs::write(&probe, PROBE).unwrap();
     let config = json!({"mcpServers": {
-        "time": {"command": time, "args": ["--local-timezone=Asia/Tokyo"], "env": {"TZ": "Asia/Tokyo"}, "cwd": dir.path()}
+        "time": {"command": time, "args": ["--local-timezone=Asia/Tokyo"], "env": {"TZ": "Asia/Tokyo"}, "cwd": dir.path()},
+        "probe": {"command": python, "args": [probe], "env": {"WHO": "ada"}, "cwd": home},
     }});
     let text = serde_json::to_string_pretty(&config).unwrap();
     let mediator = binary().display().to_string();
-    let calls = json!([["get_current_time", {"timezone": "Europe/Paris"}]]);
+    let time_call = json!(["get_current_time", {"timezone": "Europe/Paris"}]);
+    let here = format!("{} ada", home.display());
+    let check_time = |outcome: &Value, at: usize| {
+        let answer: Value = serde_json::from_str(outcome["calls"][at].as_str().unwrap()).unwrap();
+        assert_eq!(answer["timezone"], "Europe/Paris", "{outcome}");
+    };
     for gateway in [false, true] {
         let path = dir.path().join("claude_desktop_config.json");
         fs::write(&path, &text).unwrap();
@@ -291,13 +322,24 @@ fn a_wrapped_configuration_still_starts_its_server() {
         let output = tool_mediator(dir.path(), &args);
         assert!(output.status.success(), "{}", stderr(&output));
         let wrapped: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        let entry = &wrapped["mcpServers"][if gateway { "tool-mediator" } else { "time" }];
-        assert_eq!(entry["command"], json!(mediator));
-
-        let outcome = start(entry, calls.clone());
-        assert_eq!(outcome["tools"], json!(["convert_time", "get_current_time"]), "gateway: {gateway}: {outcome}");
-        let answer: Value = serde_json::from_str(outcome["calls"][0].as_str().unwrap()).unwrap();
-        assert_eq!(answer["timezone"], "Europe/Paris", "gateway: {gateway}: {outcome}");
+        if gateway {
+            let entry = &wrapped["mcpServers"]["tool-mediator"];
+            assert_eq!(entry["command"], json!(mediator));
+            let outcome = start(entry, json!([time_call, ["where", {}]]));
+            let mut tools = outcome["tools"].as_array().unwrap().clone();
+            tools.sort_by_key(|tool| tool.as_str().unwrap_or_default().to_owned());
+            assert_eq!(tools, [json!("convert_time"), json!("get_current_time"), json!("where")], "{outcome}");
+            check_time(&outcome, 0);
+            assert_eq!(outcome["calls"][1], json!(here), "the gateway starts it where and as the client did");
+        } else {
+            let entry = &wrapped["mcpServers"]["time"];
+            assert_eq!(entry["command"], json!(mediator));
+            let outcome = start(entry, json!([time_call]));
+            assert_eq!(outcome["tools"], json!(["convert_time", "get_current_time"]), "{outcome}");
+            check_time(&outcome, 0);
+            let outcome = start(&wrapped["mcpServers"]["probe"], json!([["where", {}]]));
+            assert_eq!(outcome["calls"][0], json!(here), "the proxy passes its directory and environment on");
+        }
 
         let output = tool_mediator(dir.path(), &["unwrap", "--config", "claude_desktop_config.json"]);
         assert!(output.status.success(), "{}", stderr(&output));

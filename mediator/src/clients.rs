@@ -229,7 +229,15 @@ pub fn unwrap_record(servers_file: &Path) -> PathBuf {
 /// Puts the mediator in front of the configuration's servers (or the ones named): through the
 /// proxy, or all through one gateway. See the module documentation for what is written.
 pub fn wrap(text: &str, path: &Path, options: &WrapOptions<'_>) -> Result<Rewritten, ClientsError> {
+    let (bom, text) = without_bom(text);
     let document = Document::parse(text, path)?;
+    if !is_mediator(options.mediator) {
+        // What wrap writes must be known again, by unwrap and by the next wrap.
+        return Err(document.error(
+            None,
+            format!("the mediator `{}` must be named `{MEDIATOR}` (a path to it is fine)", options.mediator),
+        ));
+    }
     let selected = document.select(options.servers, &[])?;
     let mut rewritten = Rewritten::unchanged(text);
     let mut edits = Vec::new();
@@ -284,19 +292,43 @@ pub fn wrap(text: &str, path: &Path, options: &WrapOptions<'_>) -> Result<Rewrit
         rewritten.changed.extend(movable.iter().map(|(index, _)| name_of(&document.servers.properties[*index])));
     }
     rewritten.text = apply(text, edits);
+    checked(rewritten, path, bom)
+}
+
+/// A byte order mark (some editors write one, and the clients read past it) stays out of the
+/// parse, and in the text.
+fn without_bom(text: &str) -> (&'static str, &str) {
+    match text.strip_prefix('\u{FEFF}') {
+        Some(body) => ("\u{FEFF}", body),
+        None => ("", text),
+    }
+}
+
+/// `rewritten`, once its text is known to parse as a configuration still: nothing that does not
+/// is ever written (a record edited by hand could splice in anything).
+fn checked(mut rewritten: Rewritten, path: &Path, bom: &str) -> Result<Rewritten, ClientsError> {
+    if let Err(error) = Document::parse(&rewritten.text, path) {
+        return Err(ClientsError::File {
+            path: path.to_owned(),
+            place: None,
+            message: format!("the rewritten configuration would not parse ({error}); nothing written"),
+        });
+    }
+    rewritten.text.insert_str(0, bom);
     Ok(rewritten)
 }
 
-/// The records [`unwrap`] needs to put back the servers of the configuration's gateway entries.
+/// The files [`unwrap`] reads to put back the servers of the configuration's gateway entries:
+/// each one's record, and its servers file (kept when it was edited since).
 pub fn gateway_records(text: &str, path: &Path) -> Result<Vec<PathBuf>, ClientsError> {
-    let document = Document::parse(text, path)?;
-    let records = document.servers.properties.iter().filter_map(|prop| Entry::of(prop, text).gateway_file());
-    Ok(records.map(|servers_file| unwrap_record(&servers_file)).collect())
+    let document = Document::parse(without_bom(text).1, path)?;
+    let files = document.servers.properties.iter().filter_map(|prop| Entry::of(prop, text).gateway_file());
+    Ok(files.flat_map(|servers_file| [unwrap_record(&servers_file), servers_file]).collect())
 }
 
 /// Takes the mediator out again: each entry wrap put behind the proxy gets its own command and
 /// arguments back, and a gateway entry wrap wrote is replaced by the servers it took, from
-/// `records` (each record's path, as [`gateway_records`] names it, to its text). `servers`
+/// `records` (each file [`gateway_records`] names, by its path, to its text). `servers`
 /// names the entries to unwrap (naming a server inside a gateway unwraps the whole gateway);
 /// every one when empty.
 pub fn unwrap(
@@ -305,6 +337,7 @@ pub fn unwrap(
     servers: &[String],
     records: &HashMap<PathBuf, String>,
 ) -> Result<Rewritten, ClientsError> {
+    let (bom, text) = without_bom(text);
     let document = Document::parse(text, path)?;
     // The records of the gateway entries: which servers each one holds.
     let mut gateways = Vec::new();
@@ -359,7 +392,14 @@ pub fn unwrap(
                 };
                 edits.extend(document.gateway_restore(prop, record, record_path)?);
                 rewritten.changed.extend(record.servers.iter().cloned());
-                rewritten.remove.extend([servers_file.clone(), record_path.clone()]);
+                rewritten.remove.push(record_path.clone());
+                // A servers file edited since wrap wrote it (a server added, a token changed)
+                // holds what only its user knows: it stays.
+                match (&record.servers_file, records.get(servers_file)) {
+                    (Some(written), Some(now)) if written != now => rewritten
+                        .note(&entry.name, &format!("{} was edited since wrap wrote it; kept", servers_file.display())),
+                    _ => rewritten.remove.push(servers_file.clone()),
+                }
             }
             Mediated::Other => {
                 rewritten.note(&entry.name, "runs tool-mediator in a way wrap does not write; left as it is")
@@ -367,7 +407,7 @@ pub fn unwrap(
         }
     }
     rewritten.text = apply(text, edits);
-    Ok(rewritten)
+    checked(rewritten, path, bom)
 }
 
 impl Rewritten {
@@ -552,6 +592,7 @@ impl<'t> Document<'t> {
             servers: chosen.iter().map(|&index| name_of(&props[index])).collect(),
             replaced: String::new(),
             removed: Vec::new(),
+            servers_file: None,
         };
         // Runs of neighbouring servers: the first run becomes the gateway entry; each later one
         // goes with the separator before it, and comes back after the server it followed.
@@ -578,6 +619,7 @@ impl<'t> Document<'t> {
         let servers: Map<String, Value> =
             movable.iter().map(|(index, value)| (name_of(&props[*index]), value.clone())).collect();
         let servers_text = pretty(&Value::Object(Map::from_iter([("mcpServers".to_owned(), Value::Object(servers))])));
+        record.servers_file = Some(servers_text.clone());
         let record_text = pretty(&serde_json::to_value(&record).expect("a record serializes"));
         Ok((edits, vec![(servers_file.to_owned(), servers_text), (unwrap_record(servers_file), record_text)]))
     }
@@ -628,6 +670,9 @@ struct Record {
     replaced: String,
     /// The later runs, each with the separator before it.
     removed: Vec<Removed>,
+    /// The servers file as wrap wrote it: one edited since is kept by unwrap, not removed.
+    #[serde(default)]
+    servers_file: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -929,6 +974,26 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_and_crlf_line_ends_stay() {
+        let text = "\u{FEFF}{\r\n  \"mcpServers\": {\r\n    \"a\": {\"command\": \"server\", \"args\": [\"x\"]}\r\n  }\r\n}\r\n";
+        round_trip(
+            text,
+            "\u{FEFF}{\r\n  \"mcpServers\": {\r\n    \"a\": {\"command\": \"tool-mediator\", \"args\": [\"proxy\", \"--\", \"server\", \"x\"]}\r\n  }\r\n}\r\n",
+        );
+    }
+
+    #[test]
+    fn a_mediator_wrap_would_not_know_again_is_refused() {
+        let text = r#"{"mcpServers": {"a": {"command": "server"}}}"#;
+        let options = WrapOptions { mediator: "/home/ada/bin/tm", ..WrapOptions::default() };
+        let error = wrap(text, Path::new(PATH), &options).unwrap_err().to_string();
+        assert!(error.contains("must be named `tool-mediator`"), "{error}");
+        let options = WrapOptions { mediator: "/home/ada/.cargo/bin/tool-mediator", ..WrapOptions::default() };
+        let wrapped = wrap(text, Path::new(PATH), &options).unwrap();
+        assert_eq!(wrap(&wrapped.text, Path::new(PATH), &options).unwrap().text, wrapped.text, "never twice");
+    }
+
+    #[test]
     fn a_stdio_server_goes_through_the_proxy_and_comes_back_byte_for_byte() {
         round_trip(
             r#"{"mcpServers": {"a": {"command": "npx", "args": ["-y", "@scope/server"], "env": {"K": "v"}}}}"#,
@@ -1080,7 +1145,14 @@ mod tests {
         let back = unwrap_all(&moved.text, &moved.write);
         assert_eq!(back.text, text);
         assert_eq!(back.changed, ["time", "files", "remote"]);
-        assert_eq!(back.remove, [servers_path.clone(), record_path.clone()]);
+        assert_eq!(back.remove, [record_path.clone(), servers_path.clone()]);
+        // A servers file edited since (a server added by hand) is kept, and said so.
+        let mut edited = moved.write.clone();
+        edited[0].1 = edited[0].1.replace("\"time\"", "\"clock\"");
+        let kept = unwrap_all(&moved.text, &edited);
+        assert_eq!(kept.text, text, "the configuration comes back all the same");
+        assert_eq!(kept.remove, [record_path.clone()]);
+        assert!(kept.notes[0].contains("was edited since wrap wrote it; kept"), "{:?}", kept.notes);
         // Without its record the gateway stays, and says where its servers are.
         let stays = unwrap_all(&moved.text, &[]);
         assert_eq!(stays.text, moved.text);
