@@ -1151,7 +1151,7 @@ mod tests {
         edited[0].1 = edited[0].1.replace("\"time\"", "\"clock\"");
         let kept = unwrap_all(&moved.text, &edited);
         assert_eq!(kept.text, text, "the configuration comes back all the same");
-        assert_eq!(kept.remove, [record_path.clone()]);
+        assert_eq!(kept.remove, std::slice::from_ref(record_path));
         assert!(kept.notes[0].contains("was edited since wrap wrote it; kept"), "{:?}", kept.notes);
         // Without its record the gateway stays, and says where its servers are.
         let stays = unwrap_all(&moved.text, &[]);
