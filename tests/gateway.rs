@@ -692,3 +692,28 @@ fn search_spans_every_server_and_what_it_finds_reaches_its_own_server() {
     assert_eq!(gateway.call("a_whoami", json!({})), "a", "{}", gateway.log());
     assert!(gateway.notified("notifications/tools/list_changed", std::time::Duration::from_secs(5)));
 }
+
+#[test]
+fn a_gateway_lock_pins_each_servers_tools_apart() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        servers_file(dir.path(), json!({"mcpServers": {"a": named(&peers, "a", &[]), "b": named(&peers, "b", &[])}}));
+    let lock_path = dir.path().join("tools.lock.json");
+    let pinned = run(&["pin", "--servers", config.to_str().unwrap(), "-o", lock_path.to_str().unwrap()], None);
+    assert!(pinned.status.success(), "{}", stderr(&pinned));
+    let lock: Value = serde_json::from_str(&std::fs::read_to_string(&lock_path).unwrap()).unwrap();
+    let keys: Vec<&str> = lock["tools"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["a/echo", "a/sleep", "a/whoami", "b/echo", "b/sleep", "b/whoami"]);
+
+    // b's `echo` is not what was pinned (as if b changed it): only b's is hidden.
+    let mut changed = lock.clone();
+    changed["tools"]["b/echo"] = json!(format!("sha256:{}", "0".repeat(64)));
+    std::fs::write(&lock_path, changed.to_string()).unwrap();
+    let extra = ["--no-disclosure", "--locked", lock_path.to_str().unwrap()];
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &extra);
+    // With b's `echo` gone, a's no longer shares its name.
+    assert_eq!(gateway.tool_names(), ["a_sleep", "a_whoami", "b_sleep", "b_whoami", "echo"], "{}", gateway.log());
+    assert_eq!(gateway.call("echo", json!({"text": "hi"})), "a: hi", "{}", gateway.log());
+    assert!(gateway.log().contains("changed `echo` since it was pinned; hidden"), "{}", gateway.log());
+}

@@ -324,6 +324,11 @@ pub struct PinArgs {
     #[command(flatten)]
     pub server: ServerArgs,
 
+    /// Pin the tools of every server of this servers file (as `gateway` reads it), each by
+    /// `<server>/<name>`: the lock `gateway --locked` checks each server's tools against.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["inputs", "server"])]
+    pub servers: Option<PathBuf>,
+
     /// Write the lock here (standard output by default).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -10,7 +10,9 @@ use crate::cache::digest;
 use crate::manifest::Place;
 use crate::tool::Tool;
 
-/// What a lock file holds: each tool's digest, by the name its source gives it.
+/// What a lock file holds: each tool's digest, by the name its source gives it; a gateway's
+/// tools by `<server>/<name>` (a tool's name has no `/`), so servers that share a name do not
+/// share its pin.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lock {
     pub tools: BTreeMap<String, String>,
@@ -43,9 +45,25 @@ impl Lock {
         Lock { tools: tools.iter().map(|tool| (tool.name.clone(), digest(tool))).collect() }
     }
 
+    /// The lock of several servers' tools, each by `<server>/<name>`.
+    pub fn of_servers<'a>(servers: impl IntoIterator<Item = (&'a str, &'a [Tool])>) -> Lock {
+        let tools = servers.into_iter().flat_map(|(server, tools)| {
+            tools.iter().map(move |tool| (format!("{server}/{}", tool.name), digest(tool)))
+        });
+        Lock { tools: tools.collect() }
+    }
+
     /// How `tool` stands against the lock.
     pub fn standing(&self, tool: &Tool) -> Standing {
-        match self.tools.get(&tool.name) {
+        self.standing_of(None, tool)
+    }
+
+    /// How server `server`'s `tool` stands: by `<server>/<name>` when the lock has that (a
+    /// gateway's lock), else by its name.
+    pub fn standing_of(&self, server: Option<&str>, tool: &Tool) -> Standing {
+        let qualified = server.filter(|server| !server.is_empty()).map(|server| format!("{server}/{}", tool.name));
+        let pinned = qualified.as_ref().and_then(|name| self.tools.get(name)).or_else(|| self.tools.get(&tool.name));
+        match pinned {
             None => Standing::New,
             Some(pinned) if *pinned == digest(tool) => Standing::Pinned,
             Some(_) => Standing::Changed,
@@ -141,6 +159,14 @@ mod tests {
         assert_eq!(lock.standing(&changed), Standing::Changed);
         assert_eq!(lock.standing(&Tool::new("sub")), Standing::New);
         assert_eq!(lock.gone(&[Tool::new("sub")]), ["add"]);
+        // A gateway's lock: each server's tool by its own pin.
+        let other = tool.clone().with_description("Adds, elsewhere.");
+        let servers = Lock::of_servers([("a", std::slice::from_ref(&tool)), ("b", std::slice::from_ref(&other))]);
+        assert_eq!(servers.standing_of(Some("a"), &tool), Standing::Pinned);
+        assert_eq!(servers.standing_of(Some("b"), &other), Standing::Pinned);
+        assert_eq!(servers.standing_of(Some("b"), &tool), Standing::Changed, "b's pin, not a's");
+        assert_eq!(servers.standing_of(Some("c"), &tool), Standing::New);
+        assert_eq!(lock.standing_of(Some("a"), &tool), Standing::Pinned, "a lock of one source serves any server");
         assert!(lock.tools["add"].starts_with("sha256:") && lock.tools["add"].len() == 7 + 64);
     }
 

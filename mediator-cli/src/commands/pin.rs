@@ -1,20 +1,26 @@
-//! `tool-mediator pin MANIFEST`: a lock file of the manifest's tools, and the comparison with
-//! one that `enhance --locked` makes.
+//! `tool-mediator pin MANIFEST` (or `--server -- CMD`, or `--servers FILE` for a gateway): a lock
+//! file of the tools, and the comparison with one that `enhance --locked` makes.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use tool_mediator::Tool;
 use tool_mediator::lint::printable;
 use tool_mediator::manifest::Place;
 use tool_mediator::pin::{Lock, Standing};
+use tool_mediator::proxy::servers::Servers;
+use tool_mediator::proxy::{ServerSpec, probe};
 
 use crate::cli::PinArgs;
 use crate::manifest::{self, Origin};
 use crate::output;
 
 pub async fn run(args: PinArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.servers {
+        let lock = gateway_lock(path).await?;
+        return write(&args, &lock);
+    }
     let mut tools = Vec::new();
     // Where each tool's name is written (the file or server, and the place in it), for an error
     // about it.
@@ -46,12 +52,34 @@ pub async fn run(args: PinArgs) -> Result<ExitCode> {
         }
         first.insert(&tool.name, index);
     }
-    let lock = Lock::of(&tools);
+    write(&args, &Lock::of(&tools))
+}
+
+fn write(args: &PinArgs, lock: &Lock) -> Result<ExitCode> {
     match &args.output {
         Some(path) => output::write_atomically(&[(path.clone(), lock.text())])?,
         None => output::print(&lock.text())?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lock of every enabled server of the servers file at `path`, each listed as the gateway
+/// starts it.
+async fn gateway_lock(path: &std::path::Path) -> Result<Lock> {
+    let servers = Servers::read(path)?;
+    for warning in &servers.warnings {
+        tracing::warn!("{warning}");
+    }
+    let mut listed = Vec::new();
+    for server in servers.enabled() {
+        let spec = ServerSpec::from_config(server);
+        let upstream = (spec.start)().expect("a servers file's server can always be started");
+        let tools = probe::probe_tools(upstream)
+            .await
+            .with_context(|| format!("{}: the server `{}`", path.display(), server.name))?;
+        listed.push((server.name.clone(), tools));
+    }
+    Ok(Lock::of_servers(listed.iter().map(|(name, tools)| (name.as_str(), tools.as_slice()))))
 }
 
 /// Compares `tools` of `origin` with `lock`, reporting on stderr; whether every tool is as

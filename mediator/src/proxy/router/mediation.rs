@@ -115,7 +115,7 @@ impl Router {
             tools.retain(|tool| link.admits(tool));
             // A tool changed since it was pinned is a rug pull until the lock says otherwise.
             if let Some(lock) = &self.lock {
-                tools.retain(|tool| match lock.standing(tool) {
+                tools.retain(|tool| match lock.standing_of(Some(&link.name), tool) {
                     crate::pin::Standing::Pinned => true,
                     crate::pin::Standing::New => {
                         tracing::warn!("{} lists `{}`, which is new since the lock", link.label, tool.name);
