@@ -209,14 +209,21 @@ pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = T
     let total = members.len();
     let topic = category.replace(['_', '-'], " ");
     let Described { text: entries, tools } = describe(members, EXPANDED_TOOLS);
-    let mut text = format!("{total} tools for {topic}; call them by name:\n{entries}");
-    let mut structured = json!({"category": category, "tools": tools});
-    if tools.len() < total {
-        let note = format!(
+    let text = format!("{total} tools for {topic}; call them by name:\n{entries}");
+    let note = (tools.len() < total).then(|| {
+        format!(
             "Described here: {} of {total}. All {total} are now in tools/list and can be called by name; \
              list the tools to see the rest.",
             tools.len()
-        );
+        )
+    });
+    described_result(text, json!({"category": category, "tools": tools}), total, note)
+}
+
+/// A tool result that describes tools: `text` for every client, `structured` for those that read
+/// `structuredContent`, and, when not all `total` could be described, a `note` saying so in both.
+pub(super) fn described_result(mut text: String, mut structured: Value, total: usize, note: Option<String>) -> Value {
+    if let Some(note) = note {
         text.push_str(&format!("\n{note}\n"));
         structured["total"] = json!(total);
         structured["note"] = json!(note);

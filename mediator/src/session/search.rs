@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::disclosure::{Described, EXPANDED_BYTES, describe};
+use super::disclosure::{Described, EXPANDED_BYTES, describe, described_result};
 use super::{Session, State, text_result};
 use crate::json::Json;
 use crate::search::{Document, ToolIndex};
@@ -142,22 +142,14 @@ fn search_result(query: &str, found: Vec<Tool>) -> Value {
     let names: Vec<String> = found.iter().map(|tool| tool.name.clone()).collect();
     let Described { text: entries, tools } = describe(found.into_iter(), total);
     let names = &names[tools.len()..];
-    let mut text = format!("{total} tools for `{query}`, best first; call them by name:\n{entries}");
-    let mut structured = json!({"query": query, "tools": tools});
-    if !names.is_empty() {
-        let note = format!(
+    let text = format!("{total} tools for `{query}`, best first; call them by name:\n{entries}");
+    let note = (!names.is_empty()).then(|| {
+        format!(
             "Described here: {} of {total} (about {} KiB at most). The others found can be called by name too: {}.",
             tools.len(),
             EXPANDED_BYTES / 1024,
             names.join(", ")
-        );
-        text.push_str(&format!("\n{note}\n"));
-        structured["total"] = json!(total);
-        structured["note"] = json!(note);
-    }
-    json!({
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": structured,
-        "isError": false
-    })
+        )
+    });
+    described_result(text, json!({"query": query, "tools": tools}), total, note)
 }

@@ -167,7 +167,6 @@ impl Router {
             if let Some(name) = name {
                 *lock(&link.server_name) = Some(name.to_owned());
             }
-            *lock(&link.capabilities) = result.get("capabilities").cloned();
             *lock(&link.handshake_result) = Some(result.clone());
         }
         Ok((reply, result))
@@ -503,7 +502,9 @@ impl Router {
 impl Link {
     /// Whether the server said in the handshake that it has `capability` (or did not say).
     pub(super) fn has(&self, capability: &str) -> bool {
-        lock(&self.capabilities).as_ref().is_none_or(|capabilities| capabilities.get(capability).is_some())
+        let result = lock(&self.handshake_result);
+        let capabilities = result.as_ref().and_then(|result| result.get("capabilities"));
+        capabilities.is_none_or(|capabilities| capabilities.get(capability).is_some())
     }
 }
 
@@ -609,7 +610,7 @@ mod tests {
     fn a_server_without_capabilities_is_asked_anyway() {
         let link = Link::new(0, super::super::LinkSettings::default());
         assert!(link.has("resources"));
-        *lock(&link.capabilities) = Some(json!({"tools": {}}));
+        *lock(&link.handshake_result) = Some(json!({"capabilities": {"tools": {}}}));
         assert!(!link.has("resources"));
         assert!(Kind::of("prompts/list").is_some_and(|kind| kind.capability() == "prompts"));
     }

@@ -45,10 +45,8 @@ pub(in crate::proxy) struct Link {
     pub(super) server_name: Mutex<Option<String>>,
     /// The source when the server names none: the program's file name, or the URL's host.
     pub(super) fallback_source: Mutex<String>,
-    /// What the server said it can do in the handshake.
-    pub(super) capabilities: Mutex<Option<Value>>,
-    /// Its answer to the client's handshake, for the gateway's answer to a handshake that finds
-    /// it joined already.
+    /// Its answer to the client's handshake: what it can do, and for the gateway's answer to a
+    /// handshake that finds it joined already.
     pub(super) handshake_result: Mutex<Option<Value>>,
     pub(super) listing: Mutex<Option<Listing>>,
     /// Listings started, and (behind the gate) the number of the last one that finished.
@@ -88,7 +86,6 @@ impl Link {
             source: settings.source,
             outbox: Mutex::default(),
             server_name: Mutex::default(),
-            capabilities: Mutex::default(),
             handshake_result: Mutex::default(),
             listing: Mutex::default(),
             listings_started: AtomicU64::new(0),
@@ -224,9 +221,9 @@ impl Link {
     /// Whether the server said in the handshake that it tells when its tools change: then the
     /// list it gave last stands until it does.
     pub(super) fn announces_tool_changes(&self) -> bool {
-        lock(&self.capabilities)
+        lock(&self.handshake_result)
             .as_ref()
-            .is_some_and(|capabilities| capabilities.pointer("/tools/listChanged") == Some(&Value::Bool(true)))
+            .is_some_and(|result| result.pointer("/capabilities/tools/listChanged") == Some(&Value::Bool(true)))
     }
 
     /// Whether the settings let `tool` through (by the server's name for it).
