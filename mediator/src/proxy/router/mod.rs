@@ -174,8 +174,13 @@ impl Router {
     /// Returns once no server is being given the handshake (within the request timeout): one
     /// that just started is waited for rather than left out of a list.
     async fn joins_settled(&self) {
-        let joining = self.links.iter().filter(|link| link.is_up() && link.joining() == Joining::UnderWay);
-        let settled = futures_util::future::join_all(joining.map(|link| link.join_settled()));
+        let joining: Vec<Arc<Link>> =
+            self.links.iter().filter(|link| link.is_up() && link.joining() == Joining::UnderWay).cloned().collect();
+        if joining.is_empty() {
+            // The usual case, on every call: no timer, nothing to wait for.
+            return;
+        }
+        let settled = futures_util::future::join_all(joining.iter().map(|link| link.join_settled()));
         // A server that takes long to join holds up a list this long at most.
         let _ = tokio::time::timeout(self.request_timeout.min(JOIN_WAIT), settled).await;
     }
