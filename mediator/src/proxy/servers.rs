@@ -49,12 +49,13 @@ pub enum Transport {
     Http { url: reqwest::Url, headers: Vec<(String, String)> },
 }
 
-/// Why a servers file cannot be used: the file, the place in it, what is wrong.
+/// Why a servers file cannot be used: the file, the place in it (none when it cannot be read at
+/// all), what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{place}: {message}", path.display())]
+#[error("{}{}: {message}", path.display(), place.as_ref().map(ToString::to_string).unwrap_or_default())]
 pub struct ServersError {
     pub path: PathBuf,
-    pub place: Place,
+    pub place: Option<Place>,
     pub message: String,
 }
 
@@ -63,7 +64,7 @@ impl Servers {
     pub fn parse(text: &str, path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Servers, ServersError> {
         let document = crate::json::from_str(text).map_err(|error| ServersError {
             path: path.to_owned(),
-            place: Place::At { line: error.line(), column: error.column() },
+            place: Some(Place::At { line: error.line(), column: error.column() }),
             message: crate::json::message(&error),
         })?;
         let mut reader = Reader { path, env: &env, warnings: Vec::new() };
@@ -75,7 +76,7 @@ impl Servers {
     pub fn read(path: &Path) -> Result<Servers, ServersError> {
         let text = std::fs::read_to_string(path).map_err(|error| ServersError {
             path: path.to_owned(),
-            place: Place::Pointer(String::new()),
+            place: None,
             message: format!("cannot read it: {error}"),
         })?;
         Servers::parse(&text, path, |name| std::env::var(name).ok())
@@ -104,7 +105,11 @@ struct Reader<'a, E> {
 
 impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
     fn error(&self, pointer: &str, message: impl Into<String>) -> ServersError {
-        ServersError { path: self.path.to_owned(), place: Place::Pointer(pointer.to_owned()), message: message.into() }
+        ServersError {
+            path: self.path.to_owned(),
+            place: Some(Place::Pointer(pointer.to_owned())),
+            message: message.into(),
+        }
     }
 
     fn warn(&mut self, pointer: &str, message: &str) {
@@ -375,6 +380,13 @@ mod tests {
                 "servers.json: `/servers/b/command`: a stdio setting on an HTTP server; ignored",
             ]
         );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_named_without_a_place() {
+        let error = Servers::read(Path::new("/no/such/servers.json")).unwrap_err();
+        assert_eq!(error.place, None);
+        assert!(error.to_string().starts_with("/no/such/servers.json: cannot read it: "), "{error}");
     }
 
     #[test]
