@@ -262,7 +262,7 @@ impl<'de> Visitor<'de> for HashStream<'_> {
 
     fn visit_f64<E>(mut self, value: f64) -> Result<(), E> {
         match serde_json::Number::from_f64(value) {
-            Some(number) => self.bytes(2, number.to_string().as_bytes()),
+            Some(number) => self.bytes(2, canonical_number(&number.to_string()).as_bytes()),
             None => self.out.push(0),
         }
         Ok(())
@@ -295,7 +295,7 @@ impl<'de> Visitor<'de> for HashStream<'_> {
             // A number, its text as written (see `json`).
             let text: Cow<'de, str> = entries.next_value()?;
             let number = serde_json::from_str::<serde_json::Number>(&text).map_err(de::Error::custom)?;
-            self.bytes(2, number.to_string().as_bytes());
+            self.bytes(2, canonical_number(&number.to_string()).as_bytes());
             return Ok(());
         }
         self.out.push(5);
@@ -341,7 +341,7 @@ fn hash_value(hash: &mut Sha256, value: &Value) {
         Value::Bool(flag) => hash.update([1, u8::from(*flag)]),
         Value::Number(number) => {
             hash.update([2]);
-            hash_bytes(hash, number.to_string().as_bytes());
+            hash_bytes(hash, canonical_number(&number.to_string()).as_bytes());
         }
         Value::String(text) => {
             hash.update([3]);
@@ -356,6 +356,71 @@ fn hash_value(hash: &mut Sha256, value: &Value) {
         }
         Value::Object(object) => hash_object(hash, object),
     }
+}
+
+/// A number's text in one form for each value, so `10`, `10.0` and `1e1` hash alike: the digits
+/// without leading or trailing zeros, written plainly while the point stays within 21 places of
+/// them, else as `d.ddde±n` (a huge exponent is never written out). Exact at any precision: no
+/// float is made. Text that is not a JSON number stays as it is.
+fn canonical_number(text: &str) -> Cow<'_, str> {
+    const PLAIN: i64 = 21;
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], &unsigned[at + 1..]),
+        None => (unsigned, "0"),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let Ok(exponent) = exponent.strip_prefix('+').unwrap_or(exponent).parse::<i64>() else {
+        return Cow::Borrowed(text);
+    };
+    if whole.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|byte| byte.is_ascii_digit()) {
+        return Cow::Borrowed(text);
+    }
+    let digits: String = whole.chars().chain(fraction.chars()).collect();
+    let significant = digits.trim_start_matches('0');
+    let trimmed = significant.trim_end_matches('0');
+    if trimmed.is_empty() {
+        return Cow::Borrowed("0");
+    }
+    // The value is `trimmed` × 10^scale; `point` digits stand before the decimal point.
+    let Some(scale) = exponent
+        .checked_sub(fraction.len() as i64)
+        .and_then(|scale| scale.checked_add((significant.len() - trimmed.len()) as i64))
+    else {
+        return Cow::Borrowed(text);
+    };
+    let count = trimmed.len() as i64;
+    let point = count + scale;
+    let mut out = String::with_capacity(trimmed.len() + 24);
+    if negative {
+        out.push('-');
+    }
+    if scale >= 0 && point <= PLAIN {
+        out.push_str(trimmed);
+        out.extend(std::iter::repeat_n('0', scale as usize));
+    } else if scale < 0 && point > 0 {
+        let (before, after) = trimmed.split_at(point as usize);
+        out.push_str(before);
+        out.push('.');
+        out.push_str(after);
+    } else if scale < 0 && point > -PLAIN {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-point) as usize));
+        out.push_str(trimmed);
+    } else {
+        let (first, rest) = trimmed.split_at(1);
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        out.push('e');
+        out.push_str(&(point - 1).to_string());
+    }
+    if out == text { Cow::Borrowed(text) } else { Cow::Owned(out) }
 }
 
 fn hash_object(hash: &mut Sha256, object: &serde_json::Map<String, Value>) {
@@ -458,5 +523,52 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(digest(serde_json::json!(["ab", "c"])), digest(serde_json::json!(["a", "bc"])));
         assert_ne!(digest(serde_json::json!({"a": "1"})), digest(serde_json::json!({"a": 1})));
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    fn tool_with(minimum: &str) -> Tool {
+        let text = format!(
+            r#"{{"name": "t", "inputSchema": {{"type": "object", "properties": {{"n": {{"type": "number", "minimum": {minimum}}}}}}}}}"#
+        );
+        crate::json::from_str_as(&text).unwrap()
+    }
+
+    #[test]
+    fn pin_digests_treat_equal_numbers_as_equal() {
+        let ten = digest(&tool_with("10"));
+        for same in ["10.0", "1e1", "1E+1", "10.000", "100e-1", "0.1e2"] {
+            assert_eq!(digest(&tool_with(same)), ten, "{same} is 10");
+        }
+        for other in ["11", "1", "100", "-10", "10.5"] {
+            assert_ne!(digest(&tool_with(other)), ten, "{other} is not 10");
+        }
+        assert_eq!(digest(&tool_with("0.5")), digest(&tool_with("5e-1")));
+        assert_eq!(digest(&tool_with("0")), digest(&tool_with("-0.0")));
+        assert_eq!(digest(&tool_with("1e400")), digest(&tool_with("10e399")), "beyond f64, still exact");
+        assert_ne!(digest(&tool_with("1e400")), digest(&tool_with("1e401")));
+        // A huge exponent is not written out digit by digit.
+        assert_ne!(digest(&tool_with("1e999999999")), digest(&tool_with("1e999999998")));
+    }
+
+    #[test]
+    fn numbers_are_written_as_integers_or_short_decimals() {
+        for (written, canonical) in [
+            ("10", "10"),
+            ("10.0", "10"),
+            ("1e1", "10"),
+            ("-0", "0"),
+            ("0.50", "0.5"),
+            ("-1.25e1", "-12.5"),
+            ("007", "7"),
+            ("1e-7", "0.0000001"),
+            ("1e100", "1e100"),
+            ("1.5e-100", "1.5e-100"),
+        ] {
+            assert_eq!(canonical_number(written), canonical, "{written}");
+        }
     }
 }
