@@ -33,7 +33,94 @@ pub fn check(schema: &Value) -> Result<(), SchemaError> {
     } else {
         jsonschema::meta::validate(schema)
     };
-    outcome.map_err(|error| SchemaError { pointer: error.instance_path().to_string(), message: error.to_string() })
+    outcome.map_err(|error| SchemaError { pointer: error.instance_path().to_string(), message: error.to_string() })?;
+    check_references(schema)
+}
+
+/// Keywords whose values are data, never schemas: a `$ref` inside one is not a reference.
+const DATA_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
+
+/// Checks that every `$ref` (and `$dynamicRef`) resolves inside the schema: to a JSON pointer
+/// (`#/$defs/x`, escaped and percent-encoded as RFC 6901 and 3986 say), to an `$anchor`
+/// (`#name`), or to a subschema's `$id`. A reference elsewhere cannot be resolved by a client
+/// that has only the tool, and fetching it would send the client out to a host the server chose.
+fn check_references(schema: &Value) -> Result<(), SchemaError> {
+    let mut references = Vec::new();
+    let mut anchors = std::collections::HashSet::new();
+    let mut ids: std::collections::HashMap<&str, &Value> = std::collections::HashMap::new();
+    // Walked with a stack of its own: a value built in code may be deeper than a thread's stack.
+    let mut stack = vec![(schema, String::new())];
+    while let Some((node, pointer)) = stack.pop() {
+        match node {
+            Value::Object(members) => {
+                for (key, value) in members {
+                    match (key.as_str(), value) {
+                        (key, _) if DATA_KEYWORDS.contains(&key) => {}
+                        ("$ref" | "$dynamicRef", Value::String(target)) => {
+                            references.push((target.as_str(), format!("{pointer}/{key}")));
+                        }
+                        ("$anchor" | "$dynamicAnchor", Value::String(anchor)) => {
+                            anchors.insert(anchor.as_str());
+                        }
+                        ("$id", Value::String(id)) => {
+                            ids.insert(id.trim_end_matches('#'), node);
+                        }
+                        (key, value) => stack.push((value, format!("{pointer}/{}", escape(key)))),
+                    }
+                }
+            }
+            Value::Array(items) => {
+                stack.extend(items.iter().enumerate().map(|(index, item)| (item, format!("{pointer}/{index}"))));
+            }
+            _ => {}
+        }
+    }
+    for (target, pointer) in references {
+        let (base, fragment) = target.split_once('#').unwrap_or((target, ""));
+        let document = match base {
+            "" => Some(schema),
+            base => ids.get(base).copied(),
+        };
+        let fragment = percent_decoded(fragment);
+        let resolves = document.is_some_and(|document| match fragment.as_deref() {
+            Some("") => true,
+            Some(fragment) if fragment.starts_with('/') => document.pointer(fragment).is_some(),
+            Some(anchor) => anchors.contains(anchor),
+            None => false,
+        });
+        if !resolves {
+            let message = match document {
+                None => format!("the reference `{target}` points outside the schema"),
+                Some(_) => format!("the reference `{target}` resolves to nothing in the schema"),
+            };
+            return Err(SchemaError { pointer, message });
+        }
+    }
+    Ok(())
+}
+
+/// A URI fragment with its `%XX` escapes decoded; `None` when they do not decode to UTF-8.
+fn percent_decoded(fragment: &str) -> Option<Cow<'_, str>> {
+    if !fragment.contains('%') {
+        return Some(Cow::Borrowed(fragment));
+    }
+    let bytes = fragment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |byte: u8| (byte as char).to_digit(16);
+        match (bytes[at], bytes.get(at + 1).copied().and_then(hex), bytes.get(at + 2).copied().and_then(hex)) {
+            (b'%', Some(high), Some(low)) => {
+                decoded.push((high * 16 + low) as u8);
+                at += 3;
+            }
+            (byte, _, _) => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded).ok().map(Cow::Owned)
 }
 
 pub fn is_valid(schema: &Value) -> bool {
@@ -83,6 +170,12 @@ pub struct Repair {
     pub what: String,
 }
 
+/// Whether `schema` is a schema at all: an object or a boolean. What [`repair`] puts in place
+/// of anything else is a guess.
+pub fn is_schema(schema: &Value) -> bool {
+    matches!(schema, Value::Object(_) | Value::Bool(_))
+}
+
 /// The smallest object-root schema: what a tool with no parameters takes.
 pub fn empty_object() -> Value {
     json!({"type": "object", "properties": {}})
@@ -90,16 +183,39 @@ pub fn empty_object() -> Value {
 
 /// Repairs what real manifests get wrong, in place, and says what it changed.
 ///
+/// A boolean root keeps its meaning (see below); any other root that is not an object is no
+/// schema at all and becomes the empty object schema ([`is_schema`] tells the two apart).
 /// Non-standard type names become standard ones, an unknown type name is dropped (the value
 /// may then be anything), `required: true` on a property moves to its parent's `required`
 /// list, a tuple's positional `items` become `prefixItems`, and the root gets `type: "object"`
 /// and `properties` when it lacks them. Everything else is left as it is.
 pub fn repair(schema: &mut Value) -> Vec<Repair> {
     let mut repairs = Vec::new();
-    if !schema.is_object() {
-        repairs.push(Repair { pointer: String::new(), what: format!("replaced a non-object root ({schema})") });
-        *schema = empty_object();
-        return repairs;
+    // A boolean schema keeps its meaning: `true` takes any arguments, `false` none at all (a
+    // repair never widens what a schema accepts).
+    match schema {
+        Value::Object(_) => {}
+        Value::Bool(true) => {
+            repairs.push(Repair {
+                pointer: String::new(),
+                what: "a `true` root (any arguments) -> the object schema".into(),
+            });
+            *schema = empty_object();
+            return repairs;
+        }
+        Value::Bool(false) => {
+            repairs.push(Repair {
+                pointer: String::new(),
+                what: "a `false` root (no arguments at all) -> an object schema that accepts nothing".into(),
+            });
+            *schema = json!({"type": "object", "properties": {}, "not": {}});
+            return repairs;
+        }
+        _ => {
+            repairs.push(Repair { pointer: String::new(), what: format!("replaced a non-object root ({schema})") });
+            *schema = empty_object();
+            return repairs;
+        }
     }
     repair_node(schema, &mut String::new(), &mut repairs);
     let root = schema.as_object_mut().expect("checked above");
@@ -571,6 +687,55 @@ mod tests {
     fn meta_schema_violations_point_into_the_schema() {
         let error = check(&json!({"type": "object", "properties": {"a": {"type": "float"}}})).unwrap_err();
         assert_eq!(error.pointer, "/properties/a/type");
+    }
+
+    /// Regression (probe): a `$ref` to a definition that is not there passed `overrides lint`,
+    /// `lint` and `enhance`; a client's validator then fails on every call.
+    #[test]
+    fn a_dangling_ref_is_refused_where_it_stands() {
+        let dangling = json!({"type": "object", "$defs": {"id": {"type": "string"}},
+                              "properties": {"user": {"$ref": "#/$defs/missing"}}});
+        let error = check(&dangling).unwrap_err();
+        assert_eq!(error.pointer, "/properties/user/$ref", "{error}");
+        assert!(error.message.contains("#/$defs/missing"), "{error}");
+        // What resolves is fine: pointers (escaped, percent-encoded), the root, anchors, ids.
+        for fine in [
+            json!({"type": "object", "$defs": {"a/b c": {"type": "string"}},
+                   "properties": {"x": {"$ref": "#/$defs/a~1b%20c"}, "y": {"$ref": "#"}}}),
+            json!({"type": "object", "$defs": {"n": {"$anchor": "node", "type": "string"}},
+                   "properties": {"x": {"$ref": "#node"}}}),
+            json!({"type": "object", "$defs": {"n": {"$id": "urn:example:n", "type": "object",
+                   "properties": {"v": {"type": "string"}}}},
+                   "properties": {"x": {"$ref": "urn:example:n"}, "y": {"$ref": "urn:example:n#/properties/v"}}}),
+            json!({"type": "object", "definitions": {"t": {"type": "string"}},
+                   "properties": {"x": {"prefixItems": [{"$ref": "#/definitions/t"}]}}}),
+            // Data that looks like a reference is data.
+            json!({"type": "object", "properties": {"x": {"default": {"$ref": "#/nowhere"},
+                   "enum": [{"$ref": "#/no"}], "const": {"$ref": "#/no"}, "examples": [{"$ref": "#/no"}]}}}),
+            // A property named `$ref` is a property.
+            json!({"type": "object", "properties": {"$ref": {"type": "string"}}}),
+        ] {
+            assert_eq!(check(&fine), Ok(()), "{fine}");
+        }
+        for dangling in [
+            json!({"type": "object", "properties": {"x": {"$ref": "#nowhere"}}}),
+            json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/schema.json"}}}),
+            json!({"type": "object", "properties": {"x": {"$ref": "other.json#/a"}}}),
+            json!({"type": "object", "properties": {"x": {"$ref": "#/properties/y"}}}),
+            json!({"type": "object", "properties": {"x": {"$dynamicRef": "#meta"}}}),
+        ] {
+            assert!(check(&dangling).is_err(), "{dangling}");
+        }
+    }
+
+    /// `make_valid` drops a dangling reference rather than the whole schema.
+    #[test]
+    fn a_dangling_ref_costs_only_itself() {
+        let mut schema = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/gone", "description": "A"},
+                                                                 "b": {"type": "string"}}});
+        let repairs = make_valid(&mut schema);
+        assert_eq!(schema["properties"]["a"], json!({"description": "A"}), "{repairs:?}");
+        assert_eq!(schema["properties"]["b"], json!({"type": "string"}));
     }
 
     #[test]

@@ -115,8 +115,14 @@ impl RuleTransformer {
             }
             Some(input_schema) if schema::needs_repair(input_schema) => {
                 let mut repaired = input_schema.to_value();
+                if schema::is_schema(&repaired) {
+                    confidence = confidence.min(REPAIRED_SCHEMA);
+                } else {
+                    // Nothing of it can be kept: what replaces it is a guess.
+                    inferred.push("inputSchema".to_owned());
+                    confidence = confidence.min(INFERRED_SCHEMA);
+                }
                 schema::repair(&mut repaired);
-                confidence = confidence.min(REPAIRED_SCHEMA);
                 Some(repaired)
             }
             Some(_) => None,
@@ -346,5 +352,35 @@ mod tests {
         let schema = answer.patch.input_schema.unwrap().unwrap().to_value();
         assert!(schema::is_valid(&schema));
         assert_eq!(schema["properties"]["numbers"]["items"]["type"], "number");
+    }
+
+    /// Regression (probe): `"inputSchema": false` accepts no arguments at all; it became the
+    /// accept-anything object schema at confidence 0.9, not marked inferred.
+    #[test]
+    fn a_false_schema_stays_a_schema_that_accepts_nothing() {
+        let tool = Tool::new("get_user").with_description("Look a user up by id").with_input_schema(json!(false));
+        let answer = answer_for(tool).unwrap();
+        let schema = answer.patch.input_schema.unwrap().unwrap().to_value();
+        assert!(schema::is_valid(&schema), "{schema}");
+        assert_eq!(schema["type"], "object");
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for arguments in [json!({}), json!({"id": "1"})] {
+            assert!(!validator.is_valid(&arguments), "{schema} accepts {arguments}");
+        }
+        assert!(answer.inferred.is_empty(), "the meaning is kept, nothing is guessed");
+    }
+
+    /// A root that is no schema at all (`"inputSchema": "string"`) is replaced by a guess, and
+    /// the answer says so: inferred, at the confidence of an inferred schema.
+    #[test]
+    fn a_root_that_is_no_schema_is_replaced_as_a_guess() {
+        for junk in [json!("string"), json!(42), json!(["a"]), json!(null)] {
+            let tool = Tool::new("get_user").with_description("Look a user up by id").with_input_schema(junk.clone());
+            let answer = answer_for(tool).unwrap();
+            let schema = answer.patch.input_schema.unwrap().unwrap().to_value();
+            assert!(schema::is_valid(&schema), "{junk}: {schema}");
+            assert_eq!(answer.inferred, ["inputSchema"], "{junk}");
+            assert!(answer.confidence <= INFERRED_SCHEMA, "{junk}: {}", answer.confidence);
+        }
     }
 }
