@@ -781,6 +781,201 @@ fn in_place_leaves_an_unchanged_file_untouched() {
     assert_eq!(serde_json::from_str::<Value>(&fs::read_to_string(&copy).unwrap()).unwrap()["tools"][0]["name"], "echo");
 }
 
+/// Runs the binary with its address space limited to 1 GiB and `stdin` as its input, so that
+/// reading without a limit ends in a failed allocation rather than in the machine's memory.
+#[cfg(unix)]
+fn run_limited(args: &[&str], stdin: std::process::Stdio) -> std::process::Output {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = std::process::Command::new(tool_mediator_tests::binary());
+    command.args(args).current_dir(root()).stdin(stdin);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
+    }
+    command.output().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn names_refuses_an_endless_line_on_standard_input() {
+    let output = run_limited(&["names"], fs::File::open("/dev/zero").unwrap().into());
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("standard input, line 1: longer than the limit of"), "{}", stderr(&output));
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_refuses_a_read_only_file() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.json");
+    fs::write(&path, RENAMED).unwrap();
+    // Read-only for everyone, its owner too: as an editor does, tool-mediator leaves it be, even
+    // run by root (whom the permissions do not stop).
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+    let output = run(&["enhance", "--in-place", path.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(&format!("cannot write {}: read-only", path.display())), "{}", stderr(&output));
+    assert_eq!(fs::read_to_string(&path).unwrap(), RENAMED);
+
+    // The same for an output file that is there already.
+    let source = dir.path().join("source.json");
+    fs::write(&source, RENAMED).unwrap();
+    let output = run(&["enhance", source.to_str().unwrap(), "-o", path.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(fs::read_to_string(&path).unwrap(), RENAMED);
+    assert_eq!(listing(dir.path()), ["source.json".into(), "tools.json".into()].into());
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_as_another_user_leaves_a_file_it_may_not_write() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    // SAFETY: geteuid only reads the process's credentials.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can run tool-mediator as another user here (setpriv)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    // A directory anyone may write in (no sticky bit), holding root's file that only root may
+    // write: renaming over it is allowed, replacing it would not be.
+    let shared = dir.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let path = shared.join("tools.json");
+    fs::write(&path, RENAMED).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(tool_mediator_tests::binary())
+        .args(["enhance", "--in-place", path.to_str().unwrap()])
+        .current_dir(&shared)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(&format!("cannot write {}", path.display())), "{}", stderr(&output));
+    assert_eq!(fs::read_to_string(&path).unwrap(), RENAMED);
+    assert_eq!(fs::metadata(&path).unwrap().uid(), 0, "still root's");
+    assert_eq!(listing(&shared), ["tools.json".into()].into());
+}
+
+#[test]
+fn a_byte_order_mark_is_read_past_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.json");
+    fs::write(&path, format!("\u{FEFF}{RENAMED_ANYWHERE}")).unwrap();
+    let output = run(&["enhance", "--in-place", path.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = fs::read_to_string(&path).unwrap();
+    let body = text.strip_prefix('\u{FEFF}').expect("the byte order mark is kept");
+    assert_eq!(serde_json::from_str::<Value>(body).unwrap()[0]["name"], "delete");
+    let output = run(&["enhance", "--check", path.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(0), "written as --check writes it: {}", stdout(&output));
+
+    // A syntax error is placed as an editor shows it: the mark takes no column.
+    fs::write(&path, "\u{FEFF}[}").unwrap();
+    let output = run(&["enhance", path.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("tools.json:1:2:"), "{}", stderr(&output));
+
+    // Every other JSON file tool-mediator reads.
+    let manifest = dir.path().join("manifest.json");
+    fs::write(&manifest, RENAMED_ANYWHERE).unwrap();
+    let lock = dir.path().join("lock.json");
+    let pinned = run(&["pin", manifest.to_str().unwrap()], None);
+    assert!(pinned.status.success(), "{}", stderr(&pinned));
+    fs::write(&lock, format!("\u{FEFF}{}", stdout(&pinned))).unwrap();
+    let dictionary = dir.path().join("dictionary.json");
+    fs::write(&dictionary, "\u{FEFF}{\"expand\": {\"usr\": \"user\"}}").unwrap();
+    let overrides = dir.path().join("overrides");
+    fs::create_dir(&overrides).unwrap();
+    fs::write(overrides.join("manifest.json"), "\u{FEFF}{\"source\": \"manifest\", \"tools\": {}}").unwrap();
+    let config = dir.path().join("tool-mediator.json");
+    fs::write(&config, "\u{FEFF}{\"cache_ttl_hours\": 2}").unwrap();
+    let output = run(
+        &[
+            "enhance",
+            manifest.to_str().unwrap(),
+            "--locked",
+            lock.to_str().unwrap(),
+            "--dictionary",
+            dictionary.to_str().unwrap(),
+            "--overrides",
+            overrides.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+/// A manifest whose one tool the rules rename (`del` becomes `delete`), on every platform.
+const RENAMED_ANYWHERE: &str = r#"[{"name": "del", "inputSchema": {"type": "object"}}]"#;
+
+/// A file name that moves the cursor, sets the terminal's title and breaks the line.
+#[cfg(unix)]
+const HOSTILE_NAME: &str = "x\u{1b}[2J\u{1b}]0;owned\u{7}\nerror: fake.json";
+
+#[cfg(unix)]
+fn assert_escaped(text: &str, what: &str) {
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{what} holds raw control characters: {text:?}");
+    assert!(!text.contains("\nerror: fake.json"), "{what} breaks the line where the name does: {text:?}");
+    assert!(text.contains(r"x\u{1b}[2J\u{1b}]0;owned\u{7}\u{a}error: fake.json"), "{what}: {text:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn file_names_reach_the_terminal_with_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(HOSTILE_NAME);
+    fs::write(&path, "[}").unwrap();
+    let name = path.to_str().unwrap();
+    let output = run_in(dir.path(), &["enhance", name], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert_escaped(&stderr(&output), "a parse error");
+
+    fs::write(&path, RENAMED).unwrap();
+    let output = run_in(dir.path(), &["enhance", "--check", name], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_escaped(&stdout(&output), "a --check diff");
+    let output = run_in(dir.path(), &["enhance", "--report", name], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_escaped(&stderr(&output), "a --report");
+
+    let config = dir.path().join(format!("{HOSTILE_NAME}.mcp.json"));
+    fs::write(&config, r#"{"mcpServers": {"a": {"command": "a"}}}"#).unwrap();
+    let config = config.to_str().unwrap();
+    for args in [vec!["wrap", "--config", config, "--dry-run"], vec!["wrap", "--config", config]] {
+        let output = run_in(dir.path(), &args, None);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_escaped(&format!("{}{}", stdout(&output), stderr(&output)), "wrap's messages");
+    }
+}
+
+#[test]
+fn cache_stats_on_a_directory_without_a_cache_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-cache");
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    for cache in [&missing, &empty] {
+        for action in ["stats", "prune", "clear"] {
+            let output = run(&["cache", action, "--cache-dir", cache.to_str().unwrap()], None);
+            assert!(output.status.success(), "{action}: {}", stderr(&output));
+            assert!(stderr(&output).contains("no cache here"), "{action}: {}", stderr(&output));
+        }
+        let output = run(&["cache", "stats", "--cache-dir", cache.to_str().unwrap()], None);
+        assert_eq!(json_out(&output)["entries"], 0);
+    }
+    assert!(!missing.exists(), "no directory is made");
+    assert_eq!(fs::read_dir(&empty).unwrap().count(), 0, "nothing is written into an empty one");
+}
+
 /// 200 manifests of 50 kB, each with a tool to rename: writing them (a synced temporary file
 /// each, all before the first rename) takes long enough to be caught in the middle.
 #[cfg(unix)]

@@ -346,3 +346,228 @@ fn a_wrapped_configuration_still_starts_its_servers_with_their_arguments_environ
         assert_eq!(fs::read_to_string(&path).unwrap(), text);
     }
 }
+
+/// What a hostile project can leave where wrap and unwrap put a file of their own (git stores
+/// links, so a clone can hold any of the links).
+#[cfg(unix)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Planted {
+    /// `../../.bashrc`, from the project to the user's home.
+    RelativeLink,
+    AbsoluteLink,
+    /// A link to a file that does not exist, which writing through would create.
+    DanglingLink,
+    /// A second name of the user's file.
+    HardLink,
+    Fifo,
+    Directory,
+}
+
+#[cfg(unix)]
+const PLANTED: [Planted; 6] = [
+    Planted::RelativeLink,
+    Planted::AbsoluteLink,
+    Planted::DanglingLink,
+    Planted::HardLink,
+    Planted::Fifo,
+    Planted::Directory,
+];
+
+/// A user's home with a `.bashrc`, and a project cloned into `home/projects/clone` holding a
+/// Claude Code `.mcp.json`: (the temporary directory, the home, the project).
+#[cfg(unix)]
+fn hostile_clone() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = home.join("projects/clone");
+    fs::create_dir_all(&project).unwrap();
+    fs::write(home.join(".bashrc"), "# the user's own\n").unwrap();
+    fs::copy(fixture("clients/claude-code/.mcp.json"), project.join(".mcp.json")).unwrap();
+    (dir, home, project)
+}
+
+#[cfg(unix)]
+fn plant(kind: Planted, at: &Path, home: &Path) {
+    let _ = fs::remove_file(at);
+    match kind {
+        Planted::RelativeLink => std::os::unix::fs::symlink("../../.bashrc", at).unwrap(),
+        Planted::AbsoluteLink => std::os::unix::fs::symlink(home.join(".bashrc"), at).unwrap(),
+        Planted::DanglingLink => std::os::unix::fs::symlink(home.join(".profile"), at).unwrap(),
+        Planted::HardLink => fs::hard_link(home.join(".bashrc"), at).unwrap(),
+        Planted::Fifo => {
+            let path = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid C string; mkfifo only reads it.
+            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0, "mkfifo {}", at.display());
+        }
+        Planted::Directory => fs::create_dir(at).unwrap(),
+    }
+}
+
+/// Everything under `dir`: each name with what it is (a file's bytes, a link's target).
+#[cfg(unix)]
+fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let kind = fs::symlink_metadata(&path).unwrap().file_type();
+            let what = if kind.is_symlink() {
+                format!("link to {}", fs::read_link(&path).unwrap().display())
+            } else if kind.is_dir() {
+                stack.push(path.clone());
+                "directory".to_owned()
+            } else if kind.is_file() {
+                format!("file {:?}", fs::read(&path).unwrap())
+            } else {
+                "other".to_owned()
+            };
+            found.push((path, what));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Runs the binary in `dir`, killed after 30 seconds (a read of a fifo never ends).
+#[cfg(unix)]
+fn tool_mediator_within(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("tool-mediator {args:?} did not finish within 30 seconds");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn wrap_never_writes_through_a_planted_side_file() {
+    // (the command, the side file planted)
+    let cases: [(&[&str], &str); 5] = [
+        (&["wrap", "--client", "claude-code"], ".mcp.json.bak"),
+        (&["wrap", "--client", "claude-code", "--gateway"], ".mcp.json.bak"),
+        (&["wrap", "--client", "claude-code", "--gateway"], ".mcp.tool-mediator.json"),
+        (&["wrap", "--client", "claude-code", "--gateway"], ".mcp.tool-mediator.unwrap.json"),
+        (&["unwrap", "--client", "claude-code"], ".mcp.json.bak"),
+    ];
+    for (command, side) in cases {
+        for dry_run in [false, true] {
+            for kind in PLANTED {
+                let case = format!("{command:?} (dry run: {dry_run}), {side} planted as {kind:?}");
+                let (dir, home, project) = hostile_clone();
+                if command[0] == "unwrap" {
+                    let wrapped = tool_mediator(&project, &["wrap", "--client", "claude-code", "--gateway"]);
+                    assert!(wrapped.status.success(), "{case}: {}", stderr(&wrapped));
+                }
+                plant(kind, &project.join(side), &home);
+                let before = snapshot(dir.path());
+                let mut args = command.to_vec();
+                if dry_run {
+                    args.push("--dry-run");
+                }
+                let output = tool_mediator_within(&project, &args);
+                assert_eq!(fs::read(home.join(".bashrc")).unwrap(), b"# the user's own\n", "{case}");
+                assert!(!home.join(".profile").exists(), "{case}: the dangling link's target is not made");
+                if kind == Planted::HardLink {
+                    // A regular file (an earlier run's, say): replaced by a new one, never
+                    // written into, so the other name keeps its bytes.
+                    assert!(output.status.success(), "{case}: {}", stderr(&output));
+                    if !dry_run {
+                        use std::os::unix::fs::MetadataExt as _;
+                        assert_eq!(fs::metadata(project.join(side)).unwrap().nlink(), 1, "{case}");
+                    }
+                    continue;
+                }
+                assert!(!stdout(&output).contains("the user's own"), "{case}: {}", stdout(&output));
+                assert_eq!(output.status.code(), Some(2), "{case}: {}", stderr(&output));
+                assert!(stderr(&output).contains(side), "{case}: the error names the file: {}", stderr(&output));
+                assert_eq!(snapshot(dir.path()), before, "{case}: nothing is written");
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn unwrap_does_not_read_its_records_through_a_planted_link() {
+    let (dir, home, project) = hostile_clone();
+    let wrapped = tool_mediator(&project, &["wrap", "--client", "claude-code", "--gateway"]);
+    assert!(wrapped.status.success(), "{}", stderr(&wrapped));
+    // The record as the user's file would be read: a copy of it there, a link to it here.
+    let record = project.join(".mcp.tool-mediator.unwrap.json");
+    fs::rename(&record, home.join("record.json")).unwrap();
+    std::os::unix::fs::symlink("../../record.json", &record).unwrap();
+    let before = snapshot(dir.path());
+    for dry_run in [false, true] {
+        let mut args = vec!["unwrap", "--client", "claude-code"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let output = tool_mediator_within(&project, &args);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(".mcp.tool-mediator.unwrap.json"), "{}", stderr(&output));
+        assert_eq!(snapshot(dir.path()), before, "nothing is written");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn side_files_go_beside_the_path_named_not_beside_a_link_target() {
+    // The configuration is a link into another directory: its backup and the gateway's files
+    // are the project's, beside the link; the link's target gets the new text, the link stays.
+    let (dir, home, project) = hostile_clone();
+    let elsewhere = home.join("dotfiles");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::rename(project.join(".mcp.json"), elsewhere.join("mcp.json")).unwrap();
+    std::os::unix::fs::symlink("../../dotfiles/mcp.json", project.join(".mcp.json")).unwrap();
+    let output = tool_mediator(&project, &["wrap", "--client", "claude-code", "--gateway"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(fs::symlink_metadata(project.join(".mcp.json")).unwrap().file_type().is_symlink());
+    assert!(fs::read_to_string(elsewhere.join("mcp.json")).unwrap().contains("\"gateway\""));
+    assert_eq!(listing(&elsewhere), ["mcp.json"]);
+    assert_eq!(
+        listing(&project),
+        [".mcp.json", ".mcp.json.bak", ".mcp.tool-mediator.json", ".mcp.tool-mediator.unwrap.json"]
+    );
+    drop(dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn wrap_refuses_a_configuration_that_never_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["wrap", "unwrap"] {
+        let output = limited_memory(dir.path(), &[command, "--config", "/dev/zero"]);
+        assert_eq!(output.status.code(), Some(2), "{command}: {}", stderr(&output));
+        assert!(stderr(&output).contains("/dev/zero: larger than the limit of"), "{command}: {}", stderr(&output));
+    }
+}
+
+/// Runs the binary with its address space limited to 1 GiB, so that reading without a limit
+/// ends in a failed allocation rather than in the machine's memory.
+#[cfg(unix)]
+fn limited_memory(dir: &Path, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = std::process::Command::new(binary());
+    command.args(args).current_dir(dir).stdin(std::process::Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
+    }
+    command.output().unwrap()
+}

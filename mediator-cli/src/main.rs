@@ -40,7 +40,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Errors name files and quote what servers said: either may hold control characters.
+            eprintln!("error: {}", tool_mediator::lint::printable(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

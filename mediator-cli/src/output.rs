@@ -17,6 +17,22 @@ pub struct Output<'a> {
     /// When the file is the input the text was made from: how it was when it was read. If it
     /// has changed since, nothing is written.
     pub read_as: Option<FileIdentity>,
+    pub kind: Kind,
+}
+
+/// Whose file a path names, which decides how it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A file the user named (an output, an input rewritten in place): a link is written
+    /// through, a file with other hard links is written in place (see [`Writing`]).
+    Named,
+    /// A file tool-mediator keeps beside one the user named (a backup, a gateway's servers file
+    /// and record). Whatever a project planted there must not redirect it, so it is always a
+    /// new file renamed into the path's own directory: never opened through a link, never
+    /// written into another file (a hard-linked one is replaced, its other names keep their
+    /// bytes). A link, a directory, a fifo or anything else that is not a regular file in the
+    /// way is refused before anything is written. `mode`: its permissions, new or replaced.
+    Side { mode: u32 },
 }
 
 /// Which file a path named and the state it was in: its device and inode, its length and its
@@ -59,7 +75,8 @@ impl FileIdentity {
 
 /// Writes each `(path, text)` as [`write_files`] does.
 pub fn write_atomically(files: &[(PathBuf, String)]) -> Result<()> {
-    let outputs: Vec<Output<'_>> = files.iter().map(|(path, text)| Output { path, text, read_as: None }).collect();
+    let outputs: Vec<Output<'_>> =
+        files.iter().map(|(path, text)| Output { path, text, read_as: None, kind: Kind::Named }).collect();
     write_files(&outputs)
 }
 
@@ -68,9 +85,13 @@ pub fn write_files(files: &[Output<'_>]) -> Result<()> {
     if files.is_empty() {
         return Ok(());
     }
+    // Every file is checked before the first temporary file is made.
+    for file in files {
+        target(file.path, file.kind)?;
+    }
     let mut writing = Writing::start(files[0].path)?;
     for file in files {
-        writing.stage(file.path, file.read_as, |out| out.write_all(file.text.as_bytes()))?;
+        writing.stage_as(file.path, file.read_as, file.kind, |out| out.write_all(file.text.as_bytes()))?;
     }
     writing.finish()
 }
@@ -85,7 +106,10 @@ pub fn write_files(files: &[Output<'_>]) -> Result<()> {
 /// - Just before the first rename, every file that is an input (`read_as`) is checked again: if
 ///   another process changed one since it was read, nothing is written.
 /// - A link is written through: its final target gets the new text and the link stays a link.
+/// - A file we may not write is not replaced, even though its directory would let us rename
+///   over it; a file no one may write (no `w` bit, which root is not stopped by) neither.
 /// - A replaced file keeps its owner, group and mode; a new one gets 0644.
+/// - A side file ([`Kind::Side`]) is neither followed nor written in place.
 /// - A file with other hard links is written in place, so that every name sees the new text
 ///   (see [`Staged::commit`]: the one write that is not atomic).
 /// - SIGINT, SIGTERM and SIGHUP while files are written remove the temporary files and end the
@@ -117,9 +141,21 @@ impl Writing {
         read_as: Option<FileIdentity>,
         write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<()> {
-        let (target, existing) = resolve(path)?;
-        let staged = Staged::new(path, read_as, target, existing.as_ref(), &mut self.created, write)?;
-        let Some(identity) = existing.as_ref().filter(|_| cfg!(unix)).map(FileIdentity::of) else {
+        self.stage_as(path, read_as, Kind::Named, write)
+    }
+
+    fn stage_as(
+        &mut self,
+        path: &Path,
+        read_as: Option<FileIdentity>,
+        kind: Kind,
+        write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let (target, existing) = target(path, kind)?;
+        let staged = Staged::new(path, read_as, kind, target, existing.as_ref(), &mut self.created, write)?;
+        // A side file is replaced, never shared with another name, so it aliases nothing.
+        let identity = existing.as_ref().filter(|_| cfg!(unix) && kind == Kind::Named).map(FileIdentity::of);
+        let Some(identity) = identity else {
             self.staged.push(staged);
             return Ok(());
         };
@@ -170,6 +206,73 @@ fn same_content(a: &Path, b: &Path) -> Result<bool> {
     Ok(read(a)? == read(b)?)
 }
 
+/// The file to replace or create for `path`, and how it is now (`None`: there is none yet).
+/// Refuses, naming the path, what must not be written.
+fn target(path: &Path, kind: Kind) -> Result<(PathBuf, Option<Metadata>)> {
+    let (target, existing) = match kind {
+        Kind::Named => resolve(path)?,
+        Kind::Side { .. } => (path.to_owned(), side_file(path)?),
+    };
+    if let Some(existing) = &existing {
+        check_writable(&target, path, existing)?;
+    }
+    Ok((target, existing))
+}
+
+/// What is at a side file's path: nothing, or a regular file (not a link to one). Anything
+/// else is refused, as it may have been put there to redirect the write.
+fn side_file(path: &Path) -> Result<Option<Metadata>> {
+    let metadata = match fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error).with_context(|| format!("cannot write {}", path.display())),
+        Ok(metadata) => metadata,
+    };
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        return Ok(Some(metadata));
+    }
+    let what = if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file (a fifo, a socket or a device)"
+    };
+    bail!(
+        "cannot write {}: it is {what}, and tool-mediator writes its own files only as new files or over regular \
+         files; nothing was written (remove it, or move it aside)",
+        path.display()
+    )
+}
+
+/// Refuses to replace a file we may not write (with our effective ids), however writable its
+/// directory is, and a file no one may write (no `w` bit), which root is not stopped from
+/// writing but which someone made read-only on purpose. An editor asks first in both cases.
+#[cfg(unix)]
+fn check_writable(target: &Path, path: &Path, existing: &Metadata) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    if existing.permissions().mode() & 0o222 == 0 {
+        bail!("cannot write {}: read-only (no one may write it); nothing was written", path.display());
+    }
+    let name = std::ffi::CString::new(target.as_os_str().as_bytes())
+        .with_context(|| format!("cannot write {}: a NUL byte in its name", path.display()))?;
+    // SAFETY: a valid C string; faccessat only reads it.
+    if unsafe { libc::faccessat(libc::AT_FDCWD, name.as_ptr(), libc::W_OK, libc::AT_EACCESS) } != 0 {
+        let error = std::io::Error::last_os_error();
+        bail!("cannot write {}: {error}; nothing was written", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_writable(_: &Path, path: &Path, existing: &Metadata) -> Result<()> {
+    if existing.permissions().readonly() {
+        bail!("cannot write {}: read-only; nothing was written", path.display());
+    }
+    Ok(())
+}
+
 /// The file a path names: its final target for a link, the path itself for a file that does
 /// not exist yet. Only regular files are written.
 fn resolve(path: &Path) -> Result<(PathBuf, Option<Metadata>)> {
@@ -192,17 +295,22 @@ struct Staged {
     /// The path as given, for messages.
     path: PathBuf,
     read_as: Option<FileIdentity>,
-    /// The file to replace or write: the path's final target.
+    /// The file to replace or write: the path's final target (the path itself for a side file).
     target: PathBuf,
     temporary: tempfile::NamedTempFile,
     /// The target has other hard links: it is written in place, not replaced.
     in_place: bool,
+    kind: Kind,
+    /// Whether there was a file to replace when it was staged.
+    existed: bool,
 }
 
 impl Staged {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         path: &Path,
         read_as: Option<FileIdentity>,
+        kind: Kind,
         target: PathBuf,
         existing: Option<&Metadata>,
         created: &mut Vec<PathBuf>,
@@ -221,16 +329,25 @@ impl Staged {
             .and_then(|()| temporary.as_file().sync_all())
             .with_context(|| format!("cannot write {}", path.display()))?;
         drop(out);
-        let in_place = existing.is_some_and(has_other_links);
-        if !in_place {
-            keep_owner_and_mode(temporary.as_file(), existing)
-                .with_context(|| format!("cannot write {}: cannot set its mode", path.display()))?;
-        }
-        Ok(Staged { path: path.to_owned(), read_as, target, temporary, in_place })
+        let in_place = kind == Kind::Named && existing.is_some_and(has_other_links);
+        let moded = match kind {
+            Kind::Named if in_place => Ok(()),
+            Kind::Named => keep_owner_and_mode(temporary.as_file(), existing),
+            Kind::Side { mode } => set_mode(temporary.as_file(), mode),
+        };
+        moded.with_context(|| format!("cannot write {}: cannot set its mode", path.display()))?;
+        let existed = existing.is_some();
+        Ok(Staged { path: path.to_owned(), read_as, target, temporary, in_place, kind, existed })
     }
 
-    /// Fails when the file was read as an input and has changed since.
+    /// Fails when the file was read as an input and has changed since, or when what is at a
+    /// side file's path is no longer what was checked.
     fn check_unchanged(&self) -> Result<()> {
+        if let Kind::Side { .. } = self.kind
+            && side_file(&self.path)?.is_some() != self.existed
+        {
+            bail!("{}: made by another process meanwhile; nothing was written", self.path.display());
+        }
         let Some(read_as) = self.read_as else {
             return Ok(());
         };
@@ -246,6 +363,14 @@ impl Staged {
 
     fn commit(self) -> Result<()> {
         let path = &self.path;
+        if let (Kind::Side { .. }, false) = (self.kind, self.existed) {
+            // Created where there was nothing: if something appeared since, it stays.
+            self.temporary
+                .persist_noclobber(&self.target)
+                .map_err(|error| error.error)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            return Ok(());
+        }
         if !self.in_place {
             self.temporary
                 .persist(&self.target)
@@ -299,6 +424,17 @@ fn keep_owner_and_mode(file: &fs::File, existing: Option<&Metadata>) -> std::io:
     }
     // After the chown, which clears the set-user-ID and set-group-ID bits.
     file.set_permissions(fs::Permissions::from_mode(existing.mode() & 0o7777))
+}
+
+#[cfg(unix)]
+fn set_mode(file: &fs::File, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    file.set_permissions(fs::Permissions::from_mode(mode & 0o777))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &fs::File, _: u32) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(not(unix))]
@@ -450,6 +586,51 @@ pub fn write_new(path: &Path, text: &str) -> Result<()> {
     file.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// Fails, as writing it would, when a side file ([`Kind::Side`]) cannot be put at `path`.
+pub fn check_side(path: &Path) -> Result<()> {
+    target(path, Kind::Side { mode: 0 }).map(drop)
+}
+
+/// Reads a side file ([`Kind::Side`]) whole, up to `limit` bytes: `None` when there is none. It
+/// is never read through a link, nor when it is not a regular file (a fifo would never end).
+pub fn read_side(path: &Path, limit: u64) -> Result<Option<String>> {
+    if side_file(path)?.is_none() {
+        return Ok(None);
+    }
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // A link or a fifo put there since it was looked at is not opened either.
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = match options.open(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        other => other.with_context(|| format!("cannot read {}", path.display()))?,
+    };
+    if !file.metadata().with_context(|| format!("cannot read {}", path.display()))?.is_file() {
+        bail!("cannot read {}: not a regular file", path.display());
+    }
+    Ok(Some(tool_mediator::json::read_text_from(file, path, limit)?))
+}
+
+/// A path as it may reach a terminal: control, invisible and bidirectional characters escaped
+/// (a file name can hold an escape sequence, or a line break that fakes another message).
+pub fn shown(path: &Path) -> String {
+    tool_mediator::lint::printable(&path.display().to_string()).into_owned()
+}
+
+/// Text made of lines, each escaped as [`shown`] escapes, the line breaks kept.
+pub fn printable_lines(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(line) => format!("{}\n", tool_mediator::lint::printable(line)),
+            None => tool_mediator::lint::printable(line).into_owned(),
+        })
+        .collect()
+}
+
 pub fn print(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
@@ -462,6 +643,7 @@ pub fn diff(old: &str, new: &str, name: &str) -> Option<String> {
     if old == new {
         return None;
     }
+    let name = tool_mediator::lint::printable(name);
     let diff = similar::TextDiff::from_lines(old, new);
     Some(diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string())
 }
@@ -490,8 +672,8 @@ mod tests {
         let (read_a, read_b) = (identity(&a), identity(&b));
         fs::write(&b, "b, changed by someone else").unwrap();
         let files = [
-            Output { path: &a, text: "new a", read_as: Some(read_a) },
-            Output { path: &b, text: "new b", read_as: Some(read_b) },
+            Output { path: &a, text: "new a", read_as: Some(read_a), kind: Kind::Named },
+            Output { path: &b, text: "new b", read_as: Some(read_b), kind: Kind::Named },
         ];
         let error = write_files(&files).unwrap_err().to_string();
         assert_eq!(
@@ -504,9 +686,26 @@ mod tests {
         assert!(!temporaries().iter().any(|path| path.starts_with(dir.path())));
 
         // Unchanged since read (the same content written again keeps length, not time).
-        let files = [Output { path: &a, text: "new a", read_as: Some(identity(&a)) }];
+        let files = [Output { path: &a, text: "new a", read_as: Some(identity(&a)), kind: Kind::Named }];
         write_files(&files).unwrap();
         assert_eq!(fs::read_to_string(&a).unwrap(), "new a");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_a_side_file_while_writing_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let (side, victim) = (dir.path().join("config.json.bak"), dir.path().join("victim"));
+        fs::write(&victim, "victim").unwrap();
+        let mut writing = Writing::start(&side).unwrap();
+        writing.stage_as(&side, None, Kind::Side { mode: 0o600 }, |out| out.write_all(b"backup")).unwrap();
+        // Between the check and the rename.
+        std::os::unix::fs::symlink(&victim, &side).unwrap();
+        let error = writing.finish().unwrap_err().to_string();
+        assert!(error.contains("config.json.bak"), "{error}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim");
+        assert!(fs::symlink_metadata(&side).unwrap().file_type().is_symlink(), "what appeared stays");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary file is left");
     }
 
     #[test]
@@ -520,15 +719,15 @@ mod tests {
         #[cfg(not(unix))]
         fs::copy(&a, &link).unwrap();
         write_files(&[
-            Output { path: &a, text: "new", read_as: None },
-            Output { path: &link, text: "new", read_as: None },
+            Output { path: &a, text: "new", read_as: None, kind: Kind::Named },
+            Output { path: &link, text: "new", read_as: None, kind: Kind::Named },
         ])
         .unwrap();
         assert_eq!(fs::read_to_string(&a).unwrap(), "new");
         if cfg!(unix) {
             let error = write_files(&[
-                Output { path: &a, text: "one", read_as: None },
-                Output { path: &link, text: "two", read_as: None },
+                Output { path: &a, text: "one", read_as: None, kind: Kind::Named },
+                Output { path: &link, text: "two", read_as: None, kind: Kind::Named },
             ])
             .unwrap_err();
             assert!(error.to_string().contains("are the same file"), "{error}");

@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -216,8 +217,66 @@ pub(crate) fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) 
     }
 }
 
-/// Parses JSON text into a value, refusing duplicate keys; errors carry line and column.
+/// The largest settings-like file read whole (a configuration, a lock, an override, servers
+/// or dictionary file, a client's configuration): far above any real one, far below what would
+/// fill memory. A device such as /dev/zero never ends.
+pub const MAX_FILE_SIZE: u64 = 128 << 20;
+
+/// Why a file could not be read whole as text.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: larger than the limit of {limit} bytes", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
+    #[error("{}:{line}:{column}: not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf, line: usize, column: usize },
+}
+
+/// Reads the file at `path` whole as UTF-8 text, refusing one larger than `limit` bytes. A
+/// byte order mark is kept: the parsers here read past it ([`without_bom`]), and text written
+/// back keeps it.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let file = std::fs::File::open(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    read_text_from(file, path, limit)
+}
+
+/// [`read_text`] of a file already open; `path` names it in errors.
+pub fn read_text_from(file: std::fs::File, path: &Path, limit: u64) -> Result<String, ReadError> {
+    use std::io::Read as _;
+    let io = |source| ReadError::Io { path: path.to_owned(), source };
+    // Room for exactly the bytes a regular file has, rather than doubling past them.
+    let expected = file.metadata().map_err(io)?.len().min(limit);
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge { path: path.to_owned(), limit });
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&byte| byte == b'\n').count() + 1;
+        let column =
+            String::from_utf8_lossy(&valid[valid.iter().rposition(|&byte| byte == b'\n').map_or(0, |at| at + 1)..])
+                .chars()
+                .count()
+                + 1;
+        ReadError::NotUtf8 { path: path.to_owned(), line, column }
+    })
+}
+
+/// The text after a leading byte order mark, and whether there was one. Some editors on
+/// Windows write one; RFC 8259 lets a reader ignore it, and the clients do.
+pub fn without_bom(text: &str) -> (&str, bool) {
+    match text.strip_prefix('\u{FEFF}') {
+        Some(body) => (body, true),
+        None => (text, false),
+    }
+}
+
+/// Parses JSON text into a value, refusing duplicate keys; errors carry line and column. A
+/// leading byte order mark is read past (and takes no column, as in an editor).
 pub fn from_str(text: &str) -> Result<Value, serde_json::Error> {
+    let text = without_bom(text).0;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     // Tool lists nest deeply only when hostile; serde_json's recursion limit (128) stays on.
     let value = deserialize_value(&mut deserializer)?;
@@ -230,7 +289,7 @@ pub fn from_str(text: &str) -> Result<Value, serde_json::Error> {
 /// settings and dictionaries.
 pub fn from_str_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     from_str(text)?;
-    serde_json::from_str(text)
+    serde_json::from_str(without_bom(text).0)
 }
 
 /// The members of a JSON object, in order, their values as raw text: for reading a large

@@ -60,7 +60,8 @@ pub enum Origin {
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Origin::File(path) => write!(f, "{}", path.display()),
+            // A file name may hold an escape sequence or a line break: it reaches a terminal.
+            Origin::File(path) => f.write_str(&crate::lint::printable(&path.display().to_string())),
             Origin::Stdin => f.write_str("<stdin>"),
         }
     }
@@ -87,6 +88,8 @@ pub struct Manifest {
     pub tools: Vec<Tool>,
     /// Per tool, how it was written, so it is written back the same way.
     layouts: Vec<Layout>,
+    /// The text began with a byte order mark, which is written back.
+    bom: bool,
 }
 
 impl Manifest {
@@ -226,6 +229,14 @@ impl Manifest {
     /// Reads a manifest's text. The document is never built as a tree: each tool is read from
     /// its own part of the text, its schemas straight to compact text (see [`crate::Json`]).
     pub fn parse(text: &str, origin: Origin) -> Result<Manifest, ManifestError> {
+        // Places are counted after the mark, as an editor shows them.
+        let (text, bom) = crate::json::without_bom(text);
+        let mut manifest = Manifest::parse_text(text, origin)?;
+        manifest.bom = bom;
+        Ok(manifest)
+    }
+
+    fn parse_text(text: &str, origin: Origin) -> Result<Manifest, ManifestError> {
         let at = |part: &str, error: serde_json::Error| located(&origin, text, part, error);
         let is_lines =
             matches!(&origin, Origin::File(path) if path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson"));
@@ -321,7 +332,7 @@ impl Manifest {
             tools.push(tool);
             layouts.push(rest);
         }
-        Ok(Manifest { origin, dialect, envelope, tools, layouts })
+        Ok(Manifest { origin, dialect, envelope, tools, layouts, bom: false })
     }
 
     /// The manifest as it was read, written the way [`Manifest::text`] writes: what `--check`
@@ -349,6 +360,9 @@ impl Manifest {
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
         let written = WrittenTools { manifest: self, dialect, tools: RefCell::new(Some(tools)) };
+        if self.bom {
+            out.write_all("\u{FEFF}".as_bytes())?;
+        }
         match &self.envelope {
             Envelope::Lines => {
                 let mut tools = written.tools.borrow_mut().take().expect("written once");

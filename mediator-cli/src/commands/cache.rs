@@ -15,7 +15,14 @@ pub fn run(action: &CacheCommand, cache: &CacheArgs, config_args: &ConfigArgs) -
     let Some(dir) = settings.cache_directory() else {
         bail!("no cache directory: give --cache-dir");
     };
-    let store = SledStore::open(&dir)?;
+    // Each action only reads or removes: where there is no cache, none is made.
+    let Some(store) = SledStore::open_existing(&dir)? else {
+        eprintln!("{}: no cache here; nothing to do", output::shown(&dir));
+        if let CacheCommand::Stats = action {
+            output::print(&format!("{}\n", serde_json::json!({"dir": dir, "entries": 0, "bytes": 0, "expired": 0})))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
     let cache = Cache::new(store, settings.ttl());
     match action {
         CacheCommand::Stats => {
@@ -28,11 +35,11 @@ pub fn run(action: &CacheCommand, cache: &CacheArgs, config_args: &ConfigArgs) -
         }
         CacheCommand::Prune => {
             let removed = cache.prune()?;
-            eprintln!("removed {removed} expired entries from {}", dir.display());
+            eprintln!("removed {removed} expired entries from {}", output::shown(&dir));
         }
         CacheCommand::Clear => {
             cache.clear()?;
-            eprintln!("cleared {}", dir.display());
+            eprintln!("cleared {}", output::shown(&dir));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -14,7 +14,7 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
         effective.cache_dir = effective.cache_directory();
     }
     let source = match &file {
-        Some(path) => format!("# read from {}\n", path.display()),
+        Some(path) => format!("# read from {}\n", output::shown(path)),
         None => "# no configuration file found; these are the defaults\n".to_owned(),
     };
     let key = match effective.api_key() {

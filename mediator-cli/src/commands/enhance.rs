@@ -41,7 +41,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
             unchanged &= crate::commands::pin::compare(&manifest.origin, &manifest.tools, &lock);
         }
         if !unchanged {
-            eprintln!("error: tools changed since {} pinned them; nothing written", path.display());
+            eprintln!("error: tools changed since {} pinned them; nothing written", output::shown(path));
             return Ok(ExitCode::from(1));
         }
     }
@@ -64,7 +64,8 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         let enhancement = mediator.enhance_with_report(std::mem::take(&mut manifest.tools), &context).await;
         log_events(&manifest.origin, &enhancement.events);
         if args.report {
-            eprint!("{}", report(manifest, &context.source, &enhancement, &mediator));
+            // Tool names and the source come from the manifest and its file's name.
+            eprint!("{}", output::printable_lines(&report(manifest, &context.source, &enhancement, &mediator)));
         }
         // Unchanged: every tool written as it was read, in the dialect it was read in.
         let unchanged =
@@ -81,7 +82,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
                 let identity = identities[position];
                 let read_as = identity.filter(|_| args.in_place || is_input(manifest, identity, path));
                 if read_as.is_some() && unchanged {
-                    tracing::info!("{}: unchanged, not written", path.display());
+                    tracing::info!("{}: unchanged, not written", output::shown(path));
                     continue;
                 }
                 writing.stage(path, read_as, |out| manifest.write(tools, dialect, out))?;

@@ -1,13 +1,16 @@
 //! `tool-mediator names`: how the rules read tool names, one JSON line each.
 
-use std::io::BufRead as _;
+use std::io::{BufRead as _, Read as _};
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use tool_mediator::RuleTransformer;
 
 use crate::cli::NamesArgs;
 use crate::output;
+
+/// The longest line read: far above any tool name (MCP allows 128 characters).
+const MAX_LINE: usize = 64 * 1024;
 
 pub fn run(args: NamesArgs) -> Result<ExitCode> {
     let rules = RuleTransformer::with_dictionary(tool_mediator::dictionary(&args.dictionaries)?);
@@ -22,9 +25,24 @@ pub fn run(args: NamesArgs) -> Result<ExitCode> {
         Ok(())
     };
     if args.names.is_empty() {
-        for line in std::io::stdin().lock().lines() {
-            let line = line.context("cannot read standard input")?;
-            let name = line.trim();
+        let mut input = std::io::stdin().lock();
+        let mut line = Vec::new();
+        for number in 1.. {
+            line.clear();
+            // One line at a time, each within a limit: a stream need not end, nor hold a newline.
+            let read = (&mut input)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .context("cannot read standard input")?;
+            if read == 0 {
+                break;
+            }
+            if line.len() > MAX_LINE && !line.ends_with(b"\n") {
+                bail!("standard input, line {number}: longer than the limit of {MAX_LINE} bytes (one name a line)");
+            }
+            let name = std::str::from_utf8(&line)
+                .map_err(|_| anyhow::anyhow!("standard input, line {number}: not UTF-8 text"))?
+                .trim();
             if !name.is_empty() {
                 emit(name)?;
             }

@@ -51,7 +51,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
             let mut pages = Vec::new();
             collect_pages(root, dir, &mut pages)?;
             output::write_atomically(&pages)?;
-            let paths: String = pages.iter().map(|(path, _)| format!("{}\n", path.display())).collect();
+            let paths: String = pages.iter().map(|(path, _)| format!("{}\n", output::shown(path))).collect();
             output::print(&paths)?;
         }
     }

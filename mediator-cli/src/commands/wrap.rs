@@ -10,7 +10,9 @@ use anyhow::{Context as _, Result};
 use tool_mediator::clients::{self, Client, Rewritten, Scope, WrapOptions};
 
 use crate::cli::{ClientArg, ClientFileArgs, ScopeArg, UnwrapArgs, WrapArgs};
-use crate::output::{self, FileIdentity, Output};
+use tool_mediator::json::MAX_FILE_SIZE;
+
+use crate::output::{self, FileIdentity, Kind, Output};
 
 pub fn wrap(args: WrapArgs) -> Result<ExitCode> {
     let config = Config::read(&args.file)?;
@@ -25,13 +27,9 @@ pub fn unwrap(args: UnwrapArgs) -> Result<ExitCode> {
     let config = Config::read(&args.file)?;
     let mut records = HashMap::new();
     for record in clients::gateway_records(&config.text, &config.path)? {
-        match fs::read_to_string(&record) {
-            Ok(text) => {
-                records.insert(record, text);
-            }
-            // The library says what it means for the gateway entry.
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(error).with_context(|| format!("cannot read {}", record.display())),
+        // Read as wrap wrote them, never through a link; a missing one the library explains.
+        if let Some(text) = output::read_side(&record, MAX_FILE_SIZE)? {
+            records.insert(record, text);
         }
     }
     let rewritten = clients::unwrap(&config.text, &config.path, &args.file.servers, &records)?;
@@ -64,7 +62,7 @@ impl Config {
             (None, None) => anyhow::bail!("name the configuration: --client NAME or --config FILE"),
         };
         let metadata = fs::metadata(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = tool_mediator::json::read_text(&path, MAX_FILE_SIZE)?;
         let absolute = std::path::absolute(&path).with_context(|| format!("cannot resolve {}", path.display()))?;
         Ok(Config { identity: FileIdentity::of(&metadata), path, absolute, text, metadata })
     }
@@ -72,35 +70,32 @@ impl Config {
     /// Shows what changed, or writes it: the backup first, then the gateway's files, then the
     /// configuration; then removes the files no longer of use.
     fn finish(&self, rewritten: &Rewritten, dry_run: bool, done: &str) -> Result<ExitCode> {
+        let shown = output::shown(&self.path);
         for note in &rewritten.notes {
-            eprintln!("{}: {note}", self.path.display());
+            // A note quotes the configuration's server names.
+            eprintln!("{shown}: {}", tool_mediator::lint::printable(note));
         }
         if rewritten.text == self.text && rewritten.write.is_empty() && rewritten.remove.is_empty() {
-            eprintln!("{}: nothing to change", self.path.display());
+            eprintln!("{shown}: nothing to change");
             return Ok(ExitCode::SUCCESS);
         }
+        let backup = backup_of(&self.path);
         if dry_run {
+            // What a real run would refuse, a dry run refuses too.
+            output::check_side(&backup)?;
             let mut diffs = String::new();
             diffs.extend(output::diff(&self.text, &rewritten.text, &self.path.display().to_string()));
             for (path, text) in &rewritten.write {
-                let old = fs::read_to_string(path).unwrap_or_default();
+                let old = output::read_side(path, MAX_FILE_SIZE)?.unwrap_or_default();
                 diffs.extend(output::diff(&old, text, &self.beside(path).display().to_string()));
             }
             for path in &rewritten.remove {
-                eprintln!("would remove {}", path.display());
+                eprintln!("would remove {}", output::shown(path));
             }
             output::print(&diffs)?;
             return Ok(ExitCode::SUCCESS);
         }
-        let backup = backup_of(&self.path);
-        let mut created = Vec::new();
-        let written = self.write(rewritten, &backup, &mut created);
-        if written.is_err() {
-            for path in &created {
-                let _ = fs::remove_file(path);
-            }
-        }
-        written?;
+        self.write(rewritten, &backup)?;
         for path in &rewritten.remove {
             match fs::remove_file(path) {
                 Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
@@ -110,10 +105,9 @@ impl Config {
             }
         }
         eprintln!(
-            "{}: {done} {} (the file as it was: {})",
-            self.path.display(),
-            rewritten.changed.join(", "),
-            backup.display()
+            "{shown}: {done} {} (the file as it was: {})",
+            tool_mediator::lint::printable(&rewritten.changed.join(", ")),
+            output::shown(&backup)
         );
         Ok(ExitCode::SUCCESS)
     }
@@ -126,16 +120,14 @@ impl Config {
         }
     }
 
-    fn write(&self, rewritten: &Rewritten, backup: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
-        // New files get the configuration's permissions: they hold what it held (keys in `env`).
-        for path in std::iter::once(backup).chain(rewritten.write.iter().map(|(path, _)| path.as_path())) {
-            if create_like(path, &self.metadata)? {
-                created.push(path.to_owned());
-            }
-        }
-        let mut files = vec![Output { path: backup, text: &self.text, read_as: None }];
-        files.extend(rewritten.write.iter().map(|(path, text)| Output { path, text, read_as: None }));
-        files.push(Output { path: &self.path, text: &rewritten.text, read_as: Some(self.identity) });
+    /// Writes the backup, the gateway's files and the configuration, all or none.
+    fn write(&self, rewritten: &Rewritten, backup: &Path) -> Result<()> {
+        // The side files get the configuration's permissions: they hold what it held (keys in
+        // `env`).
+        let side = Kind::Side { mode: mode_of(&self.metadata) };
+        let mut files = vec![Output { path: backup, text: &self.text, read_as: None, kind: side }];
+        files.extend(rewritten.write.iter().map(|(path, text)| Output { path, text, read_as: None, kind: side }));
+        files.push(Output { path: &self.path, text: &rewritten.text, read_as: Some(self.identity), kind: Kind::Named });
         output::write_files(&files)
     }
 }
@@ -147,22 +139,16 @@ fn backup_of(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Creates `path`, empty, with the permissions of `like`, unless it exists; whether it did.
-fn create_like(path: &Path, like: &fs::Metadata) -> Result<bool> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-        options.mode(like.permissions().mode() & 0o666);
-    }
-    #[cfg(not(unix))]
-    let _ = like;
-    match options.open(path) {
-        Ok(_) => Ok(true),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(error) => Err(error).with_context(|| format!("cannot create {}", path.display())),
-    }
+/// The read and write permissions of `file`, for the files written beside it.
+#[cfg(unix)]
+fn mode_of(file: &fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    file.permissions().mode() & 0o666
+}
+
+#[cfg(not(unix))]
+fn mode_of(_: &fs::Metadata) -> u32 {
+    0o644
 }
 
 fn client_of(client: ClientArg) -> Client {

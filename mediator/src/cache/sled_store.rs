@@ -28,6 +28,17 @@ impl SledStore {
         SledStore::open_waiting(dir, LOCK_WAIT)
     }
 
+    /// Opens the store in `dir` if there is one (sled's `db` file is there); `None` when there
+    /// is not, and then nothing is created: for a question about the cache, which must not
+    /// leave one behind.
+    pub fn open_existing(dir: &Path) -> Result<Option<SledStore>, CacheError> {
+        match std::fs::symlink_metadata(dir.join("db")) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(store_error(dir, error.to_string())),
+            Ok(_) => SledStore::open(dir).map(Some),
+        }
+    }
+
     pub fn open_waiting(dir: &Path, wait: Duration) -> Result<SledStore, CacheError> {
         if dir.exists() && !dir.is_dir() {
             return Err(store_error(dir, "not a directory".into()));
