@@ -339,3 +339,37 @@ fn batches_and_invalid_messages_are_answered_and_never_forwarded() {
     assert_eq!(proxy.stats(14)["unexpected"], 0);
     assert_eq!(proxy.request(15, "ping", json!({}))["result"], json!({}));
 }
+
+#[test]
+fn a_tools_call_without_an_id_is_dropped_not_forwarded() {
+    // Locked with an empty lock, every tool is new; with --quarantine nothing would pass
+    // unlisted: the screen never sees a call that is not a request.
+    let mut proxy = Proxy::start(&["--no-disclosure"], &[]);
+    proxy.initialize();
+    for method in ["tools/call", "prompts/get", "resources/read", "tools/list"] {
+        let params = json!({"name": "hang", "uri": "file:///etc/passwd", "arguments": {}});
+        proxy.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string());
+    }
+    assert_eq!(proxy.stats(20)["without_id"], 0, "{}", proxy.stderr());
+    assert!(proxy.stderr().contains("`tools/call` without an id"), "{}", proxy.stderr());
+}
+
+#[test]
+fn a_request_that_is_not_utf8_is_answered_with_its_id_and_never_forwarded() {
+    let mut proxy = Proxy::start(&["--no-disclosure"], &[]);
+    proxy.initialize();
+    let stdin = proxy.stdin.as_mut().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"st\xffats\"}}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let answer = proxy.answer(&json!(21));
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("UTF-8"), "{answer}");
+    // Without an id it can be read from, nothing is answered and nothing forwarded.
+    let stdin = proxy.stdin.as_mut().unwrap();
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"h\xffang\"}}\n").unwrap();
+    stdin.flush().unwrap();
+    let stats = proxy.stats(22);
+    assert_eq!((stats["unexpected"].clone(), stats["without_id"].clone()), (json!(0), json!(0)), "{stats}");
+}

@@ -65,44 +65,144 @@ impl NameRules {
     }
 }
 
-/// Names from several sources made one set: a name more than one source has (or every name,
-/// with `prefix_all`) becomes `<source>_<name>`, made valid by the rules and unique among all
-/// the others. Names that stay as they are are reserved first, so a prefixed name never takes
-/// one of them.
+/// Names from several sources made one set. A source's name stays as it is unless another
+/// source has it too (or `prefix_all`), it is one the mediator makes itself (`reserved`:
+/// `search_tools`), or it starts with another source's prefix (`mail_send` from any server but
+/// `mail`, which would pose as `mail`'s `send`): then it becomes `<source>_<name>`, made valid by
+/// the rules and unique among all the others. The prefix `<source>_` is that source's alone.
+///
+/// Names are given out in this order, so a clash never goes to a name a server chose: names
+/// that stay; then prefixed names that read as their own source's; last, prefixed names that
+/// read as another source's (source names that nest, `mail` and `mail_send`: `mail`'s
+/// `send_now` would read `mail_send_now`), which take a `_N` suffix if that one has the name.
 pub(crate) struct SharedNames {
-    holders: HashMap<String, usize>,
-    taken: HashSet<String>,
-    prefix_all: bool,
-    rules: NameRules,
+    exposed: HashMap<(usize, String), String>,
+    clashes: Vec<String>,
+}
+
+/// Why a name does not stay as its source wrote it.
+enum Prefixed {
+    Shared,
+    Reserved,
+    /// It starts with the prefix of this other source.
+    Poses(usize),
 }
 
 impl SharedNames {
-    /// Every name of every source, each as often as it is listed.
-    pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a str>, prefix_all: bool, rules: NameRules) -> Self {
-        let mut holders: HashMap<String, usize> = HashMap::new();
-        for name in names {
-            *holders.entry(name.to_owned()).or_default() += 1;
+    /// Every name of every source (by number, `sources` naming them in order), each as often as
+    /// it is listed; `reserved` are the names the mediator makes itself.
+    pub(crate) fn new<'a>(
+        sources: &[String],
+        names: impl IntoIterator<Item = (usize, &'a str)>,
+        prefix_all: bool,
+        reserved: &[&str],
+        rules: NameRules,
+    ) -> Self {
+        let prefixes: Vec<Option<String>> =
+            sources.iter().map(|source| (!source.is_empty()).then(|| format!("{}_", rules.sanitize(source)))).collect();
+        // The source whose prefix `name` starts with, the longest when prefixes nest.
+        let owner = |name: &str| {
+            (0..prefixes.len())
+                .filter(|&source| prefixes[source].as_deref().is_some_and(|prefix| name.starts_with(prefix)))
+                .max_by_key(|&source| (prefixes[source].as_ref().map_or(0, String::len), usize::MAX - source))
+        };
+        let mut clashes = Vec::new();
+        for (one, prefix) in prefixes.iter().enumerate() {
+            for (other, longer) in prefixes.iter().enumerate().filter(|(other, _)| *other != one) {
+                if let (Some(prefix), Some(longer)) = (prefix, longer)
+                    && longer.starts_with(prefix.as_str())
+                    && (longer != prefix || one < other)
+                {
+                    clashes.push(format!(
+                        "the servers `{}` and `{}` prefix tool names alike (`{prefix}`, `{longer}`): \
+                         a prefixed name of one may read as the other's; rename one in the servers file",
+                        sources[one], sources[other]
+                    ));
+                }
+            }
         }
-        let mut shared = SharedNames { holders, taken: HashSet::new(), prefix_all, rules };
-        shared.taken = shared.holders.keys().filter(|name| !shared.is_shared(name)).cloned().collect();
-        shared
+        let mut listed: Vec<(usize, &str)> = Vec::new();
+        let mut holders: HashMap<&str, HashSet<usize>> = HashMap::new();
+        for (source, name) in names {
+            if holders.entry(name).or_default().insert(source) {
+                listed.push((source, name));
+            }
+        }
+        let why = |source: usize, name: &str| {
+            if reserved.contains(&name) {
+                Some(Prefixed::Reserved)
+            } else if let Some(other) = owner(name).filter(|&other| other != source) {
+                Some(Prefixed::Poses(other))
+            } else if prefix_all || holders.get(name).is_some_and(|holders| holders.len() > 1) {
+                Some(Prefixed::Shared)
+            } else {
+                None
+            }
+        };
+        let mut exposed = HashMap::new();
+        let mut taken: HashSet<String> = HashSet::new();
+        let mut prefixed = Vec::new();
+        for &(source, name) in &listed {
+            match why(source, name) {
+                None => {
+                    taken.insert(name.to_owned());
+                    exposed.insert((source, name.to_owned()), name.to_owned());
+                }
+                Some(why) => prefixed.push((source, name, why)),
+            }
+        }
+        let source_name = |source: usize| sources.get(source).map_or("", String::as_str);
+        let candidate = |source: usize, name: &str| match source_name(source) {
+            "" => name.to_owned(),
+            prefix => rules.sanitize(&format!("{prefix}_{name}")),
+        };
+        let reads_as_own = |source: usize, name: &str| {
+            prefixes.get(source).is_none_or(Option::is_none) || owner(&candidate(source, name)) == Some(source)
+        };
+        let (own, posing): (Vec<_>, Vec<_>) =
+            prefixed.into_iter().partition(|(source, name, _)| reads_as_own(*source, name));
+        for (source, name, why) in own.into_iter().chain(posing) {
+            let wanted = candidate(source, name);
+            let mut name_given = wanted.clone();
+            if taken.contains(&name_given) || (source_name(source).is_empty() && name_given == name) {
+                name_given = rules.unique_variant(&wanted, |candidate| taken.contains(candidate));
+            }
+            let server = source_name(source);
+            match why {
+                Prefixed::Shared => {}
+                Prefixed::Reserved => clashes.push(format!(
+                    "the server `{server}` lists a tool named `{name}`, a name the mediator gives its own tool; \
+                     listed as `{name_given}`"
+                )),
+                Prefixed::Poses(other) => clashes.push(format!(
+                    "the server `{server}` lists a tool named `{name}`, which starts with `{}`, the prefix of \
+                     the server `{}`'s tools; listed as `{name_given}`, so it cannot pose as one of them",
+                    prefixes[other].as_deref().unwrap_or_default(),
+                    source_name(other)
+                )),
+            }
+            if let Some(other) = owner(&name_given).filter(|&other| other != source && !server.is_empty()) {
+                clashes.push(format!(
+                    "the server `{server}`'s tool `{name}` is listed as `{name_given}`, which reads as a tool of \
+                     the server `{}`; rename one of them in the servers file",
+                    source_name(other)
+                ));
+            }
+            taken.insert(name_given.clone());
+            exposed.insert((source, name.to_owned()), name_given);
+        }
+        SharedNames { exposed, clashes }
     }
 
-    pub(crate) fn is_shared(&self, name: &str) -> bool {
-        self.prefix_all || self.holders.get(name).is_some_and(|&count| count > 1)
+    /// The name source number `source`'s `name` goes by.
+    pub(crate) fn expose(&self, source: usize, name: &str) -> String {
+        self.exposed.get(&(source, name.to_owned())).cloned().unwrap_or_else(|| name.to_owned())
     }
 
-    /// The name source `source`'s `name` goes by.
-    pub(crate) fn expose(&mut self, source: &str, name: &str) -> String {
-        if !self.is_shared(name) {
-            return name.to_owned();
-        }
-        let mut exposed = self.rules.sanitize(&format!("{source}_{name}"));
-        if self.taken.contains(&exposed) {
-            exposed = self.rules.unique_variant(&exposed, |candidate| self.taken.contains(candidate));
-        }
-        self.taken.insert(exposed.clone());
-        exposed
+    /// Each name a server chose that clashed with another server's prefix or the mediator's
+    /// own names, and how it was settled: for the log.
+    pub(crate) fn clashes(&self) -> &[String] {
+        &self.clashes
     }
 }
 
@@ -116,15 +216,46 @@ impl Default for NameRules {
 mod tests {
     use super::*;
 
+    fn shared(sources: &[&str], names: &[(usize, &str)], prefix_all: bool, reserved: &[&str]) -> SharedNames {
+        let sources: Vec<String> = sources.iter().map(|&source| source.to_owned()).collect();
+        SharedNames::new(&sources, names.iter().copied(), prefix_all, reserved, NameRules::MCP)
+    }
+
     #[test]
     fn shared_names_are_prefixed_and_never_take_a_name_that_stays() {
-        // `a` and `b` both have `x`; `c` has `a_x` of its own, which keeps it.
-        let mut names = SharedNames::new(["x", "x", "a_x"], false, NameRules::MCP);
-        assert_eq!(names.expose("a", "x"), "a_x_2");
-        assert_eq!(names.expose("b", "x"), "b_x");
-        assert_eq!(names.expose("c", "a_x"), "a_x");
-        let mut all = SharedNames::new(["get"], true, NameRules::STRICT);
-        assert_eq!(all.expose("git hub", "get"), "git_hub_get");
+        // `a` and `b` both have `x`; `c` has `a_x`, which starts with `a`'s prefix: prefixed.
+        let names = shared(&["a", "b", "c"], &[(0, "x"), (1, "x"), (2, "a_x"), (2, "y")], false, &[]);
+        assert_eq!(names.expose(0, "x"), "a_x");
+        assert_eq!(names.expose(1, "x"), "b_x");
+        assert_eq!(names.expose(2, "a_x"), "c_a_x");
+        assert_eq!(names.expose(2, "y"), "y");
+        assert!(names.clashes()[0].contains("`c`") && names.clashes()[0].contains("`a_`"), "{:?}", names.clashes());
+        let sources = ["git hub".to_owned()];
+        let all = SharedNames::new(&sources, [(0, "get")], true, &[], NameRules::STRICT);
+        assert_eq!(all.expose(0, "get"), "git_hub_get");
+    }
+
+    #[test]
+    fn a_prefixed_name_always_goes_to_the_source_it_reads_as() {
+        // `mail`'s `send_now` would read as `mail_send`'s `now`, whichever comes first.
+        let names = shared(&["mail", "mail_send"], &[(0, "send_now"), (1, "now")], true, &[]);
+        assert_eq!(names.expose(1, "now"), "mail_send_now");
+        assert_eq!(names.expose(0, "send_now"), "mail_send_now_2");
+        assert!(names.clashes().iter().any(|clash| clash.contains("rename one")), "{:?}", names.clashes());
+        // A server's own prefix is its own to use.
+        let names = shared(&["mail", "evil"], &[(0, "mail_send"), (0, "send"), (1, "send")], false, &[]);
+        assert_eq!(names.expose(0, "mail_send"), "mail_send");
+        assert_eq!(names.expose(0, "send"), "mail_send_2");
+        assert_eq!(names.expose(1, "send"), "evil_send");
+    }
+
+    #[test]
+    fn the_mediators_own_names_are_never_a_servers() {
+        let names = shared(&["a", "b"], &[(0, "search_tools"), (1, "x")], false, &["search_tools"]);
+        assert_eq!(names.expose(0, "search_tools"), "a_search_tools");
+        assert_eq!(names.expose(1, "x"), "x");
+        let unnamed = shared(&[""], &[(0, "search_tools")], false, &["search_tools"]);
+        assert_eq!(unnamed.expose(0, "search_tools"), "search_tools_2");
     }
 
     #[test]

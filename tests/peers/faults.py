@@ -1,6 +1,7 @@
 """Puts faults in front of a real MCP server, for the proxy's tests.
 
-    python faults.py [--garbage] [--crash-on-call TOOL] [--hang-while FILE] -- COMMAND [ARGS...]
+    python faults.py [--garbage] [--crash-on-call TOOL] [--hang-while FILE] [--hold-while FILE]
+                     -- COMMAND [ARGS...]
 
 Relays stdin to the server and its stdout back, line by line, and:
   --garbage             after the server's first answer, writes lines that are not JSON-RPC:
@@ -9,6 +10,8 @@ Relays stdin to the server and its stdout back, line by line, and:
                         server sees it (a server that crashes mid-call)
   --hang-while FILE     while FILE exists, what the client sends is swallowed: the server
                         runs on and answers nothing (a server that hangs)
+  --hold-while FILE     while FILE exists, what the client sends is held back, and passed on in
+                        order once FILE is gone (a server slow to answer, that then answers)
 """
 
 import json
@@ -16,6 +19,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 
 def main():
@@ -25,6 +29,7 @@ def main():
     garbage = "--garbage" in options
     crash_on = options[options.index("--crash-on-call") + 1] if "--crash-on-call" in options else None
     hang_while = options[options.index("--hang-while") + 1] if "--hang-while" in options else None
+    hold_while = options[options.index("--hold-while") + 1] if "--hold-while" in options else None
 
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out = sys.stdout.buffer
@@ -50,6 +55,8 @@ def main():
     for line in sys.stdin.buffer:
         if hang_while is not None and os.path.exists(hang_while):
             continue
+        while hold_while is not None and os.path.exists(hold_while):
+            time.sleep(0.05)
         if crash_on is not None:
             try:
                 message = json.loads(line)

@@ -11,7 +11,8 @@ Speaks just enough MCP over stdio (initialize, tools/list, tools/call, ping) and
 Tools:
   stats              the counts so far: tools/list requests, and messages it received that were
                      not JSON-RPC 2.0 requests, notifications or answers (the proxy must not
-                     forward any)
+                     forward any), and requests that came without an id (`without_id`, the
+                     proxy must not forward any either)
   big {bytes}        answers with a result line of about `bytes` bytes (whose structured
                      content has a key named `method`, as an HTTP tool's might)
   spew {bytes}       first writes about `bytes` of notifications/message lines, then answers
@@ -40,7 +41,7 @@ def option(name, default=0):
 
 def main():
     flood, burst, garbage = option("--flood"), option("--burst-on-list"), option("--garbage")
-    lists, unexpected, client_answers = 0, 0, []
+    lists, unexpected, client_answers, without_id = 0, 0, [], 0
     tools = [
         {"name": name, "description": description, "inputSchema": {"type": "object", "properties": {}}}
         for name, description in [
@@ -73,6 +74,9 @@ def main():
         if "id" in message and not (isinstance(id, str) or (isinstance(id, int) and not isinstance(id, bool))):
             unexpected += 1
             continue
+        if "id" not in message and not method.startswith("notifications/"):
+            without_id += 1
+            continue
         params = message.get("params") or {}
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": id, "result": {
@@ -98,7 +102,8 @@ def main():
             name, arguments = params.get("name"), params.get("arguments") or {}
             text = ""
             if name == "stats":
-                text = json.dumps({"lists": lists, "unexpected": unexpected, "client_answers": client_answers})
+                text = json.dumps({"lists": lists, "unexpected": unexpected, "client_answers": client_answers,
+                                   "without_id": without_id})
             elif name == "big":
                 text = "x" * int(arguments.get("bytes", 0))
                 send({"jsonrpc": "2.0", "id": id, "result": {

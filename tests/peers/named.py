@@ -1,7 +1,7 @@
 """A small MCP server that says its name, for the gateway's tests: several of them behind one
 gateway share tool names, and every answer tells which one answered.
 
-    python named.py NAME [--tools N] [--pid-file PATH] [--list-changed]
+    python named.py NAME [--tools N] [--tool TOOL]... [--pid-file PATH] [--list-changed]
 
 Serves MCP over stdio with the MCP Python SDK's MCPServer:
   tools      whoami {}                 answers NAME
@@ -9,6 +9,8 @@ Serves MCP over stdio with the MCP Python SDK's MCPServer:
              sleep {seconds}           sleeps that long (a number), then answers `NAME slept`
              tool_0 .. tool_{N-1}      with --tools N: one string argument `value`, a
                                        description each; tool_k answers `NAME tool_k`
+             TOOL {}                   with --tool TOOL (as often as wanted): a tool of that
+                                       exact name, answering `NAME called TOOL`
   prompt     greet {who}               one user message: `NAME greets who`
   resource   named://NAME/info         text NAME
   --pid-file PATH  writes the server's process id to PATH once it starts (replacing the file,
@@ -42,7 +44,7 @@ def write_atomically(path, text):
     os.replace(temporary, path)
 
 
-def build(name, extra_tools, pid_file):
+def build(name, extra_tools, pid_file, named_tools=()):
     server = MCPServer(name, version="1")
 
     @server.tool(description="Says which server this is.", structured_output=False)
@@ -74,6 +76,20 @@ def build(name, extra_tools, pid_file):
             structured_output=False,
         )
 
+    def called(tool_name):
+        def tool() -> str:
+            return f"{name} called {tool_name}"
+
+        return tool
+
+    for tool_name in named_tools:
+        server.add_tool(
+            called(tool_name),
+            name=tool_name,
+            description=f"A tool the test named {tool_name}; it says which server answered.",
+            structured_output=False,
+        )
+
     @server.prompt(description="A greeting from this server.")
     def greet(who: str) -> str:
         return f"{name} greets {who}"
@@ -88,11 +104,12 @@ def build(name, extra_tools, pid_file):
 def main():
     args = sys.argv[1:]
     if not args or args[0].startswith("-"):
-        sys.exit("usage: named.py NAME [--tools N] [--pid-file PATH] [--list-changed]")
+        sys.exit("usage: named.py NAME [--tools N] [--tool TOOL]... [--pid-file PATH] [--list-changed]")
     name = args[0]
     extra_tools = int(option(args, "--tools", 0))
     pid_file = option(args, "--pid-file")
-    server = build(name, extra_tools, pid_file)
+    named_tools = [args[at + 1] for at, arg in enumerate(args[:-1]) if arg == "--tool"]
+    server = build(name, extra_tools, pid_file, named_tools)
     if pid_file:
         write_atomically(pid_file, str(os.getpid()))
     if "--list-changed" not in args:

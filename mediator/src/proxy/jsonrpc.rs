@@ -145,11 +145,16 @@ pub struct Malformed {
 
 impl<'a> Message<'a> {
     pub fn parse(line: &'a [u8]) -> Result<Message<'a>, Malformed> {
-        let text = std::str::from_utf8(line).map_err(|error| Malformed {
-            id: None,
-            code: PARSE_ERROR,
-            reason: format!("not UTF-8 ({error})"),
-            answers: None,
+        let text = std::str::from_utf8(line).map_err(|error| {
+            // Never forwarded; its sender still hears of it, by the id it can be read to carry.
+            let salvaged = salvage(&String::from_utf8_lossy(line));
+            let answer = salvaged.answer && !salvaged.request;
+            Malformed {
+                answers: salvaged.id.clone().filter(|_| answer),
+                id: salvaged.id.filter(|_| !answer),
+                code: PARSE_ERROR,
+                reason: format!("not UTF-8 ({error})"),
+            }
         })?;
         if text.trim_start().starts_with('[') {
             return match serde_json::from_str::<Vec<&'a RawValue>>(text) {
@@ -341,6 +346,16 @@ pub fn notification(method: &str, params: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_answered_by_the_id_it_carries() {
+        let request = b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"a\xff\"}}";
+        let malformed = Message::parse(request).unwrap_err();
+        assert_eq!((malformed.id, malformed.code), (Some(Id::written("7")), PARSE_ERROR));
+        let answer = b"{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":{\"x\":\"\xff\"}}";
+        let malformed = Message::parse(answer).unwrap_err();
+        assert_eq!((malformed.id, malformed.answers), (None, Some(Id::written("\"s\""))));
+    }
 
     #[test]
     fn a_tagged_id_gives_back_the_server_and_its_id() {

@@ -71,6 +71,12 @@ impl Protocol {
             .any(|listener| serde_json::from_str::<Value>(listener.as_raw()).ok().as_ref() == Some(stream))
     }
 
+    /// The line that tells the client its list of `what` (`prompts`, `resources`) changed; none
+    /// under the stateless revision, whose streams the gateway keeps for tool changes only.
+    pub(super) fn other_list_changed(&self, what: &str) -> Option<String> {
+        (!self.stateless).then(|| jsonrpc::notification(&format!("notifications/{what}/list_changed"), None))
+    }
+
     /// The lines that tell the client its tool list changed: one notification, or under the
     /// stateless revision one on each listen stream.
     pub(super) fn list_changed(&self) -> Vec<String> {

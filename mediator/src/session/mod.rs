@@ -268,6 +268,13 @@ impl Session {
         self.take_in_keeping(upstream, None).await;
     }
 
+    /// Takes in a list the caller enhanced itself ([`Mediator::enhance`] with this session's
+    /// context): for a front door that shows one list under several policies and enhances it
+    /// once (`tokens`).
+    pub fn take_in_enhanced(&self, enhanced: Vec<EnhancedTool>) {
+        self.settle(0, Some(enhanced), None);
+    }
+
     /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
     /// the client sees it merged with the other sources' lists, and is told if that changed.
     pub async fn take_in_from(&self, source: usize, context: &ToolContext, upstream: Vec<Tool>) {
@@ -293,7 +300,13 @@ impl Session {
         let changed = {
             let mut state = self.state();
             state.upstream = kept;
+            // The search tool's name is the session's own: no server takes it.
+            let reserved: &[&str] = if self.policy.search { &[search::SEARCH_TOOL] } else { &[] };
             if self.source_names.len() <= 1 {
+                let mut enhanced = enhanced;
+                if let Some(tools) = enhanced.as_mut() {
+                    sources::keep_reserved(tools, reserved, self.mediator.name_rules());
+                }
                 state.owners = vec![0; enhanced.as_ref().map_or(0, Vec::len)];
                 state.tools = enhanced;
             } else {
@@ -308,6 +321,7 @@ impl Session {
                     &self.source_names,
                     self.policy.prefix,
                     self.policy.quarantine,
+                    reserved,
                     self.mediator.name_rules(),
                 );
                 state.tools = Some(tools);

@@ -20,19 +20,29 @@ fn listed(part: &Part) -> Option<&Vec<EnhancedTool>> {
 }
 
 /// The sources' lists as one: in source order, a name that more than one source exposes (or,
-/// with `prefix_all`, every name) becomes `<source>_<name>`, made valid for `rules` and unique
-/// among all the others. A tool whose text names another source's tool (shadowing it) is
-/// reported, and with `quarantine` left out. Returns the merged tools and the source of each.
+/// with `prefix_all`, every name), one that starts with another source's prefix, and one of
+/// the mediator's own (`reserved`) becomes `<source>_<name>`, made valid for `rules` and unique
+/// among all the others (see [`SharedNames`]). A tool whose text names another source's tool
+/// (shadowing it) is reported, and with `quarantine` left out. Returns the merged tools and the
+/// source of each.
 pub(super) fn merge(
     sources: &[Part],
     source_names: &[String],
     prefix_all: bool,
     quarantine: bool,
+    reserved: &[&str],
     rules: NameRules,
 ) -> (Vec<EnhancedTool>, Vec<usize>) {
     // The chain already made each source's names unique.
-    let every_name = sources.iter().filter_map(|part| part.tools.as_ref()).flatten().map(EnhancedTool::name);
-    let mut names = SharedNames::new(every_name, prefix_all, rules);
+    let every_name = sources
+        .iter()
+        .enumerate()
+        .filter_map(|(source, part)| Some((source, part.tools.as_ref()?)))
+        .flat_map(|(source, tools)| tools.iter().map(move |tool| (source, tool.name())));
+    let names = SharedNames::new(source_names, every_name, prefix_all, reserved, rules);
+    for clash in names.clashes() {
+        tracing::warn!("{clash}");
+    }
     let count = sources.iter().filter_map(listed).map(Vec::len).sum();
     let (mut merged, mut owners) = (Vec::with_capacity(count), Vec::with_capacity(count));
     for (source, part) in sources.iter().enumerate() {
@@ -58,8 +68,8 @@ pub(super) fn merge(
                 }
             }
             let mut tool = tool.clone();
-            if names.is_shared(tool.name()) {
-                let name = names.expose(prefix, tool.name());
+            let name = names.expose(source, tool.name());
+            if name != tool.name() {
                 tool.changes.name = name != tool.original_name;
                 tool.tool.name = name;
             }
@@ -68,6 +78,26 @@ pub(super) fn merge(
         }
     }
     (merged, owners)
+}
+
+/// One source's tools, none under a name the mediator gives its own tools (`reserved`): a tool
+/// that has one is renamed `<name>_N`, with a warning.
+pub(super) fn keep_reserved(tools: &mut [EnhancedTool], reserved: &[&str], rules: NameRules) {
+    if !tools.iter().any(|tool| reserved.contains(&tool.name())) {
+        return;
+    }
+    let mut taken: HashSet<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
+    taken.extend(reserved.iter().map(|&name| name.to_owned()));
+    for tool in tools.iter_mut().filter(|tool| reserved.contains(&tool.name())) {
+        let name = rules.unique_variant(tool.name(), |candidate| taken.contains(candidate));
+        tracing::warn!(
+            "the server lists a tool named `{}`, a name the mediator gives its own tool; listed as `{name}`",
+            tool.name()
+        );
+        taken.insert(name.clone());
+        tool.changes.name = name != tool.original_name;
+        tool.tool.name = name;
+    }
 }
 
 #[cfg(test)]
@@ -86,7 +116,7 @@ mod tests {
     #[test]
     fn only_shared_names_are_prefixed_and_each_keeps_its_source() {
         let sources = [tools(&["whoami", "echo"]), tools(&["whoami", "time"])];
-        let (merged, owners) = merge(&sources, &["a".into(), "b".into()], false, false, NameRules::MCP);
+        let (merged, owners) = merge(&sources, &["a".into(), "b".into()], false, false, &[], NameRules::MCP);
         assert_eq!(names(&merged), ["a_whoami", "echo", "b_whoami", "time"]);
         assert_eq!(owners, [0, 0, 1, 1]);
         assert_eq!(merged[2].original_name, "whoami", "calls go upstream under the source's name");
@@ -95,25 +125,34 @@ mod tests {
 
     #[test]
     fn a_prefixed_name_never_takes_another_tools_name() {
+        // `b`'s `a_x` starts with `a`'s prefix: it is `b`'s, and says so.
         let sources = [tools(&["x"]), tools(&["x", "a_x"])];
-        let (merged, _) = merge(&sources, &["a".into(), "b".into()], false, false, NameRules::MCP);
-        assert_eq!(names(&merged), ["a_x_2", "b_x", "a_x"]);
+        let (merged, _) = merge(&sources, &["a".into(), "b".into()], false, false, &[], NameRules::MCP);
+        assert_eq!(names(&merged), ["a_x", "b_x", "b_a_x"]);
     }
 
     #[test]
     fn prefix_all_prefixes_every_name_valid_for_the_profile() {
         let sources = [tools(&["get"]), Part::default(), tools(&["put"])];
         let (merged, owners) =
-            merge(&sources, &["git hub".into(), "gone".into(), "c".into()], true, false, NameRules::STRICT);
+            merge(&sources, &["git hub".into(), "gone".into(), "c".into()], true, false, &[], NameRules::STRICT);
         assert_eq!(names(&merged), ["git_hub_get", "c_put"]);
         assert_eq!(owners, [0, 2], "a source without tools takes no place");
+    }
+
+    #[test]
+    fn a_tool_never_takes_the_mediators_own_name() {
+        let Part { tools: Some(mut listed), .. } = tools(&["search_tools", "search_tools_2"]) else { unreachable!() };
+        keep_reserved(&mut listed, &["search_tools"], NameRules::MCP);
+        assert_eq!(names(&listed), ["search_tools_3", "search_tools_2"]);
+        assert_eq!(listed[0].original_name, "search_tools", "calls reach it by its own name");
     }
 
     #[test]
     fn a_source_that_went_down_keeps_the_others_names_as_they_were() {
         let mut sources = [tools(&["whoami"]), tools(&["whoami", "time"])];
         sources[0].down = true;
-        let (merged, owners) = merge(&sources, &["a".into(), "b".into()], false, false, NameRules::MCP);
+        let (merged, owners) = merge(&sources, &["a".into(), "b".into()], false, false, &[], NameRules::MCP);
         assert_eq!(names(&merged), ["b_whoami", "time"]);
         assert_eq!(owners, [1, 1]);
     }

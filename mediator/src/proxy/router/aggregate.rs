@@ -11,7 +11,7 @@ use futures_util::future::join_all;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::{Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
+use super::{JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
 use crate::lock;
 use crate::naming::{NameRules, SharedNames};
 use crate::proxy::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
@@ -110,29 +110,82 @@ impl Router {
         // A server being given it already (it just started) is waited for, and a server given
         // it before (a second handshake) answers with what it said then.
         self.joins_settled().await;
-        let (router, asked, given) = (&self, method.as_str(), &params);
-        let joining = self.links.iter().filter(|link| link.is_up() && link.claim_join()).map(|link| async move {
-            let joined = router.join(link, asked, given).await;
-            link.joined(joined.is_ok());
-            match joined {
-                Ok((_, Some(_))) => {}
-                Ok((_, None)) => {
-                    router.warnings.warn("handshake", || {
-                        format!("{} answered {asked} with a result that cannot be read", link.label)
-                    });
+        // Whether the client has its answer: a server that joins after that joins late.
+        let answered = std::sync::Arc::new(std::sync::Mutex::new(false));
+        let mut joining = Vec::new();
+        for link in self.links.iter().filter(|link| link.is_up() && link.claim_join()) {
+            joining.push(link.clone());
+            let (router, link, answered) = (self.clone(), link.clone(), answered.clone());
+            let (method, params) = (method.clone(), params.clone());
+            tokio::spawn(async move {
+                let joined = router.join(&link, &method, &params).await;
+                let late = {
+                    let answered = lock(&answered);
+                    link.joined(joined.is_ok());
+                    *answered
+                };
+                match joined {
+                    Ok((_, Some(_))) if late => router.joined_late(&link).await,
+                    Ok((_, Some(_))) => {}
+                    Ok((_, None)) => {
+                        router.warnings.warn("handshake", || {
+                            format!("{} answered {method} with a result that cannot be read", link.label)
+                        });
+                    }
+                    Err(failure) => router.join_failed(&link, "did not join", failure),
                 }
-                Err(failure) => router.join_failed(link, "did not join", failure),
-            }
-        });
-        join_all(joining).await;
-        let results: Vec<(String, Value)> = self
-            .links
-            .iter()
-            .filter(|link| link.is_up() && link.joining() == Joining::Done)
-            .filter_map(|link| Some((link.name.clone(), lock(&link.handshake_result).clone()?)))
-            .collect();
-        let merged = merge_handshakes(&method, &params, &results);
+            });
+        }
+        // The servers that answer within the window are the handshake's; the others join late.
+        let window = self.request_timeout.min(JOIN_WINDOW);
+        join_all(joining.iter().map(|link| link.join_settled(window))).await;
+        let (results, pending) = {
+            let mut answered = lock(&answered);
+            *answered = true;
+            let results: Vec<(String, Value)> = self
+                .links
+                .iter()
+                .filter(|link| link.is_up() && link.joining() == Joining::Done)
+                .filter_map(|link| Some((link.name.clone(), lock(&link.handshake_result).clone()?)))
+                .collect();
+            let pending = self.links.iter().any(|link| link.joining() != Joining::Done);
+            (results, pending)
+        };
+        if pending {
+            let late: Vec<&str> = self
+                .links
+                .iter()
+                .filter(|link| link.joining() != Joining::Done)
+                .map(|link| link.name.as_str())
+                .collect();
+            tracing::warn!(
+                "answered {method} without the servers that did not answer it within {}s ({}); they join when they do",
+                window.as_secs_f64(),
+                late.join(", ")
+            );
+        }
+        let merged = merge_handshakes(&method, &params, &results, pending);
         self.answer_handshake(&id, merged);
+    }
+
+    /// Server `link` answered the client's handshake after the client had the gateway's answer:
+    /// its lists are taken in, and the client hears that they changed.
+    async fn joined_late(self: &std::sync::Arc<Self>, link: &Link) {
+        tracing::info!("{} joined late", link.label);
+        self.relist(link).await;
+        self.catalog_changed();
+        self.announce_catalog(link);
+    }
+
+    /// Server `link` came: the client hears that the lists it has besides tools changed.
+    fn announce_catalog(&self, link: &Link) {
+        for what in ["prompts", "resources"] {
+            if link.has(what)
+                && let Some(line) = lock(&self.protocol).other_list_changed(what)
+            {
+                self.to_client(line);
+            }
+        }
     }
 
     /// Server `link` failed to join: said, and, when it did not answer, could not be reached or
@@ -210,6 +263,7 @@ impl Router {
             tracing::info!("{} is back", link.label);
             self.relist(&link).await;
             self.catalog_changed();
+            self.announce_catalog(&link);
         });
     }
 
@@ -407,15 +461,21 @@ impl Router {
                 catalog.templates = Some(owners);
             }
             Kind::Prompts => {
-                let every_name = lists.iter().flat_map(|(_, items)| items).filter_map(|item| item["name"].as_str());
-                let mut names = SharedNames::new(every_name, self.prefix, NameRules::MCP);
+                let every_name = lists
+                    .iter()
+                    .flat_map(|(link, items)| items.iter().filter_map(|item| Some((*link, item["name"].as_str()?))));
+                let servers: Vec<String> = self.links.iter().map(|link| link.name.clone()).collect();
+                let names = SharedNames::new(&servers, every_name, self.prefix, &[], NameRules::MCP);
+                for clash in names.clashes() {
+                    self.warnings.warn("prompt-name", || format!("prompts: {clash}"));
+                }
                 let mut owners = HashMap::new();
                 for (link, items) in lists {
                     for mut item in items {
                         let Some(name) = item.get("name").and_then(Value::as_str).map(str::to_owned) else {
                             continue;
                         };
-                        let exposed = names.expose(&self.links[link].name, &name);
+                        let exposed = names.expose(link, &name);
                         item["name"] = Value::from(exposed.as_str());
                         owners.insert(exposed, (link, name));
                         merged.push(item);
@@ -510,8 +570,10 @@ impl Link {
 
 /// One handshake answer for several servers: the revision the client asked for if a server
 /// agreed to it (else the first server's), every capability any server has, each server's
-/// instructions under its name, and the gateway's own name.
-fn merge_handshakes(method: &str, params: &Value, results: &[(String, Value)]) -> Value {
+/// instructions under its name, and the gateway's own name. Servers come and go, so lists of
+/// prompts and resources may change; with a server still `pending`, the gateway has them,
+/// since it may bring some.
+fn merge_handshakes(method: &str, params: &Value, results: &[(String, Value)], pending: bool) -> Value {
     let mut merged = match results.first() {
         Some((_, Value::Object(first))) => first.clone(),
         _ => Map::new(),
@@ -549,6 +611,14 @@ fn merge_handshakes(method: &str, params: &Value, results: &[(String, Value)]) -
         }
     }
     capabilities.entry("tools").or_insert_with(|| json!({}));
+    for what in ["prompts", "resources"] {
+        if pending {
+            capabilities.entry(what).or_insert_with(|| json!({}));
+        }
+        if let Some(Value::Object(capability)) = capabilities.get_mut(what) {
+            capability.insert("listChanged".to_owned(), Value::Bool(true));
+        }
+    }
     merged.insert("capabilities".to_owned(), Value::Object(capabilities));
     let instructions: Vec<String> = results
         .iter()
@@ -590,7 +660,7 @@ mod tests {
                        "serverInfo": {"name": "everything"}, "instructions": "Try echo."}),
             ),
         ];
-        let merged = merge_handshakes("initialize", &json!({"protocolVersion": "2025-11-25"}), &results);
+        let merged = merge_handshakes("initialize", &json!({"protocolVersion": "2025-11-25"}), &results, false);
         assert_eq!(merged["protocolVersion"], "2025-11-25", "the client's, since a server agreed to it");
         assert_eq!(merged["serverInfo"]["name"], "tool-mediator");
         assert_eq!(merged["capabilities"]["tools"]["listChanged"], true);
@@ -601,9 +671,12 @@ mod tests {
 
     #[test]
     fn no_server_yet_still_answers_the_client() {
-        let merged = merge_handshakes("initialize", &json!({"protocolVersion": "2025-06-18"}), &[]);
+        let merged = merge_handshakes("initialize", &json!({"protocolVersion": "2025-06-18"}), &[], true);
         assert_eq!(merged["protocolVersion"], "2025-06-18");
         assert!(merged["capabilities"]["tools"].is_object());
+        // A server that joins late may bring prompts and resources: the client is told they change.
+        assert_eq!(merged["capabilities"]["prompts"]["listChanged"], true);
+        assert_eq!(merged["capabilities"]["resources"]["listChanged"], true);
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub(in crate::proxy) struct Link {
     /// Where the running server's handshake stands: a server that is being given the client's
     /// handshake is asked nothing else meanwhile, and is given it once.
     joining: tokio::sync::watch::Sender<Joining>,
+    /// When the running server was last given the handshake: it is waited for a while from then.
+    join_began: Mutex<Option<tokio::time::Instant>>,
     /// Tells the supervisor of the running server that it is no use (it does not answer the
     /// gateway's own requests, or its handshake failed): it is ended, and started again.
     fault: Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
@@ -92,6 +94,7 @@ impl Link {
             listing_gate: tokio::sync::Mutex::new(0),
             relisting: Mutex::default(),
             joining: tokio::sync::watch::Sender::new(Joining::Fresh),
+            join_began: Mutex::default(),
             fault: Mutex::default(),
         }
     }
@@ -122,13 +125,17 @@ impl Link {
 
     /// Takes on giving the running server the handshake; false when it is being or was given it.
     pub(super) fn claim_join(&self) -> bool {
-        self.joining.send_if_modified(|joining| {
+        let claimed = self.joining.send_if_modified(|joining| {
             let fresh = *joining == Joining::Fresh;
             if fresh {
                 *joining = Joining::UnderWay;
             }
             fresh
-        })
+        });
+        if claimed {
+            *lock(&self.join_began) = Some(tokio::time::Instant::now());
+        }
+        claimed
     }
 
     /// The handshake claimed with [`Link::claim_join`] ended: answered, or not.
@@ -140,10 +147,13 @@ impl Link {
         *self.joining.borrow()
     }
 
-    /// Returns once the server is not being given the handshake (at once when it is not).
-    pub(super) async fn join_settled(&self) {
+    /// Returns once the server is not being given the handshake (at once when it is not), or
+    /// `window` after it was given it: one that takes longer joins late.
+    pub(super) async fn join_settled(&self, window: std::time::Duration) {
+        let began = lock(&self.join_began).unwrap_or_else(tokio::time::Instant::now);
         let mut joining = self.joining.subscribe();
-        let _ = joining.wait_for(|joining| *joining != Joining::UnderWay).await;
+        let settled = joining.wait_for(|joining| *joining != Joining::UnderWay);
+        let _ = tokio::time::timeout_at(began + window, settled).await;
     }
 
     /// The server is down, for `reason`: its input closes, and every request still waiting

@@ -41,8 +41,13 @@ pub(super) use link::{Link, label_of};
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
 
-/// How long a list waits for a server being given the handshake, at most.
-const JOIN_WAIT: Duration = Duration::from_secs(10);
+/// How long the client's handshake, a list or a call waits for a server being given the
+/// handshake, from when it was given it: one that has not answered by then (a server that hangs
+/// at `initialize`, or is slow to start) joins late, and the client hears its lists changed.
+/// Long enough for a server started through `npx` or `uvx` to answer (a client that does not
+/// listen for list changes would never see one that joins late), well within the time clients
+/// give a handshake.
+const JOIN_WINDOW: Duration = Duration::from_secs(10);
 
 /// `tools/list` and `tools/call` requests served at once; the client is not read meanwhile.
 const TOOL_TASKS: usize = 64;
@@ -171,8 +176,9 @@ impl Router {
             }
     }
 
-    /// Returns once no server is being given the handshake (within the request timeout): one
-    /// that just started is waited for rather than left out of a list.
+    /// Returns once no server is being given the handshake, or each has had [`JOIN_WINDOW`]
+    /// (within the request timeout) since it was given it: one that just started is waited for
+    /// rather than left out of a list, and one that hangs holds up nothing for long.
     async fn joins_settled(&self) {
         let joining: Vec<Arc<Link>> =
             self.links.iter().filter(|link| link.is_up() && link.joining() == Joining::UnderWay).cloned().collect();
@@ -180,9 +186,8 @@ impl Router {
             // The usual case, on every call: no timer, nothing to wait for.
             return;
         }
-        let settled = futures_util::future::join_all(joining.iter().map(|link| link.join_settled()));
-        // A server that takes long to join holds up a list this long at most.
-        let _ = tokio::time::timeout(self.request_timeout.min(JOIN_WAIT), settled).await;
+        let window = self.request_timeout.min(JOIN_WINDOW);
+        futures_util::future::join_all(joining.iter().map(|link| link.join_settled(window))).await;
     }
 
     /// While server `link` runs, pings it every [`ProxyOptions::request_timeout`] once it has
@@ -333,6 +338,13 @@ impl Router {
                         None => self.aggregate(id, &method, params, line),
                     },
                 }
+            }
+            Message::Notification { method, .. } if !method.starts_with("notifications/") => {
+                // A request without an id (`tools/call`, `prompts/get`, `resources/read`): MCP has
+                // no such notification, and it would pass the session's screen unrouted.
+                self.warnings.warn("client-no-id", || {
+                    format!("the client sent `{method}` without an id; a request needs one, so it was dropped")
+                });
             }
             Message::Notification { method, params } => {
                 if method == "notifications/cancelled"
@@ -498,6 +510,8 @@ impl Router {
                 }
             }
             Message::Notification { method, params } => match &*method {
+                // A server not given the handshake yet is asked nothing: the join lists it after.
+                "notifications/tools/list_changed" if !self.serving(link) => {}
                 "notifications/tools/list_changed" => self.relist_soon(link),
                 "notifications/subscriptions/acknowledged" => self.acknowledge(params, line),
                 "notifications/resources/list_changed" | "notifications/prompts/list_changed" => {
