@@ -4,7 +4,8 @@
 //!
 //! - `enhance` of the enhance benchmark's manifests (10,000 and 100,000 real github tools, every
 //!   fourth one cryptic, compact JSON), to standard output and `--in-place`: the peak of the
-//!   process (`ru_maxrss` from `wait4`), beside the manifest's size.
+//!   process (`ru_maxrss` from `wait4`), beside the manifest's size; and `tokens` of each, which
+//!   lists it in every disclosure mode. The time each run took is printed beside its peak.
 //! - The proxy in front of a server listing 50,000 small tools (`tests/peers/hostile.py
 //!   --tools 50000`): the proxy's peak (`VmHWM`) after three listings, beside the size of the
 //!   server's own `tools/list` result, asked of it directly.
@@ -32,7 +33,7 @@ fn main() {
         return;
     }
     let dir = tempfile::tempdir().expect("a temporary directory");
-    println!("{:<44} {:>10} {:>12} {:>8}", "what", "input", "peak RSS", "ratio");
+    println!("{:<44} {:>10} {:>12} {:>8} {:>8}", "what", "input", "peak RSS", "ratio", "time");
     for n in [10_000, 100_000] {
         let manifest = dir.path().join(format!("github-{n}.json"));
         std::fs::write(&manifest, github::manifest(n)).expect("writes the manifest");
@@ -43,6 +44,8 @@ fn main() {
         std::fs::copy(&manifest, &copy).expect("copies");
         let in_place = peak_of(&["enhance", "--in-place", path(&copy), "--source", "bench"]);
         report(&format!("enhance, {n} tools, --in-place"), size, in_place);
+        let tokens = peak_of(&["tokens", path(&manifest)]);
+        report(&format!("tokens, {n} tools"), size, tokens);
     }
 
     let tools = 50_000;
@@ -61,20 +64,28 @@ fn main() {
         assert!(page["result"]["tools"].is_array(), "{page}");
     }
     let peak = client.peak_memory_kib().expect("the proxy's /proc status");
-    report(&format!("proxy, {tools} tools listed 3 times"), list_size, peak);
+    report(&format!("proxy, {tools} tools listed 3 times"), list_size, (peak, None));
 }
 
 fn path(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temporary path")
 }
 
-fn report(what: &str, input_bytes: f64, peak_kib: u64) {
+fn report(what: &str, input_bytes: f64, (peak_kib, seconds): (u64, Option<f64>)) {
     let peak = peak_kib as f64 * 1024.0;
-    println!("{what:<44} {:>7.1} MiB {:>8.1} MiB {:>7.1}x", input_bytes / MIB, peak / MIB, peak / input_bytes);
+    let time = seconds.map_or(String::new(), |seconds| format!("{seconds:>7.2}s"));
+    println!(
+        "{what:<44} {:>7.1} MiB {:>8.1} MiB {:>7.1}x {time:>8}",
+        input_bytes / MIB,
+        peak / MIB,
+        peak / input_bytes
+    );
 }
 
-/// [`peak_kib`] in a fresh process of this benchmark.
-fn peak_of(args: &[&str]) -> u64 {
+/// [`peak_kib`] in a fresh process of this benchmark, and how long the run took (the fresh
+/// process's start is counted in, a few milliseconds).
+fn peak_of(args: &[&str]) -> (u64, Option<f64>) {
+    let started = std::time::Instant::now();
     let binary = binary();
     let output = Command::new(std::env::current_exe().expect("the benchmark knows its path"))
         .env("TOOL_MEDIATOR_BENCH_BINARY", &binary)
@@ -84,7 +95,8 @@ fn peak_of(args: &[&str]) -> u64 {
         .output()
         .expect("the benchmark runs itself");
     assert!(output.status.success(), "measuring {args:?} failed");
-    String::from_utf8_lossy(&output.stdout).trim().parse().expect("a peak in KiB")
+    let peak = String::from_utf8_lossy(&output.stdout).trim().parse().expect("a peak in KiB");
+    (peak, Some(started.elapsed().as_secs_f64()))
 }
 
 /// Runs the binary to the end, output to /dev/null; its peak resident set in KiB.

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 use tool_mediator::Tool;
 use tool_mediator::llm::Task;
-use tool_mediator::session::{DisclosureMode, ListPage, Session, SessionPolicy};
+use tool_mediator::session::{DisclosureMode, Session, SessionPolicy};
 
 use crate::cli::TokensArgs;
 use crate::config::Setup;
@@ -17,7 +17,8 @@ use crate::output;
 
 pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(std::slice::from_ref(&args.manifest))?;
-    let (manifest, _) = manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
+    let (mut manifest, _) =
+        manifest::read(origins.into_iter().next().context("one manifest")?, manifest::MAX_INPUT_SIZE)?;
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
     // The settings every front door shares, the flags over them.
     let mut settings = setup.settings.clone();
@@ -31,40 +32,48 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let (threshold, whole_below) = (settings.grouping_threshold.max(2), settings.whole_below);
     let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
     let context = setup.context(&manifest.origin);
-    let listing = |policy: SessionPolicy| {
-        let session = Session::new(mediator.clone(), context.clone(), policy);
-        let tools = manifest.tools.clone();
-        async move { session.list_tools(&tools, None).await.map(ListPage::into_tools) }
-    };
-    let mut listings = Vec::new();
-    for mode in DisclosureMode::ALL {
-        settings.disclosure_mode = mode;
-        let policy = SessionPolicy { page_size: None, ..settings.session_policy() };
-        listings.push((mode, listing(policy).await?));
-    }
+    // Enhanced once, then listed in each mode; only one mode's listing is held at a time.
+    let mut enhanced = Some(mediator.enhance(std::mem::take(&mut manifest.tools), &context).await);
     setup.finish();
 
     let bpe = tiktoken_rs::o200k_base_singleton();
     let count = |text: &str| bpe.encode_ordinary(text).len();
-    let measure = |tools: &[Tool]| -> (usize, Vec<(String, usize)>) {
-        let total = count(&json!({"tools": tools}).to_string());
-        let each = tools.iter().map(|tool| (tool.name.clone(), count(&json!(tool).to_string()))).collect();
-        (total, each)
-    };
-    /// One mode's first listing: how many entries, the tokens in all and per entry.
+    /// One mode's first listing: how many entries, the tokens in all and, for the listings a
+    /// report shows tool by tool, per entry.
     struct Measured {
         mode: DisclosureMode,
         listed: usize,
         total: usize,
         each: Vec<(String, usize)>,
     }
-    let measured: Vec<Measured> = listings
-        .iter()
-        .map(|(mode, tools)| {
-            let (total, each) = measure(tools);
-            Measured { mode: *mode, listed: tools.len(), total, each }
-        })
-        .collect();
+    #[derive(serde::Serialize)]
+    struct Listing<'a> {
+        tools: &'a [Tool],
+    }
+    let mut measured = Vec::new();
+    // `off`, which lists every tool, last: it takes the enhanced list rather than a copy.
+    let mut modes = DisclosureMode::ALL;
+    modes.sort_by_key(|mode| *mode == DisclosureMode::Off);
+    for (index, mode) in modes.into_iter().enumerate() {
+        settings.disclosure_mode = mode;
+        let policy = SessionPolicy { page_size: None, ..settings.session_policy() };
+        let session = Session::new(mediator.clone(), context.clone(), policy);
+        let tools = if index + 1 == modes.len() { enhanced.take() } else { enhanced.clone() };
+        session.take_in_enhanced(tools.unwrap_or_default());
+        let tools = session.page(None)?.into_tools();
+        drop(session);
+        let total = count(&serde_json::to_string(&Listing { tools: &tools })?);
+        let each = if mode == DisclosureMode::Off || mode == chosen {
+            tools
+                .iter()
+                .map(|tool| Ok((tool.name.clone(), count(&serde_json::to_string(tool)?))))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        measured.push(Measured { mode, listed: tools.len(), total, each });
+    }
+    measured.sort_by_key(|measured| DisclosureMode::ALL.iter().position(|mode| *mode == measured.mode));
     let plain_total = measured[0].total;
     let saved = |total: usize| {
         if plain_total == 0 { 0.0 } else { 100.0 * (plain_total - total.min(plain_total)) as f64 / plain_total as f64 }
