@@ -114,7 +114,7 @@ impl MediatorConfig {
         if !path.is_file() {
             return Err(ConfigError::Missing(path.to_owned()));
         }
-        let text = std::fs::read_to_string(path)
+        let text = crate::json::read_settings(path)
             .map_err(|source| ConfigError::Unreadable { path: path.to_owned(), source })?;
         let invalid =
             |(line, column), message: String| ConfigError::Invalid { path: path.to_owned(), line, column, message };

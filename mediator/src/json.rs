@@ -233,6 +233,29 @@ pub enum ReadError {
     NotUtf8 { path: PathBuf, line: usize, column: usize },
 }
 
+/// For readers whose errors hold an [`std::io::Error`]: the path is theirs to name.
+impl From<ReadError> for std::io::Error {
+    fn from(error: ReadError) -> std::io::Error {
+        match error {
+            ReadError::Io { source, .. } => source,
+            ReadError::TooLarge { limit, .. } => std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("larger than the limit of {}", crate::http::Bytes(limit)),
+            ),
+            ReadError::NotUtf8 { line, column, .. } => std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("line {line}, column {column}: not UTF-8 text"),
+            ),
+        }
+    }
+}
+
+/// A settings-like file (configuration, overrides, a lock, a dictionary, a prompt, a servers
+/// file) read whole within [`MAX_FILE_SIZE`], as [`std::fs::read_to_string`] would.
+pub fn read_settings(path: &Path) -> std::io::Result<String> {
+    read_text(path, MAX_FILE_SIZE).map_err(std::io::Error::from)
+}
+
 /// Reads the file at `path` whole as UTF-8 text, refusing one larger than `limit` bytes. A
 /// byte order mark is kept: the parsers here read past it ([`without_bom`]), and text written
 /// back keeps it.

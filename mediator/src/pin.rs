@@ -80,7 +80,7 @@ impl Lock {
     /// the JSON pointer (a member that is not what a lock holds).
     pub fn read(path: &Path) -> Result<Lock, LockError> {
         let error = |place: Option<Place>, message: String| LockError { path: path.to_owned(), place, message };
-        let text = std::fs::read_to_string(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
+        let text = crate::json::read_settings(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
         let document = crate::json::from_str(&text).map_err(|parse| {
             error(Some(Place::At { line: parse.line(), column: parse.column() }), crate::json::message(&parse))
         })?;
@@ -196,5 +196,14 @@ mod tests {
         let good = Lock::of(&[Tool::new("add")]);
         std::fs::write(&path, good.text()).unwrap();
         assert_eq!(Lock::read(&path).unwrap(), good);
+    }
+
+    /// Regression (probe): a lock file was read whole whatever its size (`--locked /dev/zero`
+    /// grew without end); every settings-like file now has a limit.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_that_never_ends_is_refused_at_the_limit() {
+        let error = Lock::read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(error.contains("larger than the limit of 128 MiB"), "{error}");
     }
 }

@@ -139,7 +139,7 @@ impl OverrideFile {
 
     pub fn load(path: &Path) -> Result<OverrideFile, OverrideError> {
         let text =
-            std::fs::read_to_string(path).map_err(|source| OverrideError::Read { path: path.to_owned(), source })?;
+            crate::json::read_settings(path).map_err(|source| OverrideError::Read { path: path.to_owned(), source })?;
         OverrideFile::parse(&text, path)
     }
 

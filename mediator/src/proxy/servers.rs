@@ -74,7 +74,7 @@ impl Servers {
 
     /// Reads the servers file at `path`, variables from the environment.
     pub fn read(path: &Path) -> Result<Servers, ServersError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ServersError {
+        let text = crate::json::read_settings(path).map_err(|error| ServersError {
             path: path.to_owned(),
             place: None,
             message: format!("cannot read it: {error}"),

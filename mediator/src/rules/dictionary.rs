@@ -88,7 +88,7 @@ impl Dictionary {
     /// they win over entries already present.
     pub fn merge_file(&mut self, path: &Path) -> Result<(), DictionaryError> {
         let text =
-            std::fs::read_to_string(path).map_err(|source| DictionaryError::Read { path: path.to_owned(), source })?;
+            crate::json::read_settings(path).map_err(|source| DictionaryError::Read { path: path.to_owned(), source })?;
         self.merge_str(&text, path)
     }
 
