@@ -9,13 +9,14 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use tool_mediator::lint::{self, Finding, RULES, Severity};
 use tool_mediator::manifest::{Origin, Place};
+use tool_mediator::proxy::probe::Probed;
 
 use crate::cli::{FailOn, LintArgs, LintFormat, ServerArgs};
 use crate::manifest;
 use crate::output;
 
 /// The tools of the server `args` names, listed over stdio; and how messages name it.
-pub async fn server_tools(args: &ServerArgs) -> Result<(String, Vec<tool_mediator::Tool>)> {
+pub async fn server_tools(args: &ServerArgs) -> Result<(String, Probed)> {
     let Some((program, rest)) = args.command.split_first() else {
         anyhow::bail!("--server needs the server's command after `--`");
     };
@@ -39,16 +40,25 @@ struct Linted {
 pub async fn run(args: LintArgs) -> Result<ExitCode> {
     let mut linted = Vec::new();
     if args.server.server {
-        let (origin, tools) = server_tools(&args.server).await?;
-        let findings = lint::lint(&tools)
+        let (origin, probed) = server_tools(&args.server).await?;
+        let positions = probed.positions();
+        let mut findings: Vec<(Finding, Place)> = lint::lint(&probed.tools)
             .into_iter()
-            .map(|finding| {
+            .map(|mut finding| {
+                finding.index = positions[finding.index];
                 let field = if finding.field.is_empty() { String::new() } else { format!("/{}", finding.field) };
                 let place = Place::Pointer(format!("/tools/{}{field}", finding.index));
                 (finding, place)
             })
             .collect();
-        linted.push(Linted { origin, uri: None, tools: tools.len(), findings });
+        // A tool nobody could read was checked by nobody: that fails the lint.
+        for unreadable in &probed.unreadable {
+            let finding = lint::unreadable(unreadable.index, &unreadable.name, &unreadable.reason);
+            findings.push((finding, Place::Pointer(format!("/tools/{}", unreadable.index))));
+        }
+        findings.sort_by_key(|(finding, _)| finding.index);
+        let tools = probed.tools.len() + probed.unreadable.len();
+        linted.push(Linted { origin, uri: None, tools, findings });
     }
     for origin in if args.server.server { Vec::new() } else { manifest::expand_inputs(&args.input.inputs)? } {
         let (manifest, _) = manifest::read(origin, args.input.max_input_size)?;

@@ -26,9 +26,13 @@ pub async fn run(args: PinArgs) -> Result<ExitCode> {
     // about it.
     let mut places: Vec<(String, Place)> = Vec::new();
     if args.server.server {
-        let (origin, listed) = crate::commands::lint::server_tools(&args.server).await?;
-        places.extend((0..listed.len()).map(|index| (origin.clone(), Place::Pointer(format!("/tools/{index}/name")))));
-        tools = listed;
+        let (origin, probed) = crate::commands::lint::server_tools(&args.server).await?;
+        warn_unreadable(&origin, &probed);
+        let positions = probed.positions();
+        places.extend(
+            positions.into_iter().map(|index| (origin.clone(), Place::Pointer(format!("/tools/{index}/name")))),
+        );
+        tools = probed.tools;
     }
     let origins = if args.server.server { Vec::new() } else { manifest::expand_inputs(&args.input.inputs)? };
     for origin in origins {
@@ -55,6 +59,19 @@ pub async fn run(args: PinArgs) -> Result<ExitCode> {
     write(&args, &Lock::of(&tools))
 }
 
+/// Tools that cannot be read are not pinned: the proxy and the gateway never list them either.
+fn warn_unreadable(origin: &str, probed: &probe::Probed) {
+    for unreadable in &probed.unreadable {
+        tracing::warn!(
+            "{}",
+            printable(&format!(
+                "{origin}/tools/{}: `{}` cannot be read, so it is not pinned (and never listed): {}",
+                unreadable.index, unreadable.name, unreadable.reason
+            ))
+        );
+    }
+}
+
 fn write(args: &PinArgs, lock: &Lock) -> Result<ExitCode> {
     match &args.output {
         Some(path) => output::write_atomically(&[(path.clone(), lock.text())])?,
@@ -74,10 +91,11 @@ async fn gateway_lock(path: &std::path::Path) -> Result<Lock> {
     for server in servers.enabled() {
         let spec = ServerSpec::from_config(server);
         let upstream = (spec.start)().expect("a servers file's server can always be started");
-        let tools = probe::probe_tools(upstream)
+        let probed = probe::probe_tools(upstream)
             .await
             .with_context(|| format!("{}: the server `{}`", path.display(), server.name))?;
-        listed.push((server.name.clone(), tools));
+        warn_unreadable(&format!("{}: the server `{}`", path.display(), server.name), &probed);
+        listed.push((server.name.clone(), probed.tools));
     }
     Ok(Lock::of_servers(listed.iter().map(|(name, tools)| (name.as_str(), tools.as_slice()))))
 }

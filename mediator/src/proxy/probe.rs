@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -30,15 +31,69 @@ pub enum ProbeError {
     Unreadable(&'static str, String),
 }
 
+/// What a server lists: the tools that could be read, as it wrote them, and the ones that
+/// could not (which a client never sees, and which nobody checked).
+#[derive(Debug, Default)]
+pub struct Probed {
+    pub tools: Vec<Tool>,
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl Probed {
+    /// Where each readable tool stands in the server's listing, which counts the unreadable ones.
+    pub fn positions(&self) -> Vec<usize> {
+        let mut skipped: Vec<usize> = self.unreadable.iter().map(|tool| tool.index).collect();
+        skipped.sort_unstable();
+        let mut skipped = skipped.into_iter().peekable();
+        let mut positions = Vec::with_capacity(self.tools.len());
+        let mut position = 0;
+        while positions.len() < self.tools.len() {
+            if skipped.next_if_eq(&position).is_none() {
+                positions.push(position);
+            }
+            position += 1;
+        }
+        positions
+    }
+}
+
+/// A tool the server listed that cannot be read.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Unreadable {
+    /// Its position in the server's listing, every page counted.
+    pub index: usize,
+    pub name: String,
+    pub reason: String,
+}
+
+/// A page of a `tools/list` result, each tool as text.
+#[derive(serde::Deserialize)]
+struct Page {
+    #[serde(default)]
+    tools: Vec<Box<RawValue>>,
+    #[serde(rename = "nextCursor")]
+    next_cursor: Option<String>,
+    #[serde(rename = "_meta")]
+    meta: Option<PageMeta>,
+}
+
+#[derive(serde::Deserialize)]
+struct PageMeta {
+    #[serde(rename = "tool-mediator/left-out")]
+    left_out: Option<Vec<Unreadable>>,
+}
+
 /// The tools `server` lists, every page of them, as it wrote them.
-pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Vec<Tool>, ProbeError> {
+pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Probed, ProbeError> {
     let (proxy_in, mut to_proxy) = tokio::io::duplex(64 * 1024);
     let (from_proxy, proxy_out) = tokio::io::duplex(1024 * 1024);
     let options = ProxyOptions::new(Arc::new(Mediator::builder().build()), SessionPolicy::default());
     let proxy = tokio::spawn(super::run(options, server.into(), proxy_in, proxy_out));
     let mut answers = BufReader::new(from_proxy).lines();
     // Id 0 sends a notification and waits for nothing.
-    let mut ask = async move |id: u64, method: &'static str, params: Value| -> Result<Value, ProbeError> {
+    // Answers are read as text and each tool on its own: a tool nested deeper than JSON is
+    // read costs only itself, as in the proxy.
+    let mut ask = async move |id: u64, method: &'static str, params: Value| -> Result<Box<RawValue>, ProbeError> {
         let message = match id {
             0 => json!({"jsonrpc": "2.0", "method": method}),
             id => json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
@@ -46,7 +101,7 @@ pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Vec<Tool>, Probe
         let line = format!("{message}\n");
         to_proxy.write_all(line.as_bytes()).await.map_err(|_| ProbeError::Ended(method))?;
         if id == 0 {
-            return Ok(Value::Null);
+            return Ok(RawValue::NULL.to_owned());
         }
         loop {
             let line = match tokio::time::timeout(ANSWER, answers.next_line()).await {
@@ -54,15 +109,21 @@ pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Vec<Tool>, Probe
                 Ok(Ok(Some(line))) => line,
                 Ok(_) => return Err(ProbeError::Ended(method)),
             };
-            let message: Value =
-                crate::json::from_str(&line).map_err(|error| ProbeError::Unreadable(method, error.to_string()))?;
-            if message.get("id") != Some(&json!(id)) {
+            #[derive(serde::Deserialize)]
+            struct Answer {
+                id: Option<Value>,
+                result: Option<Box<RawValue>>,
+                error: Option<Box<RawValue>>,
+            }
+            let message: Answer =
+                serde_json::from_str(&line).map_err(|error| ProbeError::Unreadable(method, error.to_string()))?;
+            if message.id != Some(json!(id)) {
                 continue; // a notification, or a request of the server's
             }
-            if let Some(error) = message.get("error") {
-                return Err(ProbeError::Refused(method, error.to_string()));
+            if let Some(error) = message.error {
+                return Err(ProbeError::Refused(method, error.get().to_owned()));
             }
-            return Ok(message.get("result").cloned().unwrap_or(Value::Null));
+            return Ok(message.result.unwrap_or_else(|| RawValue::NULL.to_owned()));
         }
     };
     let handshake = json!({"protocolVersion": "2025-11-25", "capabilities": {},
@@ -70,22 +131,34 @@ pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Vec<Tool>, Probe
     let listed = async {
         ask(1, "initialize", handshake).await?;
         ask(0, "notifications/initialized", Value::Null).await?;
-        let mut tools = Vec::new();
+        let mut probed = Probed::default();
         let mut cursor: Option<String> = None;
         // A server that keeps handing out cursors is listed this many pages.
         for id in 2..1_002 {
             let params = cursor.as_ref().map_or(json!({}), |cursor| json!({"cursor": cursor}));
-            let mut page = ask(id, "tools/list", params).await?;
-            let listed = page.get_mut("tools").map(Value::take).unwrap_or(Value::Array(Vec::new()));
-            let listed: Vec<Tool> = serde_json::from_value(listed)
+            let page = ask(id, "tools/list", params).await?;
+            let page: Page = serde_json::from_str(page.get())
                 .map_err(|error| ProbeError::Unreadable("tools/list", error.to_string()))?;
-            tools.extend(listed);
-            match page.get("nextCursor").and_then(Value::as_str) {
-                Some(next) if Some(next) != cursor.as_deref() => cursor = Some(next.to_owned()),
+            // The proxy names the tools it could not read; one it read but that cannot be read
+            // here would be named too.
+            probed.unreadable.extend(page.meta.and_then(|meta| meta.left_out).unwrap_or_default());
+            let listed = probed.tools.len() + probed.unreadable.len();
+            for (index, tool) in page.tools.iter().enumerate() {
+                match serde_json::from_str::<Tool>(tool.get()) {
+                    Ok(tool) => probed.tools.push(tool),
+                    Err(error) => probed.unreadable.push(Unreadable {
+                        index: listed + index,
+                        name: String::new(),
+                        reason: error.to_string(),
+                    }),
+                }
+            }
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
                 _ => break,
             }
         }
-        Ok(tools)
+        Ok(probed)
     }
     .await;
     // The client closes: the proxy ends the server.

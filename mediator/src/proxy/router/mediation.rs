@@ -12,7 +12,24 @@ use super::*;
 pub(super) struct Listing {
     pub(super) fingerprint: u64,
     pub(super) rest: Map<String, Value>,
+    /// The tools of it that could not be read, left out of what the client sees.
+    pub(super) left_out: Vec<LeftOut>,
 }
+
+/// A tool a server listed that cannot be read (not a tool's shape, a duplicate key, nested
+/// deeper than JSON is read): left out of the list, and named to the client under
+/// [`LEFT_OUT`] in the first page's `_meta`, so a client that checks a server's tools (`lint
+/// --server`) knows that something went unchecked.
+#[derive(Clone, Serialize)]
+pub(super) struct LeftOut {
+    /// The tool's position in the server's whole listing, every page counted.
+    pub(super) index: usize,
+    pub(super) name: String,
+    pub(super) reason: String,
+}
+
+/// Where [`LeftOut`] tools are named in a `tools/list` result's `_meta`.
+pub const LEFT_OUT: &str = "tool-mediator/left-out";
 
 /// Relisting after the server says its tools changed: at most one listing in flight and one
 /// more asked for, however many notifications arrive meanwhile.
@@ -106,11 +123,17 @@ impl Router {
         }
         let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let fetched = self.fetch(link, meta).await?;
-        let listing = Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone() };
-        let known = lock(&link.listing).as_ref().map(|known| known.fingerprint);
+        let mut listing =
+            Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone(), left_out: Vec::new() };
+        let (known, left_out) = match lock(&link.listing).as_ref() {
+            Some(known) => (Some(known.fingerprint), known.left_out.clone()),
+            None => (None, Vec::new()),
+        };
+        listing.left_out = left_out;
         if known != Some(listing.fingerprint) {
             // Tools are read only from a list that changed.
-            let mut tools = fetched.tools(&self.warnings);
+            let (mut tools, left_out) = fetched.tools(&self.warnings);
+            listing.left_out = left_out;
             drop(fetched);
             tools.retain(|tool| link.admits(tool));
             // A tool changed since it was pinned is a rug pull until the lock says otherwise.
@@ -214,6 +237,10 @@ impl Router {
                 Err(failure) => return self.fail(&id, failure),
             },
         };
+        let mut rest = rest;
+        if cursor.is_none() {
+            self.name_left_out(&mut rest);
+        }
         match self.session.page(cursor.as_deref()) {
             Ok(page) => {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
@@ -223,6 +250,32 @@ impl Router {
                 }
             }
             Err(invalid) => self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &invalid.to_string())),
+        }
+    }
+
+    /// Names the tools each server listed that could not be read, under [`LEFT_OUT`] in the
+    /// result's `_meta` (with the server's name behind a gateway).
+    fn name_left_out(&self, rest: &mut Map<String, Value>) {
+        let mut named = Vec::new();
+        for link in &self.links {
+            let Some(listing) = lock(&link.listing).as_ref().filter(|listing| !listing.left_out.is_empty()).cloned()
+            else {
+                continue;
+            };
+            for left_out in listing.left_out {
+                let mut entry = serde_json::to_value(left_out).unwrap_or_default();
+                if self.single().is_none() {
+                    entry["server"] = Value::from(link.name.clone());
+                }
+                named.push(entry);
+            }
+        }
+        if named.is_empty() {
+            return;
+        }
+        let meta = rest.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(LEFT_OUT.to_owned(), Value::Array(named));
         }
     }
 
@@ -386,13 +439,16 @@ impl Fetched {
     }
 
     /// The tools, each read on its own: one that does not parse (a duplicate key, a missing
-    /// name) is left out with a warning rather than costing the whole list.
-    pub(super) fn tools(&self, warnings: &Warnings) -> Vec<Tool> {
+    /// name) is left out with a warning rather than costing the whole list, and returned apart.
+    pub(super) fn tools(&self, warnings: &Warnings) -> (Vec<Tool>, Vec<LeftOut>) {
         let mut tools = Vec::new();
+        let mut left_out = Vec::new();
+        let mut position = 0;
         for (number, page) in self.pages.iter().enumerate() {
             let listed = Fetched::tools_of(page);
             tools.reserve_exact(listed.len());
             for (index, tool) in listed.into_iter().enumerate() {
+                position += 1;
                 match serde_json::from_str::<Tool>(tool.get()) {
                     Ok(tool) => tools.push(tool),
                     Err(error) => {
@@ -408,11 +464,14 @@ impl Fetched {
                                 number + 1
                             )
                         });
+                        // Bounded: a name longer than a tool name may be is cut.
+                        let name: String = name.chars().take(256).collect();
+                        left_out.push(LeftOut { index: position - 1, name, reason: error.to_string() });
                     }
                 }
             }
         }
-        tools
+        (tools, left_out)
     }
 }
 
