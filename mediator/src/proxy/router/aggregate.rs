@@ -11,7 +11,7 @@ use futures_util::future::join_all;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::{JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
+use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
 use crate::lock;
 use crate::naming::{NameRules, SharedNames};
 use crate::proxy::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
@@ -137,8 +137,28 @@ impl Router {
             });
         }
         // The servers that answer within the window are the handshake's; the others join late.
+        // The servers that answer within the window are the handshake's, and once one has, the
+        // rest have JOIN_GRACE more; the others join late.
         let window = self.request_timeout.min(JOIN_WINDOW);
-        join_all(joining.iter().map(|link| link.join_settled(window))).await;
+        let all_settled = join_all(joining.iter().map(|link| link.join_settled(window)));
+        let one_joined = async {
+            let joined = joining.iter().map(|link| {
+                Box::pin(async move {
+                    link.join_settled(window).await;
+                    if link.joining() != Joining::Done {
+                        std::future::pending::<()>().await;
+                    }
+                })
+            });
+            if !joining.is_empty() {
+                futures_util::future::select_all(joined).await;
+                tokio::time::sleep(JOIN_GRACE).await;
+            }
+        };
+        tokio::select! {
+            _ = all_settled => {}
+            () = one_joined => {}
+        }
         let (results, pending) = {
             let mut answered = lock(&answered);
             *answered = true;

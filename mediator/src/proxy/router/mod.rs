@@ -49,6 +49,11 @@ const MAX_PAGES: usize = 1_000;
 /// give a handshake.
 const JOIN_WINDOW: Duration = Duration::from_secs(10);
 
+/// Once one server has answered the client's handshake, how much longer the others have
+/// before the client is answered without them: a client should not wait the whole window for
+/// a server that hangs. A server answering later still joins a listing asked within its window.
+const JOIN_GRACE: Duration = Duration::from_secs(2);
+
 /// `tools/list` and `tools/call` requests served at once; the client is not read meanwhile.
 const TOOL_TASKS: usize = 64;
 
