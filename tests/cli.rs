@@ -1737,3 +1737,29 @@ fn lint_server_fails_on_a_tool_it_cannot_read() {
     assert!(!stdout(&fine).contains("unreadable-tool"), "{}", stdout(&fine));
     assert!(stdout(&fine).contains("instructions-to-the-model"), "{}", stdout(&fine));
 }
+
+/// Regression (probe): an override's `$ref` to a definition that is not there passed
+/// `overrides lint`, `lint` and `enhance`, and every client then failed to validate the tool.
+#[test]
+fn a_dangling_ref_fails_overrides_lint_lint_and_is_dropped_by_enhance() {
+    let dir = tempfile::tempdir().unwrap();
+    let dangling = r##"{"type": "object", "properties": {"user": {"$ref": "#/$defs/missing", "description": "Who"}}}"##;
+    let file = format!(r#"{{"source": "s", "tools": {{"get_user": {{"inputSchema": {dangling}}}}}}}"#);
+    fs::write(dir.path().join("s.json"), file).unwrap();
+    let lint = run(&["overrides", "lint", dir.path().to_str().unwrap()], None);
+    assert_eq!(lint.status.code(), Some(2), "{}", stdout(&lint));
+    assert!(stdout(&lint).contains("s.json: `/tools/get_user/inputSchema/properties/user/$ref`"), "{}", stdout(&lint));
+
+    let manifest = format!(
+        r#"{{"tools": [{{"name": "get_user", "description": "Looks a user up by id.", "inputSchema": {dangling}}}]}}"#
+    );
+    let linted = run(&["lint", "-", "--format", "json"], Some(&manifest));
+    assert_eq!(linted.status.code(), Some(1), "{}", stdout(&linted));
+    assert!(stdout(&linted).contains("invalid-schema"), "{}", stdout(&linted));
+
+    let enhanced = run(&["enhance", "-", "--source", "s"], Some(&manifest));
+    assert!(enhanced.status.success(), "{}", stderr(&enhanced));
+    let tool = &json_out(&enhanced)["tools"][0];
+    assert_eq!(tool["inputSchema"]["properties"]["user"], json!({"description": "Who"}), "{tool}");
+    assert!(schema::is_valid(&tool["inputSchema"]));
+}
