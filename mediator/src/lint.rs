@@ -540,7 +540,10 @@ mod tests {
             ),
             ("hidden-text", vec![Tool::new("add").with_description("Adds two numbers.\u{200b}<!-- and more -->")]),
         ];
-        assert_eq!(cases.len(), RULES.len());
+        // A tool that cannot be read is no `Tool`: its finding is made where it was left out.
+        assert_eq!(cases.len() + 1, RULES.len());
+        assert_eq!(unreadable(1, "deep", "recursion limit exceeded").rule, "unreadable-tool");
+        assert!(rule("unreadable-tool").is_some());
         for (rule, tools) in cases {
             assert!(ids(&tools).contains(&rule), "{rule}: {:?}", lint(&tools));
         }
