@@ -237,3 +237,211 @@ fn a_session_the_server_ended_ends_the_proxy_with_why() {
     assert!(stderr.contains("exited first") && stderr.contains("ended the session (HTTP 404)"), "{stderr}");
     drop(input);
 }
+
+/// An HTTP server of a few lines on 127.0.0.1, on a thread: every request is answered as
+/// `reply` says, given the request line and the message's id. Returns its port and the head of
+/// each request it saw, whole (request line and headers).
+fn recording_server(reply: fn(&str, &Value) -> String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::Read as _;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length:").map(|n| n.trim().to_owned()))
+                .and_then(|length| length.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let request_line = head.lines().next().unwrap_or_default().to_owned();
+            log.lock().unwrap().push(head);
+            let id = serde_json::from_slice::<Value>(&body).map(|message| message["id"].clone()).unwrap_or_default();
+            let _ = stream.write_all(reply(&request_line, &id).as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+fn redirect(location: &str) -> String {
+    format!("HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+}
+
+/// `tool-mediator proxy --url URL EXTRA...` given `initialize`: its answer, and its stderr.
+fn initialize_through(url: &str, extra: &[&str]) -> (Value, String) {
+    let mut proxy = Command::new(binary())
+        .args(["proxy", "--url", url])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = proxy.stdin.take().unwrap();
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let mut answer = String::new();
+    BufReader::new(proxy.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+    drop(input);
+    let output = proxy.wait_with_output().unwrap();
+    (serde_json::from_str(&answer).unwrap_or(Value::Null), stderr(&output))
+}
+
+#[test]
+fn a_cross_origin_redirect_never_carries_a_user_header() {
+    // Two origins on this machine: the one the user named redirects to the other, which
+    // records what reaches it.
+    let (other, reached) = recording_server(|_, _| {
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+    });
+    static OTHER: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    OTHER.set(other).unwrap();
+    let (named, _) = recording_server(|_, _| redirect(&format!("http://127.0.0.1:{}/mcp", OTHER.get().unwrap())));
+    let url = format!("http://127.0.0.1:{named}/mcp?api_key=query-s3cret");
+    let (answer, log) = initialize_through(&url, &["--header", "X-Api-Key: header-s3cret"]);
+
+    let reached = reached.lock().unwrap().clone();
+    assert!(reached.is_empty(), "a request reached the other origin: {reached:?}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("http://127.0.0.1:{named}"))
+            && message.contains(&format!("http://127.0.0.1:{other}")),
+        "the refusal names both origins: {answer}"
+    );
+    assert!(message.contains("configure"), "{message}");
+    for secret in ["query-s3cret", "header-s3cret"] {
+        assert!(!message.contains(secret) && !log.contains(secret), "{secret} was shown: {message}\n{log}");
+    }
+}
+
+#[test]
+fn a_same_origin_redirect_is_followed_and_a_loop_or_another_scheme_is_refused() {
+    let (port, seen) = recording_server(|request, id| {
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{}},"serverInfo":{{"name":"moved","version":"1"}}}}}}"#
+        );
+        match request.split(' ').nth(1).unwrap_or_default() {
+            "/old" => redirect("/mcp"),
+            "/loop" => redirect("/loop"),
+            "/file" => redirect("file:///etc/passwd"),
+            "/mcp" if request.starts_with("POST") => format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            ),
+            _ => NOT_ALLOWED.to_owned(),
+        }
+    });
+    let (answer, _) = initialize_through(&format!("http://127.0.0.1:{port}/old"), &["--header", "X-Api-Key: k"]);
+    assert_eq!(answer["result"]["serverInfo"]["name"], "moved", "{answer} {:?}", seen.lock().unwrap());
+    let moved = seen.lock().unwrap().iter().find(|head| head.starts_with("POST /mcp")).cloned().unwrap();
+    assert!(moved.to_ascii_lowercase().contains("x-api-key: k"), "the same origin keeps its header: {moved}");
+    assert!(!moved.to_ascii_lowercase().contains("referer"), "no Referer is ever sent: {moved}");
+
+    let (answer, _) = initialize_through(&format!("http://127.0.0.1:{port}/loop"), &[]);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("redirect"), "{answer}");
+    let loops = seen.lock().unwrap().iter().filter(|head| head.starts_with("POST /loop")).count();
+    assert!(loops <= 6, "a redirect loop is followed {loops} times");
+
+    let (answer, _) = initialize_through(&format!("http://127.0.0.1:{port}/file"), &[]);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("file://"), "{answer}");
+}
+
+#[test]
+fn a_request_the_client_cancels_stops_waiting_on_a_server_that_never_answers() {
+    use std::io::Read as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Answers initialize; takes a ping and never answers it, not even with headers; says when
+    // the proxy lets that connection go.
+    static LET_GO: AtomicBool = AtomicBool::new(false);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line.to_ascii_lowercase());
+                }
+                let length = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:").and_then(|n| n.trim().parse().ok()))
+                    .unwrap_or(0);
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let answer = if !head.starts_with("post") {
+                    NOT_ALLOWED.to_owned()
+                } else if message["method"] == "initialize" {
+                    let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "protocolVersion": "2025-11-25", "capabilities": {},
+                        "serverInfo": {"name": "silent", "version": "1"}}})
+                    .to_string();
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                        answer.len()
+                    )
+                } else if message["method"] == "ping" {
+                    // Nothing, until the proxy closes the connection.
+                    let mut rest = Vec::new();
+                    let _ = reader.read_to_end(&mut rest);
+                    LET_GO.store(true, Ordering::SeqCst);
+                    return;
+                } else {
+                    "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+                };
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    let mut proxy = Command::new(binary())
+        .args(["proxy", "--no-disclosure", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = proxy.stdin.take().unwrap();
+    let mut output = BufReader::new(proxy.stdout.take().unwrap());
+    writeln!(input, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#).unwrap();
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert!(line.contains("silent"), "{line}");
+    writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    writeln!(input, r#"{{"jsonrpc":"2.0","id":2,"method":"ping"}}"#).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!LET_GO.load(Ordering::SeqCst), "the ping is waited for");
+    writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":2}}}}"#).unwrap();
+    let started = std::time::Instant::now();
+    while !LET_GO.load(Ordering::SeqCst) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the cancelled request's connection stays open"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(input);
+    let _ = proxy.wait();
+}

@@ -1,6 +1,7 @@
 //! An HTTP body read within a limit: a reply larger than we will ever use is refused as soon as
 //! it says so (`Content-Length`) or, sent without one, as soon as it passes the limit, never read
-//! whole first.
+//! whole first. And where a request may go: a redirect is followed only within the origin the
+//! user named, so no header of theirs ever reaches another.
 
 use std::fmt;
 
@@ -52,7 +53,7 @@ pub(crate) async fn read_limited(mut response: reqwest::Response, limit: u64) ->
     // Reserve what the server announced (never more than the limit), else a modest start.
     let reserve = declared.unwrap_or(8 * 1024).min(limit);
     let mut body = Vec::with_capacity(usize::try_from(reserve).unwrap_or(0));
-    while let Some(chunk) = response.chunk().await.map_err(BodyError::Read)? {
+    while let Some(chunk) = response.chunk().await.map_err(|error| BodyError::Read(error.without_url()))? {
         if (body.len() as u64).saturating_add(chunk.len() as u64) > limit {
             return Err(BodyError::TooLarge { limit, declared: None });
         }
@@ -70,9 +71,70 @@ pub(crate) async fn text_limited(response: reqwest::Response, limit: u64) -> Res
     })
 }
 
+#[cfg(feature = "proxy")]
+/// Redirects followed in a row, at most.
+const MAX_REDIRECTS: usize = 5;
+
+#[cfg(feature = "proxy")]
+/// The origin of `url` as people write it (`https://example.com:8443`), or its scheme alone
+/// (`file://`) when it has none: never its path, query or user, which may hold a secret.
+pub(crate) fn origin_of(url: &reqwest::Url) -> String {
+    let origin = url.origin();
+    match origin.is_tuple() {
+        true => origin.ascii_serialization(),
+        false => format!("{}://", url.scheme()),
+    }
+}
+
+#[cfg(feature = "proxy")]
+/// `url` for a log or an error: its origin and path, without the user, password or query a
+/// secret may be written in.
+pub(crate) fn shown(url: &reqwest::Url) -> String {
+    let query = if url.query().is_some() { "?…" } else { "" };
+    format!("{}{}{query}", origin_of(url), url.path())
+}
+
+#[cfg(feature = "proxy")]
+/// Follows a redirect only to the origin the request was first sent to (same scheme, host and
+/// port: no https to http), and [`MAX_REDIRECTS`] in a row at most. The headers a user gives
+/// for a server (a key, a token) go with every request to it; a redirect elsewhere would carry
+/// them to a host the user never named, so it is refused with both origins named. Use it with
+/// `referer(false)`: a `Referer` would carry the first URL, query and all.
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(origin_of).unwrap_or_default();
+        let next = origin_of(attempt.url());
+        if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects in a row, from {first}"))
+        } else if next != first || !attempt.url().origin().is_tuple() {
+            attempt.error(format!(
+                "{first} redirected to {next}, another origin: requests and their headers stay with the \
+                 origin configured; configure the new URL if it is to be trusted"
+            ))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::Bytes;
+
+    #[cfg(feature = "proxy")]
+    #[test]
+    fn an_origin_is_scheme_host_and_port_and_never_a_secret() {
+        let url = |text: &str| reqwest::Url::parse(text).unwrap();
+        let origin = super::origin_of;
+        assert_eq!(origin(&url("https://user:pw@example.com/mcp?key=k")), "https://example.com");
+        // https to http on the same host is another origin, as is another port or name.
+        assert_ne!(origin(&url("https://example.com/a")), origin(&url("http://example.com/a")));
+        assert_ne!(origin(&url("http://127.0.0.1:1/a")), origin(&url("http://127.0.0.1:2/a")));
+        assert_ne!(origin(&url("http://127.0.0.1:1/a")), origin(&url("http://localhost:1/a")));
+        assert_eq!(origin(&url("http://example.com:80/a")), origin(&url("http://example.com/b")));
+        assert_eq!(origin(&url("file:///etc/passwd")), "file://");
+        assert_eq!(super::shown(&url("https://u:p@example.com/mcp?api_key=k")), "https://example.com/mcp?…");
+    }
 
     #[test]
     fn sizes_read_as_people_write_them() {

@@ -135,11 +135,14 @@ fn allowed_url(url: &reqwest::Url) -> Result<(), String> {
 }
 
 /// The client for fetching collections: bounded in time, and following redirects only to
-/// places [`fetch`] would go itself.
+/// places [`fetch`] would go itself. A collection is fetched with no credential of the user's,
+/// so a redirect may go to another host (a release asset's CDN); no `Referer` goes with it,
+/// which would carry the first URL, a token in its query and all.
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(5))
         .timeout(std::time::Duration::from_secs(20))
+        .referer(false)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
             if attempt.previous().len() >= 5 {
                 attempt.error("too many redirects")
@@ -194,4 +197,31 @@ fn parse(body: &str, url: &str) -> Result<Vec<OverrideFile>, OverrideError> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    #[tokio::test]
+    async fn a_redirect_never_carries_the_first_url_to_another_host() {
+        // The collection's URL may hold a token in its query: no `Referer` takes it elsewhere.
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("[]"))
+            .mount(&elsewhere)
+            .await;
+        let first = MockServer::start().await;
+        let location = format!("{}/moved.json", elsewhere.uri());
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(302).insert_header("location", location.as_str()))
+            .mount(&first)
+            .await;
+        let url = format!("{}/o.json?token=s3cret", first.uri());
+        let _ = super::fetch(&url, None, &super::http_client()).await;
+        let reached = elsewhere.received_requests().await.unwrap_or_default();
+        assert_eq!(reached.len(), 1, "the redirect is followed");
+        assert!(reached.iter().all(|request| !request.headers.contains_key("referer")), "{:?}", reached[0].headers);
+    }
 }

@@ -10,6 +10,11 @@
 //! with DELETE. Messages pass as their sender wrote them but for line ends, which JSON allows
 //! only between tokens. A request the server cannot be asked (unreachable, an HTTP error, a
 //! stream that ends before the answer) is answered with a JSON-RPC error that says why.
+//!
+//! Requests never leave the origin the URL names: a redirect is followed only within it (see
+//! [`crate::http::same_origin_redirects`]), no `Referer` is sent, and the URL is shown in logs
+//! and errors without its user, password or query. A server silent for [`SILENCE`] (no header,
+//! no byte of a body or stream) is let go, and a request the client cancels stops waiting.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -46,6 +51,10 @@ const LISTEN_TRIES: u32 = 5;
 const HANDSHAKE: Duration = Duration::from_secs(30);
 /// How often an answer stream closed early is resumed before its request is failed.
 const RESUME_TRIES: usize = 3;
+/// How long the server may send nothing at all (no answer's headers, no byte of a body or an
+/// event stream, keep-alive comments included) before the request is failed, or the stream
+/// opened again: a tool may work this long without a word.
+const SILENCE: Duration = Duration::from_secs(300);
 
 /// What an SSE stream passed on.
 struct Passed {
@@ -94,9 +103,12 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
             HeaderValue::from_str(value).map_err(|error| RemoteError::Header(name.clone(), error.to_string()))?;
         headers.append(header, value);
     }
-    // Connecting fails fast; a stream stays open as long as the server keeps it.
+    // Connecting fails fast; a stream stays open as long as the server keeps speaking on it.
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
+        .read_timeout(SILENCE)
+        .redirect(crate::http::same_origin_redirects())
+        .referer(false)
         .tcp_nodelay(true)
         .build()
         .map_err(RemoteError::Client)?;
@@ -105,6 +117,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
     let (messages, waiting) = mpsc::channel(WAITING);
     tokio::spawn(write_messages(waiting, answers));
     let shared = Arc::new(Shared {
+        shown: crate::http::shown(&remote.url),
         url: remote.url,
         client,
         headers,
@@ -122,6 +135,8 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
 
 struct Shared {
     url: reqwest::Url,
+    /// The URL as logs and errors show it: no user, password or query.
+    shown: String,
     client: reqwest::Client,
     headers: HeaderMap,
     session: Mutex<Option<HeaderValue>>,
@@ -143,14 +158,22 @@ const GONE_AFTER: u32 = 3;
 struct Sent {
     id: Option<Id>,
     method: Option<String>,
+    /// The request a `notifications/cancelled` cancels.
+    cancels: Option<Id>,
 }
 
 impl Sent {
     fn of(line: &str) -> Sent {
         match Message::parse(line.as_bytes()) {
-            Ok(Message::Request { id, method, .. }) => Sent { id: Some(id), method: Some(method.into_owned()) },
-            Ok(Message::Notification { method, .. }) => Sent { id: None, method: Some(method.into_owned()) },
-            _ => Sent { id: None, method: None },
+            Ok(Message::Request { id, method, .. }) => {
+                Sent { id: Some(id), method: Some(method.into_owned()), cancels: None }
+            }
+            Ok(Message::Notification { method, params }) => {
+                let cancels =
+                    (method == "notifications/cancelled").then(|| jsonrpc::cancelled_request(params)).flatten();
+                Sent { id: None, method: Some(method.into_owned()), cancels }
+            }
+            _ => Sent { id: None, method: None, cancels: None },
         }
     }
 
@@ -175,6 +198,8 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
     let mut lines = BufReader::new(requests).lines();
     let slots = Arc::new(Semaphore::new(AT_ONCE));
     let mut posts = JoinSet::new();
+    // The requests under way, by id: one the client cancels waits no more for its answer.
+    let mut under_way: std::collections::HashMap<Id, tokio::task::AbortHandle> = std::collections::HashMap::new();
     // In a set, so it ends with the bridge however the bridge ends (aborted included).
     let mut listening = JoinSet::new();
     let mut ended = shared.ended.subscribe();
@@ -202,7 +227,7 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
                 Ok(_) => {}
                 Err(_) => {
                     let reason =
-                        format!("the MCP server at {} did not answer initialize within {HANDSHAKE:?}", shared.url);
+                        format!("the MCP server at {} did not answer initialize within {HANDSHAKE:?}", shared.shown);
                     shared.fail(&sent, reason).await;
                 }
             }
@@ -213,20 +238,29 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
             shared.post(line, &sent).await;
             continue;
         }
+        if let Some(cancelled) = sent.cancels.as_ref().and_then(|id| under_way.remove(id)) {
+            // The server hears of it below; its stream, which may never end, is closed now.
+            cancelled.abort();
+        }
         let Ok(slot) = slots.clone().acquire_owned().await else { break };
         let poster = shared.clone();
-        posts.spawn(async move {
+        let id = sent.id.clone();
+        let post = posts.spawn(async move {
             poster.post(line, &sent).await;
             drop(slot);
         });
+        if let Some(id) = id {
+            under_way.insert(id, post);
+        }
         // Finished requests are let go as others come.
         while posts.try_join_next().is_some() {}
+        under_way.retain(|_, post| !post.is_finished());
     }
     listening.abort_all();
     posts.abort_all();
     shared.end_session().await;
     let reason = shared.ended.borrow().clone();
-    reason.unwrap_or_else(|| format!("the connection to {} was closed", shared.url))
+    reason.unwrap_or_else(|| format!("the connection to {} was closed", shared.shown))
 }
 
 impl Shared {
@@ -251,7 +285,9 @@ impl Shared {
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => {
-                let reason = format!("cannot reach the MCP server at {}: {}", self.url, crate::with_causes(&error));
+                // Its URL may hold a secret in its query; the origin is named below.
+                let error = error.without_url();
+                let reason = format!("cannot reach the MCP server at {}: {}", self.shown, crate::with_causes(&error));
                 self.unreachable(&error, &reason);
                 self.fail(sent, reason).await;
                 return false;
@@ -267,14 +303,24 @@ impl Shared {
             *lock(&self.session) = Some(session.clone());
         }
         if !status.is_success() {
+            // A redirect left unfollowed (to a place that is not HTTP): where to, by origin only.
+            let moved = response.headers().get(reqwest::header::LOCATION).and_then(|to| to.to_str().ok());
+            let moved = moved
+                .filter(|_| status.is_redirection())
+                .and_then(|to| self.url.join(to).ok())
+                .map(|to| crate::http::origin_of(&to));
             let body = crate::http::text_limited(response, 1024).await.unwrap_or_default();
-            let reason = match status {
-                StatusCode::NOT_FOUND if lock(&self.session).is_some() => {
-                    let reason = format!("the MCP server at {} ended the session (HTTP 404)", self.url);
+            let reason = match (status, moved) {
+                (StatusCode::NOT_FOUND, _) if lock(&self.session).is_some() => {
+                    let reason = format!("the MCP server at {} ended the session (HTTP 404)", self.shown);
                     self.ended.send_replace(Some(reason.clone()));
                     reason
                 }
-                _ => format!("the MCP server at {} answered HTTP {status}: {}", self.url, body.trim()),
+                (_, Some(moved)) => format!(
+                    "the MCP server at {} answered HTTP {status}, a redirect to {moved}, which is not followed",
+                    self.shown
+                ),
+                _ => format!("the MCP server at {} answered HTTP {status}: {}", self.shown, body.trim()),
             };
             self.fail(sent, reason).await;
             return false;
@@ -284,8 +330,11 @@ impl Shared {
         }
         if status == StatusCode::ACCEPTED {
             // A request taken but not answered: its answer would never come.
-            self.fail(sent, format!("the MCP server at {} took the request without answering it (HTTP 202)", self.url))
-                .await;
+            self.fail(
+                sent,
+                format!("the MCP server at {} took the request without answering it (HTTP 202)", self.shown),
+            )
+            .await;
             return true;
         }
         let events = response
@@ -294,7 +343,7 @@ impl Shared {
             .and_then(|kind| kind.to_str().ok())
             .is_some_and(|kind| kind.starts_with("text/event-stream"));
         let answered = if events {
-            let passed = self.pass_events(response.bytes_stream(), sent).await;
+            let passed = self.pass_events(events_of(response), sent).await;
             passed.answered || self.resume(passed.resume, sent).await
         } else {
             match crate::http::read_limited(response, self.limit as u64).await {
@@ -307,7 +356,8 @@ impl Shared {
             }
         };
         if !answered {
-            self.fail(sent, format!("the MCP server at {} closed its answer stream before answering", self.url)).await;
+            self.fail(sent, format!("the MCP server at {} closed its answer stream before answering", self.shown))
+                .await;
         }
         true
     }
@@ -343,7 +393,7 @@ impl Shared {
         let mut answered = false;
         let mut resume = Resume::default();
         while let Some(event) = events.next().await {
-            tracing::debug!("event from {}: {event:?}", self.url);
+            tracing::debug!("event from {}: {event:?}", self.shown);
             if let Ok(event) = &event {
                 if let Some(id) = &event.id {
                     resume.last_event = Some(id.clone());
@@ -388,7 +438,7 @@ impl Shared {
                 // Not resumable here: the answer is lost, and said so.
                 _ => return false,
             };
-            let passed = self.pass_events(response.bytes_stream(), sent).await;
+            let passed = self.pass_events(events_of(response), sent).await;
             if passed.answered {
                 return true;
             }
@@ -428,7 +478,7 @@ impl Shared {
     /// Listens on the stream the server sends its own messages on, while it offers one; says
     /// when the server first answered (the stream is open, or not offered).
     async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
-        let none = Sent { id: None, method: None };
+        let none = Sent { id: None, method: None, cancels: None };
         let mut opened = Some(opened);
         let mut failures = 0;
         while failures < LISTEN_TRIES {
@@ -443,18 +493,19 @@ impl Shared {
                 Ok(response) if response.status().is_success() => {
                     failures = 0;
                     self.refused.store(0, Ordering::Relaxed);
-                    let _ = self.pass_events(response.bytes_stream(), &none).await;
+                    let _ = self.pass_events(events_of(response), &none).await;
                 }
                 Ok(response) => {
                     failures += 1;
                     tracing::warn!(
                         "the MCP server at {} refused its event stream: HTTP {}",
-                        self.url,
+                        self.shown,
                         response.status()
                     );
                 }
                 Err(error) => {
                     failures += 1;
+                    let error = error.without_url();
                     let reason = format!("cannot open the MCP server's event stream: {}", crate::with_causes(&error));
                     tracing::warn!("{reason}");
                     self.unreachable(&error, &reason);
@@ -483,10 +534,16 @@ impl Shared {
             return;
         }
         let ending = self.request(reqwest::Method::DELETE).timeout(Duration::from_secs(2)).send();
-        if let Err(error) = ending.await {
+        if let Err(error) = ending.await.map_err(reqwest::Error::without_url) {
             tracing::info!("could not end the session with the MCP server: {}", crate::with_causes(&error));
         }
     }
+}
+
+/// The body of `response` as a stream, its errors without the URL (whose query may hold a
+/// secret).
+fn events_of(response: reqwest::Response) -> impl Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin {
+    response.bytes_stream().map(|chunk| chunk.map_err(reqwest::Error::without_url))
 }
 
 /// A byte stream that fails once `limit` bytes come without an event's end (a blank line)
