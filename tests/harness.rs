@@ -373,3 +373,123 @@ impl Drop for Listening {
 /// Proxy options that fold categories of two tools or more, even for a server too small to
 /// fold by default: what the tests of category tools use.
 pub const FOLD_SMALL: [&str; 6] = ["--disclosure", "2", "--disclosure-mode", "categories", "--whole-below", "0"];
+
+impl Listening {
+    /// [`Listening::start`] with at most `nofile` open files (as `ulimit -n`; macOS's default
+    /// is 256), to see what a flood of connections does to a process that has few.
+    pub fn start_with_nofile(peers: &Peers, command: &str, arguments: &[&str], nofile: u64) -> Listening {
+        Listening::start_configured(peers, command, arguments, move |child| {
+            use std::os::unix::process::CommandExt as _;
+            // SAFETY: setrlimit(2) only, between fork and exec.
+            unsafe {
+                child.pre_exec(move || {
+                    let limit = libc::rlimit { rlim_cur: nofile as libc::rlim_t, rlim_max: nofile as libc::rlim_t };
+                    match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                        0 => Ok(()),
+                        _ => Err(std::io::Error::last_os_error()),
+                    }
+                });
+            }
+        })
+    }
+
+    /// [`Listening::start`], the command first given to `configure`; its stderr is kept, for
+    /// [`Listening::said`].
+    pub fn start_configured(
+        peers: &Peers,
+        command: &str,
+        arguments: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Listening {
+        let mut child = peers.command(binary());
+        child.args([command, "--listen", "127.0.0.1:0"]).args(arguments);
+        child.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        configure(&mut child);
+        let mut child = child.spawn().unwrap_or_else(|error| panic!("tool-mediator {command} starts: {error}"));
+        let (sender, receiver) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let address = line
+                    .trim()
+                    .strip_prefix("tool-mediator: serving MCP at http://")
+                    .and_then(|rest| rest.strip_suffix("/mcp"))
+                    .map(str::to_owned);
+                if let Some(address) = address {
+                    let _ = sender.send(address);
+                }
+            }
+        });
+        let address = receiver
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("tool-mediator {command} says where it listens within a minute"));
+        Listening { child, address }
+    }
+
+    /// The process id of the proxy (or gateway).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// How the proxy exited, waiting up to `within` for it; `None` if it has not.
+    pub fn exited_within(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie nobody has reaped yet), waiting up to `within`.
+pub fn process_gone_within(pid: u32, within: Duration) -> bool {
+    let started = Instant::now();
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        // The state follows the command name, which is in parentheses.
+        let gone = state
+            .as_deref()
+            .and_then(|stat| stat.rsplit_once(')'))
+            .is_none_or(|(_, rest)| rest.trim_start().starts_with('Z') || rest.trim_start().starts_with('X'));
+        if gone {
+            return true;
+        }
+        if started.elapsed() >= within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A Python MCP server that answers `initialize`, then ignores the end of its input and
+/// SIGTERM; it writes its process id to `pid_file` first. Its program and arguments.
+pub fn stubborn_server(peers: &Peers, pid_file: &Path) -> Vec<String> {
+    let script = r#"
+import json, os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+request = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "stubborn", "version": "1"}}}), flush=True)
+while True:
+    time.sleep(3600)
+"#;
+    vec![peers.bin("python").display().to_string(), "-c".to_owned(), script.to_owned(), pid_file.display().to_string()]
+}
+
+/// The process id a [`stubborn_server`] wrote, waiting up to 30 s for it.
+pub fn read_pid_file(pid_file: &Path) -> u32 {
+    let started = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pid_file).ok().and_then(|pid| pid.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the server never wrote {}", pid_file.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

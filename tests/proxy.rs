@@ -467,3 +467,50 @@ fn lint_and_pin_read_a_live_servers_tools() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot start the MCP server `/no/such/server`"));
 }
+
+#[test]
+fn sighup_or_sigkill_to_the_proxy_leaves_no_server_behind() {
+    let peers = peers();
+    for signal in [libc::SIGHUP, libc::SIGKILL] {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("server.pid");
+        let server = tool_mediator_tests::stubborn_server(&peers, &pid_file);
+        let mut proxy = std::process::Command::new(binary())
+            .args(["proxy", "--grace", "1s", "--"])
+            .args(&server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Its input stays open: only the signal ends it.
+        let mut input = proxy.stdin.take().unwrap();
+        writeln!(input, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#).unwrap();
+        let mut answer = String::new();
+        BufReader::new(proxy.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+        assert!(answer.contains("stubborn"), "{answer}");
+        let server = tool_mediator_tests::read_pid_file(&pid_file);
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(proxy.id() as libc::pid_t, signal) };
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = proxy.try_wait().unwrap() {
+                break status;
+            }
+            assert!(started.elapsed() < Duration::from_secs(15), "the proxy did not end on signal {signal}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        if signal != libc::SIGKILL {
+            // It ended its server and itself, rather than dying of the signal.
+            use std::os::unix::process::ExitStatusExt as _;
+            assert_eq!(status.signal(), None, "the proxy died of signal {signal}");
+        }
+        let gone = tool_mediator_tests::process_gone_within(server, Duration::from_secs(10));
+        // A server left behind by a failed run is not left for the next.
+        // SAFETY: kill(2) on a process this test started.
+        if !gone {
+            unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
+        }
+        assert!(gone, "server {server} outlived signal {signal} to the proxy");
+    }
+}

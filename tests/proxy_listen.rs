@@ -190,3 +190,245 @@ time.sleep(3600)
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], INITIALIZE);
     assert_eq!(status, 404, "the session is gone");
 }
+
+/// Sends `request` as written to `address` and reads the answer until the connection closes or
+/// `within` passes: what came back.
+fn raw(address: &str, request: &str, within: Duration) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(within)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn post(host: &str, headers: &str, body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn half_open_connections_time_out_and_never_lock_out_a_session() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    // 256 open files, as macOS gives by default.
+    let proxy = Listening::start_with_nofile(&peers, "proxy", &["--read-timeout", "2s", "--", &time], 256);
+    let session = proxy.open_session();
+    // 400 connections that send a request line and one header, and then nothing.
+    let held: Vec<TcpStream> = (0..400)
+        .filter_map(|_| {
+            let mut stream = TcpStream::connect(&proxy.address).ok()?;
+            stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").ok()?;
+            Some(stream)
+        })
+        .collect();
+    assert!(held.len() >= 300, "only {} connections opened", held.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let (status, body) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], ping);
+    assert_eq!(status, 200, "the existing session still answers: {body}");
+    assert!(body.contains(r#""id":7"#), "{body}");
+    let (status, body) = proxy.ask("POST", &[], INITIALIZE);
+    assert_eq!(status, 200, "a new client is served: {body}");
+    assert!(started.elapsed() < Duration::from_secs(20), "served after {:?}", started.elapsed());
+    // The connections that stalled were closed by the proxy.
+    let mut stalled = held.into_iter().next().unwrap();
+    stalled.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut rest = Vec::new();
+    assert!(stalled.read_to_end(&mut rest).is_ok(), "a stalled connection is closed, not left open");
+}
+
+#[test]
+fn a_body_that_stalls_half_way_is_cut_off() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let proxy = Listening::start(&peers, "proxy", &["--read-timeout", "1s", "--", &time]);
+    let started = std::time::Instant::now();
+    // Says 1000 bytes, sends 20, then waits.
+    let request = post(&proxy.address, "", &"x".repeat(1000));
+    let answer = raw(&proxy.address, &request[..request.len() - 980], Duration::from_secs(15));
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "cut after {:?}", started.elapsed());
+}
+
+#[test]
+fn a_bearer_token_is_accepted_whatever_the_case_of_its_scheme() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let arguments = ["--token-env", "TOOL_MEDIATOR_TEST_TOKEN", "--", &time];
+    let proxy = Listening::start_with_env(&peers, "proxy", &arguments, &[("TOOL_MEDIATOR_TEST_TOKEN", "s3cret")]);
+    for scheme in ["bearer", "BEARER", "Bearer "] {
+        let (status, body) = proxy.ask("POST", &[("Authorization", &format!("{scheme} s3cret"))], INITIALIZE);
+        assert_eq!(status, 200, "{scheme}: {body}");
+    }
+    let (status, _) = proxy.ask("POST", &[("Authorization", "Basic s3cret")], INITIALIZE);
+    assert_eq!(status, 401, "another scheme");
+}
+
+#[test]
+fn the_token_never_reaches_a_servers_environment() {
+    let peers = peers();
+    // Names itself after the token it finds in its environment.
+    let telling = r#"
+import json, os, sys
+request = json.loads(sys.stdin.readline())
+name = os.environ.get("TOOL_MEDIATOR_TEST_TOKEN", "no-token")
+print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": name, "version": "1"}}}), flush=True)
+sys.stdin.read()
+"#;
+    let python = peers.bin("python").display().to_string();
+    let arguments = ["--token-env", "TOOL_MEDIATOR_TEST_TOKEN", "--", &python, "-c", telling];
+    let proxy = Listening::start_with_env(&peers, "proxy", &arguments, &[("TOOL_MEDIATOR_TEST_TOKEN", "s3cret")]);
+    let (status, body) = proxy.ask("POST", &[("Authorization", "Bearer s3cret")], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""name":"no-token""#), "{body}");
+}
+
+#[test]
+fn a_host_that_names_another_site_is_refused() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let proxy = Listening::start(&peers, "proxy", &["--allow-host", "mediator.internal", "--", &time]);
+    let port = proxy.address.rsplit(':').next().unwrap().to_owned();
+    // A page at a name that resolves to this machine (DNS rebinding) names itself in Host.
+    for host in [format!("evil.example:{port}"), "evil.example".to_owned(), format!("localhost.evil.example:{port}")] {
+        let answer = raw(&proxy.address, &post(&host, "", INITIALIZE), Duration::from_secs(15));
+        assert!(answer.starts_with("HTTP/1.1 421"), "{host}: {answer}");
+    }
+    let answer = raw(&proxy.address, &post("localhost:1", "", INITIALIZE), Duration::from_secs(15));
+    assert!(answer.starts_with("HTTP/1.1 421"), "another port: {answer}");
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "localhost".to_owned(),
+        format!("mediator.internal:{port}"),
+    ] {
+        let answer = raw(&proxy.address, &post(&host, "", INITIALIZE), Duration::from_secs(15));
+        assert!(answer.starts_with("HTTP/1.1 200"), "{host}: {answer}");
+    }
+}
+
+#[test]
+fn listening_beyond_this_machine_needs_a_token_or_says_it_goes_without() {
+    let refused = tool_mediator_tests::run(&["proxy", "--listen", "0.0.0.0:0", "--", "true"], None);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--token-env") && stderr(&refused).contains("--insecure-no-token"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn a_request_after_the_server_died_is_answered_not_left_empty() {
+    let peers = peers();
+    let faults = root().join("tests/peers/faults.py").display().to_string();
+    let python = peers.bin("python").display().to_string();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let arguments = ["--no-disclosure", "--", &python, &faults, "--crash-on-call", "get_current_time", "--", &time];
+    let proxy = Listening::start(&peers, "proxy", &arguments);
+    let session = proxy.open_session();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized).0, 202);
+    let crash = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_current_time","arguments":{"timezone":"UTC"}}}"#;
+    let (_, body) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], crash);
+    assert!(body.contains(r#""error""#), "the crashing call is answered: {body}");
+    // Every request after: an answer, or the session gone (404); never an empty 200.
+    for id in 3..30 {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let (status, body) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], &request);
+        assert!(status == 404 || body.contains(&format!(r#""id":{id}"#)), "request {id}: {status} {body:?}");
+        if status == 404 {
+            break;
+        }
+    }
+}
+
+/// A stubborn server behind `command` (`proxy` or `gateway`) with `--listen`, killed with
+/// `signal`: the server is gone after.
+fn no_server_outlives_the_front(command: &str, signal: libc::c_int) {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    let server = tool_mediator_tests::stubborn_server(&peers, &pid_file);
+    let servers = dir.path().join("servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {"stubborn": {"command": server[0], "args": server[1..]}}}).to_string(),
+    )
+    .unwrap();
+    let mut arguments = vec!["--grace".to_owned(), "1s".to_owned()];
+    match command {
+        "gateway" => arguments.extend(["--config".to_owned(), servers.display().to_string()]),
+        _ => arguments.extend(std::iter::once("--".to_owned()).chain(server)),
+    }
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    let mut front = Listening::start(&peers, command, &arguments);
+    front.open_session();
+    let server = tool_mediator_tests::read_pid_file(&pid_file);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(front.pid() as libc::pid_t, signal) };
+    let status = front.exited_within(Duration::from_secs(15));
+    let status = status.unwrap_or_else(|| panic!("{command} did not end on signal {signal}"));
+    if signal != libc::SIGKILL {
+        // It ended its servers and itself, rather than dying of the signal.
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(status.signal(), None, "{command} died of signal {signal}");
+    }
+    let gone = tool_mediator_tests::process_gone_within(server, Duration::from_secs(10));
+    // A server left behind by a failed run is not left for the next.
+    // SAFETY: kill(2) on a process this test started.
+    if !gone {
+        unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(gone, "{command}: server {server} outlived signal {signal}");
+}
+
+#[test]
+fn sighup_or_sigkill_to_a_listening_front_leaves_no_server_behind() {
+    for command in ["proxy", "gateway"] {
+        for signal in [libc::SIGHUP, libc::SIGKILL] {
+            no_server_outlives_the_front(command, signal);
+        }
+    }
+}
+
+#[test]
+fn sessions_are_capped_below_the_open_file_limit() {
+    let peers = peers();
+    // Answers initialize, then reads to the end.
+    let small = r#"
+import json, sys
+request = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "small", "version": "1"}}}), flush=True)
+sys.stdin.read()
+"#;
+    let python = peers.bin("python").display().to_string();
+    // 64 open files: sessions past what they allow would leave none to accept a connection with.
+    let arguments = ["--read-timeout", "5s", "--", &python, "-c", small];
+    let proxy = Listening::start_with_nofile(&peers, "proxy", &arguments, 64);
+    let mut sessions = Vec::new();
+    let mut refused = false;
+    for _ in 0..40 {
+        let (status, head, body) = proxy.ask_with_head("POST", &[], INITIALIZE);
+        if status == 503 {
+            refused = true;
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("small"), "{body}");
+        let id =
+            head.lines().find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned));
+        sessions.push(id.expect("the answer names the session"));
+    }
+    assert!(refused, "{} sessions opened with 64 open files", sessions.len());
+    // The sessions open still work, and one that ends makes room for another.
+    let (status, _) = proxy.ask("DELETE", &[("Mcp-Session-Id", &sessions[0])], "");
+    assert_eq!(status, 200);
+    let (status, body) = proxy.ask("POST", &[], INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+}

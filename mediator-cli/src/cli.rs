@@ -549,9 +549,25 @@ pub struct ListenArgs {
     pub listen: Option<std::net::SocketAddr>,
 
     /// With `--listen`: every request must carry `Authorization: Bearer <token>`, the token
-    /// read from this environment variable.
+    /// read from this environment variable (which the servers do not inherit). Required to
+    /// listen on an address other machines reach, unless `--insecure-no-token`.
     #[arg(long, value_name = "VAR", requires = "listen")]
     pub token_env: Option<String>,
+
+    /// With `--listen` on an address other machines reach (`0.0.0.0:8080`): serve them without
+    /// a token. Anyone who reaches the port can then run the servers' tools.
+    #[arg(long, requires = "listen", conflicts_with = "token_env")]
+    pub insecure_no_token: bool,
+
+    /// With `--listen`: a name this machine is reached by, which a request's `Host` may give
+    /// (besides `localhost` and IP addresses; others are refused, against DNS rebinding).
+    /// Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME", requires = "listen")]
+    pub allow_hosts: Vec<String>,
+
+    /// With `--listen`: how long a client has to send a request's headers, and again its body.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration, requires = "listen")]
+    pub read_timeout: std::time::Duration,
 
     /// With `--listen`: end a client session (and its servers) unused this long with no stream
     /// open.

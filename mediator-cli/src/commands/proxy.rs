@@ -85,11 +85,29 @@ pub async fn serve(
             },
             None => None,
         };
+        // Other machines reach it: anyone on the network could run the servers' tools.
+        if !address.ip().is_loopback() && token.is_none() && !args.insecure_no_token {
+            anyhow::bail!(
+                "--listen {address} serves other machines: give a token with --token-env VAR, or serve them \
+                 without one with --insecure-no-token"
+            );
+        }
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| anyhow::anyhow!("cannot listen on {address}: {error}"))?;
+        if !address.ip().is_loopback() && token.is_none() {
+            tracing::warn!("serving {address} without a token: anyone who reaches it can run the servers' tools");
+        }
         eprintln!("tool-mediator: serving MCP at http://{}/mcp", listener.local_addr()?);
-        let listen = ListenOptions { address, token, idle: args.session_idle };
+        let listen = ListenOptions {
+            token,
+            idle: args.session_idle,
+            read_timeout: args.read_timeout,
+            allowed_hosts: args.allow_hosts.clone(),
+            ..ListenOptions::new(address)
+        };
+        // The token is the proxy's own: no server inherits it.
+        let options = ProxyOptions { withheld_env: args.token_env.iter().cloned().collect(), ..options };
         proxy::listen::serve(listener, listen, options, servers).await?;
         setup.finish();
         return Ok(ExitCode::SUCCESS);

@@ -14,7 +14,14 @@
 //! As the specification asks, it binds where it is told (loopback unless told otherwise),
 //! refuses a browser's request from another origin (403), and, with a token, any request
 //! without it (401). A body that is not JSON-RPC gets a parse error, a session nobody issued
-//! 404, a request before `initialize` 400.
+//! (or one whose server has ended) 404, a request before `initialize` 400.
+//!
+//! Against DNS rebinding, a request whose `Host` names a site (rather than an IP address,
+//! `localhost` or a name allowed with [`ListenOptions::allowed_hosts`]) is refused (421). Every
+//! connection has [`ListenOptions::read_timeout`] to send a request's headers, and again its
+//! body; connections at once are capped (a connection past the cap waits to be accepted until
+//! one ends, and the stalled ones end within the timeout), so a flood of half-open connections
+//! never locks out a session.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -23,13 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt as _;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
@@ -38,12 +44,18 @@ use super::{Client, ProxyOptions, ServerSpec};
 use crate::lock;
 
 const SESSION: &str = "mcp-session-id";
-/// Client sessions at once; past this a new one is refused (503).
+/// Client sessions at once, at most; past the cap a new one is refused (503). Fewer when the
+/// process may open few files (see [`session_cap`]).
 const MAX_SESSIONS: usize = 256;
 /// Messages waiting for one open stream before the router's output waits for it.
 const STREAM_QUEUE: usize = 64;
 /// Bytes in each in-process pipe between a session's HTTP side and its proxy.
 const PIPE: usize = 256 * 1024;
+/// Connections at once, at most; fewer when the process may open few files (see
+/// [`connection_cap`]).
+const MAX_CONNECTIONS: usize = 512;
+/// How long connections have to finish when the front stops.
+const CLOSING: Duration = Duration::from_secs(2);
 
 /// Where the proxy listens, and who may talk to it.
 #[derive(Debug, Clone)]
@@ -54,6 +66,26 @@ pub struct ListenOptions {
     /// A session nobody has used for this long, with no stream open, is ended with its server:
     /// a client that goes without DELETE leaves nothing running for good.
     pub idle: Duration,
+    /// How long a client has to send a request's headers, and again its body; an idle
+    /// connection is closed after as long.
+    pub read_timeout: Duration,
+    /// Names, besides `localhost` and IP addresses, that a request's `Host` may give: the names
+    /// others reach this machine by, when it listens beyond loopback.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl ListenOptions {
+    /// Listening at `address` with the defaults: no token, sessions idle for 30 minutes ended,
+    /// 30 s to send a request's headers and again its body, no name but `localhost` allowed.
+    pub fn new(address: SocketAddr) -> ListenOptions {
+        ListenOptions {
+            address,
+            token: None,
+            idle: Duration::from_secs(30 * 60),
+            read_timeout: Duration::from_secs(30),
+            allowed_hosts: Vec::new(),
+        }
+    }
 }
 
 /// Serves the proxy (or the gateway) over Streamable HTTP on `listener` until asked to stop
@@ -65,36 +97,115 @@ pub async fn serve(
     proxy: ProxyOptions,
     servers: Vec<ServerSpec>,
 ) -> std::io::Result<()> {
-    let limit = proxy.max_message_bytes;
-    let state = Arc::new(Front { listen, proxy, servers, sessions: Mutex::new(HashMap::new()) });
+    let read_timeout = listen.read_timeout;
+    let port = listener.local_addr()?.port();
+    let max_sessions = session_cap(servers.len());
+    let sessions = Mutex::new(HashMap::new());
+    let state = Arc::new(Front { listen, proxy, servers, port, max_sessions, sessions });
     let app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
-        .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state.clone());
-    let stopping = async {
-        super::stop_signal().await;
-        tracing::info!("asked to stop; ending every session's server");
-    };
     let janitor = tokio::spawn(end_idle_sessions(state.clone()));
-    // Every answer is one small write: Nagle's algorithm would hold it for the client's
-    // delayed acknowledgment (40 ms a request, measured).
-    let listener = listener.tap_io(|stream| {
+    let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
+    let (closing, closed) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let stopping = super::stop_signal();
+    tokio::pin!(stopping);
+    loop {
+        // Past the cap, a connection waits in the listen queue until one ends.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut stopping => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of files, say: wait for some to close rather than spin.
+                    tracing::warn!("cannot accept a connection: {error}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut stopping => break,
+        };
+        // Every answer is one small write: Nagle's algorithm would hold it for the client's
+        // delayed acknowledgment (40 ms a request, measured).
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY not set: {error}");
         }
-    });
-    let served = axum::serve(listener, app).with_graceful_shutdown(stopping).await;
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut closed = closed.clone();
+        connections.spawn(async move {
+            let _slot = slot;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(read_timeout)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let served = tokio::select! {
+                served = connection.as_mut() => served,
+                () = async { drop(closed.wait_for(|closed| *closed).await) } => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = served {
+                tracing::debug!("connection from {peer} ended: {error}");
+            }
+        });
+        // Connections that ended are let go as others come.
+        while connections.try_join_next().is_some() {}
+    }
+    tracing::info!("asked to stop; ending every session's server");
+    drop(listener);
     janitor.abort();
     let sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, session)| session).collect();
     for session in sessions {
         session.end().await;
     }
-    served
+    // Answers under way are finished; a stream still open is not waited for long.
+    closing.send_replace(true);
+    let _ = tokio::time::timeout(CLOSING, async { while connections.join_next().await.is_some() {} }).await;
+    connections.abort_all();
+    Ok(())
+}
+
+/// Connections at once: [`MAX_CONNECTIONS`], or half the files the process may open when that
+/// is fewer (a quarter for the sessions' servers, a quarter for the rest), so the caps are
+/// reached before the files run out.
+fn connection_cap() -> usize {
+    open_files().map_or(MAX_CONNECTIONS, |files| MAX_CONNECTIONS.min(files / 2).max(8))
+}
+
+/// Sessions at once: [`MAX_SESSIONS`], or as many as a quarter of the files the process may
+/// open allows when that is fewer, each of the `servers` a session starts holding two (its
+/// input and its output; a remote one, a connection or two).
+fn session_cap(servers: usize) -> usize {
+    let each = 2 * servers.max(1) + 1;
+    open_files().map_or(MAX_SESSIONS, |files| MAX_SESSIONS.min(files / 4 / each).max(1))
+}
+
+/// How many files the process may open, when it is known.
+fn open_files() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit(2) writes the struct it is given, and nothing else.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            return Some(usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX));
+        }
+    }
+    None
 }
 
 struct Front {
     listen: ListenOptions,
+    /// The port listened on, which a `Host` that names one must name.
+    port: u16,
+    /// Sessions at once, at most.
+    max_sessions: usize,
     proxy: ProxyOptions,
     servers: Vec<ServerSpec>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -154,6 +265,16 @@ async fn end_idle_sessions(front: Arc<Front>) {
 }
 
 impl Session {
+    /// Whether the proxy behind it has ended: nothing more will answer.
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Why the session ended, for those who ask after it has.
+    fn ending(&self) -> String {
+        lock(&self.failure).clone().unwrap_or_else(|| "the session has ended".to_owned())
+    }
+
     fn used(&self) {
         *lock(&self.last_used) = Instant::now();
     }
@@ -193,10 +314,9 @@ impl Session {
     fn wait_for(self: &Arc<Self>, id: &Id, carries_messages: bool) -> Option<Waiting> {
         let (sender, answers) = mpsc::channel(STREAM_QUEUE);
         let mut waiting = lock(&self.waiting);
-        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        if self.is_closed() {
             // Nothing will answer: the answer is why.
-            let reason = lock(&self.failure).clone().unwrap_or_else(|| "the session has ended".to_owned());
-            let _ = sender.try_send(jsonrpc::error_response(id, INTERNAL_ERROR, &reason));
+            let _ = sender.try_send(jsonrpc::error_response(id, INTERNAL_ERROR, &self.ending()));
             let post = POSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Some(Waiting { answers, id: id.clone(), post, session: self.clone() });
         }
@@ -293,8 +413,12 @@ impl Drop for Waiting {
 }
 
 impl Front {
-    /// Refuses a request from another origin, or without the token.
+    /// Refuses a request for another site, from another origin, or without the token.
     fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
+        let host = headers.get(header::HOST).and_then(|host| host.to_str().ok());
+        if !host.is_some_and(|host| self.serves_host(host)) {
+            return Err(Refused(StatusCode::MISDIRECTED_REQUEST, "the Host header names a site not served here"));
+        }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let local = origin
                 .to_str()
@@ -314,12 +438,27 @@ impl Front {
         }
         if let Some(token) = &self.listen.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-            let given = given.and_then(|value| value.strip_prefix("Bearer ")).unwrap_or_default();
+            let given = given.and_then(bearer_token).unwrap_or_default();
             if !same_secret(given.as_bytes(), token.as_bytes()) {
                 return Err(Refused(StatusCode::UNAUTHORIZED, "a bearer token is required"));
             }
         }
         Ok(())
+    }
+
+    /// Whether `host` (a `Host` header: a name or an address, and perhaps this port) is served
+    /// here. A page on a site whose name an attacker points at this machine (DNS rebinding)
+    /// names that site: only `localhost`, a name allowed, or an IP address (which no DNS answer
+    /// can rebind) is taken.
+    fn serves_host(&self, host: &str) -> bool {
+        let Ok(authority) = host.parse::<axum::http::uri::Authority>() else { return false };
+        if authority.port_u16().is_some_and(|port| port != self.port) {
+            return false;
+        }
+        let name = authority.host().trim_start_matches('[').trim_end_matches(']');
+        name.eq_ignore_ascii_case("localhost")
+            || name.parse::<std::net::IpAddr>().is_ok()
+            || self.listen.allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(name))
     }
 
     fn session(&self, headers: &HeaderMap) -> Result<Option<(String, Arc<Session>)>, Refused> {
@@ -354,7 +493,7 @@ impl Front {
         });
         {
             let mut sessions = lock(&self.sessions);
-            if sessions.len() >= MAX_SESSIONS {
+            if sessions.len() >= self.max_sessions {
                 return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "too many sessions at once"));
             }
             sessions.insert(id.clone(), session.clone());
@@ -374,7 +513,13 @@ impl Front {
         let (ended, ending_known) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(async move {
             match super::serve(options, servers, client).await {
-                Ok(ending) => tracing::info!("session {name} ended: {ending:?}"),
+                Ok(ending) => {
+                    tracing::info!("session {name} ended: {ending:?}");
+                    if let super::Ending::ServerExited(end) = ending {
+                        *lock(&started.failure) =
+                            Some(format!("the MCP server ended ({end}), and the session with it"));
+                    }
+                }
                 Err(error) => {
                     tracing::warn!("session {name} could not start its server: {error}");
                     *lock(&started.failure) = Some(crate::with_causes(&error));
@@ -397,11 +542,10 @@ impl Front {
             // The proxy ended: nothing more will answer.
             let mut waiting = lock(&reader.waiting);
             reader.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-            let failure = lock(&reader.failure).clone();
+            let reason = lock(&reader.failure).clone().unwrap_or_else(|| "the session has ended".to_owned());
+            // Every request still waiting is answered: one sent as the server died was never read.
             for (id, stream) in waiting.drain() {
-                if let Some(reason) = &failure {
-                    let _ = stream.sender.try_send(jsonrpc::error_response(&id, INTERNAL_ERROR, reason));
-                }
+                let _ = stream.sender.try_send(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
             }
             drop(waiting);
             lock(&reader.listening).take();
@@ -440,6 +584,13 @@ fn session_id() -> Result<String, getrandom::Error> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// The token of an `Authorization: Bearer <token>` value; the scheme's case does not matter
+/// (RFC 9110, 11.1), nor how many spaces follow it.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start_matches(' '))
+}
+
 /// Whether two secrets are equal, in a time that does not tell where they first differ.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |differ, (a, b)| differ | (a ^ b)) == 0
@@ -454,7 +605,17 @@ async fn guard(State(front): State<Arc<Front>>, request: axum::extract::Request,
     }
 }
 
-async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum::body::Body) -> Response {
+    // A client that sends its body too slowly, or too much of it, is let go.
+    let (limit, within) = (front.proxy.max_message_bytes, front.listen.read_timeout);
+    let body: Bytes = match tokio::time::timeout(within, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(error)) if is_too_large(&error) => {
+            return refusal(StatusCode::PAYLOAD_TOO_LARGE, "the message is larger than --max-message-size");
+        }
+        Ok(Err(_)) => return refusal(StatusCode::BAD_REQUEST, "the body could not be read"),
+        Err(_) => return refusal(StatusCode::REQUEST_TIMEOUT, "the body did not arrive within the read timeout"),
+    };
     let message = match Message::parse(&body) {
         Ok(message) => message,
         Err(malformed) => {
@@ -471,6 +632,11 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Byte
     };
     let found = match (front.session(&headers), &id) {
         (Err(refused), _) => return refused.into_response(),
+        (Ok(Some((_, session))), id) if session.is_closed() => {
+            // Its server has ended: the client starts a new session, as the specification asks.
+            let reason = session.ending();
+            return json_error(StatusCode::NOT_FOUND, &id.clone().unwrap_or_else(Id::null), INTERNAL_ERROR, &reason);
+        }
         (Ok(Some(found)), _) => found,
         (Ok(None), Some(id)) if initialize => match front.open(id) {
             Ok(opened) => opened,
@@ -511,6 +677,18 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: Byte
     response
 }
 
+/// Whether reading a body failed on its length limit.
+fn is_too_large(error: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 /// The messages for one POSTed request, ending with its answer.
 fn until_answered(waiting: Waiting) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
     futures_util::stream::unfold((waiting, false), |(mut waiting, answered)| async move {
@@ -542,6 +720,9 @@ async fn answer_as_json(mut waiting: Waiting) -> Response {
 async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
     let session = match front.session(&headers) {
         Err(refused) => return refused.into_response(),
+        Ok(Some((_, session))) if session.is_closed() => {
+            return refusal(StatusCode::NOT_FOUND, "the session has ended");
+        }
         Ok(Some((_, session))) => session,
         Ok(None) => return refusal(StatusCode::BAD_REQUEST, "no session: send initialize first"),
     };

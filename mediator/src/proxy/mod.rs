@@ -15,7 +15,8 @@
 //! logged and answered with a JSON-RPC error where its id can be made out; it never reaches the
 //! other side. When the server exits, every request still waiting gets an error answer; when the
 //! client closes its input, the server's input is closed, then the server is ended with SIGTERM
-//! and, after another wait, SIGKILL.
+//! and, after another wait, SIGKILL. SIGTERM, SIGINT and SIGHUP to the proxy end it the same
+//! way; SIGKILL, which cannot be caught, ends the server too on Linux (its parent-death signal).
 
 pub mod jsonrpc;
 mod lines;
@@ -107,6 +108,10 @@ pub struct ProxyOptions {
     /// Start a server that stops again after this delay, doubled at each stop in a row (up to
     /// 30 s); `None` ends the run when a server ends, as the one-server proxy does.
     pub restart: Option<Duration>,
+    /// Environment variables a server started here never inherits: the proxy's own credentials
+    /// (the token `--listen` is guarded with), which are not for third-party code. A server
+    /// given one explicitly (a servers file's `env`) still gets it.
+    pub withheld_env: Arc<[String]>,
 }
 
 /// The default [`ProxyOptions::max_message_bytes`]: 64 MiB.
@@ -128,6 +133,7 @@ impl ProxyOptions {
             lock: None,
             hide_changed: true,
             restart: None,
+            withheld_env: Arc::new([]),
         }
     }
 }
@@ -244,11 +250,12 @@ where
 {
     let Client { input: client_in, output: client_out, gone: client_gone } = client;
     let (limit, grace, restart) = (options.max_message_bytes, options.grace, options.restart);
+    let withheld = options.withheld_env.clone();
     // Without restarts every server must start now; otherwise one that does not is tried again.
     let mut first_starts = Vec::with_capacity(servers.len());
     for server in &servers {
         let started = match (server.start)() {
-            Some(upstream) => match Server::start(upstream, limit) {
+            Some(upstream) => match Server::start(upstream, limit, &withheld) {
                 Ok(started) => Some(started),
                 Err(error) if restart.is_none() => return Err(error),
                 Err(error) => {
@@ -286,6 +293,7 @@ where
                 limit,
                 grace,
                 restart,
+                withheld: withheld.clone(),
             };
             // Connected before the client is read: its handshake reaches every server started.
             let attached = started.map(|started| supervisor.attach(started, false));
@@ -375,6 +383,7 @@ struct Supervisor {
     limit: usize,
     grace: Duration,
     restart: Option<Duration>,
+    withheld: Arc<[String]>,
 }
 
 type Started = (Server, ServerInput, ServerOutput, String);
@@ -409,8 +418,9 @@ impl Supervisor {
             let attempt = match attached.take() {
                 Some(attached) => Some(Ok(attached)),
                 None if runs == 0 && self.restart.is_some() => None, // failed at first; waits below
-                None => (self.start)()
-                    .map(|upstream| Server::start(upstream, self.limit).map(|started| self.attach(started, true))),
+                None => (self.start)().map(|upstream| {
+                    Server::start(upstream, self.limit, &self.withheld).map(|started| self.attach(started, true))
+                }),
             };
             runs += 1;
             let mut last = ServerEnd::Disconnected("it never started".to_owned());
@@ -598,14 +608,25 @@ type ServerOutput = Box<dyn AsyncRead + Unpin + Send>;
 impl Server {
     /// Starts `upstream`; its input and output, and the source to use when the server does not
     /// name itself (the program's file name, or the URL's host).
-    fn start(upstream: Upstream, limit: usize) -> Result<(Server, ServerInput, ServerOutput, String), ProxyError> {
+    fn start(
+        upstream: Upstream,
+        limit: usize,
+        withheld: &[String],
+    ) -> Result<(Server, ServerInput, ServerOutput, String), ProxyError> {
         match upstream {
             Upstream::Process(mut command) => {
                 let program = command.as_std().get_program().to_string_lossy().into_owned();
                 command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+                // Only what it inherits is withheld: a value set for it on purpose stays.
+                let given: Vec<std::ffi::OsString> =
+                    command.as_std().get_envs().map(|(name, _)| name.to_owned()).collect();
+                for name in withheld.iter().filter(|name| !given.iter().any(|given| given == name.as_str())) {
+                    command.env_remove(name);
+                }
                 // Its own process group, so ending it reaches what it started (npx, uvx and the like).
                 #[cfg(unix)]
                 command.process_group(0);
+                ends_with_the_proxy(&mut command);
                 let mut child =
                     command.spawn().map_err(|source| ProxyError::Spawn { program: program.clone(), source })?;
                 let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
@@ -656,6 +677,35 @@ impl Server {
     }
 }
 
+/// On Linux, the server is sent SIGKILL when the proxy dies, however it dies (SIGKILL cannot be
+/// caught to end it the usual way). The kernel sends it when the thread that started the
+/// server ends: the command-line program starts every server from its one thread, which lives
+/// as long as the process; a library user on a multi-threaded runtime gets it when the worker
+/// thread ends, which is when the runtime does. Only the server itself: what it started hears
+/// of it as its input closes. Elsewhere the server outlives a proxy killed this way.
+fn ends_with_the_proxy(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `getpid` before the fork; `prctl`, `getppid` and `_exit` between fork and exec,
+        // which are async-signal-safe and touch no memory of the parent's.
+        let proxy = unsafe { libc::getpid() };
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The proxy died before the signal was set: it would never come.
+                if libc::getppid() != proxy {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
+}
+
 /// The server's exit status, waiting `grace` for it to exit, then ending it.
 async fn exit_within(child: &mut Child, grace: Duration) -> ExitStatus {
     let status = match tokio::time::timeout(grace, child.wait()).await {
@@ -695,16 +745,18 @@ fn exit_status_unknown() -> ExitStatus {
     }
 }
 
-/// SIGTERM or SIGINT to the proxy: end the server as if the client had closed its input.
+/// SIGTERM, SIGINT or SIGHUP (its terminal closed) to the proxy: end the server as if the
+/// client had closed its input.
 async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-            (Ok(mut term), Ok(mut int)) => {
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup())) {
+            (Ok(mut term), Ok(mut int), Ok(mut hangup)) => {
                 tokio::select! {
                     _ = term.recv() => {}
                     _ = int.recv() => {}
+                    _ = hangup.recv() => {}
                 }
             }
             _ => std::future::pending().await,
