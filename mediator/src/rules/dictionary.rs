@@ -87,8 +87,8 @@ impl Dictionary {
     /// (`{"expand": {..}, "read": {..}, "keep": [..], "acronyms": [..]}`);
     /// they win over entries already present.
     pub fn merge_file(&mut self, path: &Path) -> Result<(), DictionaryError> {
-        let text =
-            crate::json::read_settings(path).map_err(|source| DictionaryError::Read { path: path.to_owned(), source })?;
+        let text = crate::json::read_settings(path)
+            .map_err(|source| DictionaryError::Read { path: path.to_owned(), source })?;
         self.merge_str(&text, path)
     }
 
