@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use tool_mediator::json::ReadError;
 pub use tool_mediator::manifest::{Dialect, Manifest, Origin};
 
 use crate::output::FileIdentity;
@@ -26,25 +27,19 @@ pub fn read(origin: Origin, limit: u64) -> Result<(Manifest, Option<FileIdentity
         }
         Origin::Stdin => Box::new(std::io::stdin()),
     };
-    // A file's bytes are read into room for exactly them; growing by doubling would leave
-    // the buffer up to twice the file.
-    let expected = identity.as_ref().map_or(0, FileIdentity::length).min(limit);
-    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
-    std::io::Read::read_to_end(&mut std::io::Read::take(input, limit.saturating_add(1)), &mut bytes)
-        .with_context(|| format!("cannot read {origin}"))?;
-    if bytes.len() as u64 > limit {
-        bail!("{origin}: larger than the limit of {limit} bytes (raise it with --max-input-size)");
-    }
-    let text = match std::str::from_utf8(&bytes) {
+    let length = identity.as_ref().map_or(0, FileIdentity::length);
+    let name = PathBuf::from(origin.to_string());
+    let text = match tool_mediator::json::read_text_from(input, length, &name, limit) {
         Ok(text) => text,
-        Err(error) => {
-            let valid = &bytes[..error.valid_up_to()];
-            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-            let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1) + 1;
-            bail!("{origin}:{line}:{column}: not UTF-8 text (JSON must be UTF-8)");
+        Err(ReadError::TooLarge { .. }) => {
+            bail!("{origin}: larger than the limit of {limit} bytes (raise it with --max-input-size)")
         }
+        Err(ReadError::NotUtf8 { line, column, .. }) => {
+            bail!("{origin}:{line}:{column}: not UTF-8 text (JSON must be UTF-8)")
+        }
+        Err(ReadError::Io { source, .. }) => return Err(source).with_context(|| format!("cannot read {origin}")),
     };
-    Ok((Manifest::parse(text, origin)?, identity))
+    Ok((Manifest::parse(&text, origin)?, identity))
 }
 
 /// Expands the command line's inputs: files as given, directories to their `.json` and

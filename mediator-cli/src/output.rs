@@ -609,10 +609,11 @@ pub fn read_side(path: &Path, limit: u64) -> Result<Option<String>> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         other => other.with_context(|| format!("cannot read {}", path.display()))?,
     };
-    if !file.metadata().with_context(|| format!("cannot read {}", path.display()))?.is_file() {
+    let metadata = file.metadata().with_context(|| format!("cannot read {}", path.display()))?;
+    if !metadata.is_file() {
         bail!("cannot read {}: not a regular file", path.display());
     }
-    Ok(Some(tool_mediator::json::read_text_from(file, path, limit)?))
+    Ok(Some(tool_mediator::json::read_text_from(file, metadata.len(), path, limit)?))
 }
 
 /// A path as it may reach a terminal: control, invisible and bidirectional characters escaped

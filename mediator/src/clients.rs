@@ -298,9 +298,9 @@ pub fn wrap(text: &str, path: &Path, options: &WrapOptions<'_>) -> Result<Rewrit
 /// A byte order mark (some editors write one, and the clients read past it) stays out of the
 /// parse, and in the text.
 fn without_bom(text: &str) -> (&'static str, &str) {
-    match text.strip_prefix('\u{FEFF}') {
-        Some(body) => ("\u{FEFF}", body),
-        None => ("", text),
+    match crate::json::without_bom(text) {
+        (body, true) => ("\u{FEFF}", body),
+        (body, false) => ("", body),
     }
 }
 

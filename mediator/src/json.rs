@@ -227,7 +227,7 @@ pub const MAX_FILE_SIZE: u64 = 128 << 20;
 pub enum ReadError {
     #[error("cannot read {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{}: larger than the limit of {limit} bytes", path.display())]
+    #[error("{}: larger than the limit of {}", path.display(), crate::http::Bytes(*limit))]
     TooLarge { path: PathBuf, limit: u64 },
     #[error("{}:{line}:{column}: not UTF-8 text", path.display())]
     NotUtf8 { path: PathBuf, line: usize, column: usize },
@@ -260,18 +260,22 @@ pub fn read_settings(path: &Path) -> std::io::Result<String> {
 /// byte order mark is kept: the parsers here read past it ([`without_bom`]), and text written
 /// back keeps it.
 pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
-    let file = std::fs::File::open(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
-    read_text_from(file, path, limit)
+    let io = |source| ReadError::Io { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let length = file.metadata().map_err(io)?.len();
+    read_text_from(file, length, path, limit)
 }
 
-/// [`read_text`] of a file already open; `path` names it in errors.
-pub fn read_text_from(file: std::fs::File, path: &Path, limit: u64) -> Result<String, ReadError> {
+/// [`read_text`] of what `input` gives (a file already open, standard input); `length` is what
+/// it is expected to hold (a file's length, else 0), and `path` names it in errors.
+pub fn read_text_from(input: impl std::io::Read, length: u64, path: &Path, limit: u64) -> Result<String, ReadError> {
     use std::io::Read as _;
     let io = |source| ReadError::Io { path: path.to_owned(), source };
-    // Room for exactly the bytes a regular file has, rather than doubling past them.
-    let expected = file.metadata().map_err(io)?.len().min(limit);
+    // Room for exactly the bytes a regular file has: growing by doubling would leave the buffer
+    // up to twice the file.
+    let expected = length.min(limit);
     let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    input.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > limit {
         return Err(ReadError::TooLarge { path: path.to_owned(), limit });
     }

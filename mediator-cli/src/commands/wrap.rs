@@ -8,10 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use tool_mediator::clients::{self, Client, Rewritten, Scope, WrapOptions};
-
-use crate::cli::{ClientArg, ClientFileArgs, ScopeArg, UnwrapArgs, WrapArgs};
 use tool_mediator::json::MAX_FILE_SIZE;
 
+use crate::cli::{ClientArg, ClientFileArgs, ScopeArg, UnwrapArgs, WrapArgs};
 use crate::output::{self, FileIdentity, Kind, Output};
 
 pub fn wrap(args: WrapArgs) -> Result<ExitCode> {

@@ -542,7 +542,7 @@ impl Front {
             // The proxy ended: nothing more will answer.
             let mut waiting = lock(&reader.waiting);
             reader.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-            let reason = lock(&reader.failure).clone().unwrap_or_else(|| "the session has ended".to_owned());
+            let reason = reader.ending();
             // Every request still waiting is answered: one sent as the server died was never read.
             for (id, stream) in waiting.drain() {
                 let _ = stream.sender.try_send(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));

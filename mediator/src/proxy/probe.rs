@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use super::router::LEFT_OUT;
 use super::{ProxyOptions, Upstream};
 use crate::chain::Mediator;
 use crate::session::SessionPolicy;
@@ -74,13 +75,7 @@ struct Page {
     #[serde(rename = "nextCursor")]
     next_cursor: Option<String>,
     #[serde(rename = "_meta")]
-    meta: Option<PageMeta>,
-}
-
-#[derive(serde::Deserialize)]
-struct PageMeta {
-    #[serde(rename = "tool-mediator/left-out")]
-    left_out: Option<Vec<Unreadable>>,
+    meta: Option<std::collections::HashMap<String, Box<RawValue>>>,
 }
 
 /// The tools `server` lists, every page of them, as it wrote them.
@@ -139,19 +134,16 @@ pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Probed, ProbeErr
             let page = ask(id, "tools/list", params).await?;
             let page: Page = serde_json::from_str(page.get())
                 .map_err(|error| ProbeError::Unreadable("tools/list", error.to_string()))?;
-            // The proxy names the tools it could not read; one it read but that cannot be read
-            // here would be named too.
-            probed.unreadable.extend(page.meta.and_then(|meta| meta.left_out).unwrap_or_default());
-            let listed = probed.tools.len() + probed.unreadable.len();
-            for (index, tool) in page.tools.iter().enumerate() {
-                match serde_json::from_str::<Tool>(tool.get()) {
-                    Ok(tool) => probed.tools.push(tool),
-                    Err(error) => probed.unreadable.push(Unreadable {
-                        index: listed + index,
-                        name: String::new(),
-                        reason: error.to_string(),
-                    }),
-                }
+            // The proxy names the tools it could not read, and lists only those it could.
+            if let Some(left_out) = page.meta.as_ref().and_then(|meta| meta.get(LEFT_OUT)) {
+                let left_out: Vec<Unreadable> = serde_json::from_str(left_out.get())
+                    .map_err(|error| ProbeError::Unreadable("tools/list", error.to_string()))?;
+                probed.unreadable.extend(left_out);
+            }
+            for tool in &page.tools {
+                let tool = serde_json::from_str::<Tool>(tool.get())
+                    .map_err(|error| ProbeError::Unreadable("tools/list", error.to_string()))?;
+                probed.tools.push(tool);
             }
             match page.next_cursor {
                 Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),

@@ -29,7 +29,7 @@ pub(super) struct LeftOut {
 }
 
 /// Where [`LeftOut`] tools are named in a `tools/list` result's `_meta`.
-pub const LEFT_OUT: &str = "tool-mediator/left-out";
+pub(in crate::proxy) const LEFT_OUT: &str = "tool-mediator/left-out";
 
 /// Relisting after the server says its tools changed: at most one listing in flight and one
 /// more asked for, however many notifications arrive meanwhile.
@@ -123,13 +123,12 @@ impl Router {
         }
         let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let fetched = self.fetch(link, meta).await?;
-        let mut listing =
-            Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone(), left_out: Vec::new() };
+        // What was left out of a list that has not changed is left out still.
         let (known, left_out) = match lock(&link.listing).as_ref() {
             Some(known) => (Some(known.fingerprint), known.left_out.clone()),
             None => (None, Vec::new()),
         };
-        listing.left_out = left_out;
+        let mut listing = Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone(), left_out };
         if known != Some(listing.fingerprint) {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
@@ -258,11 +257,8 @@ impl Router {
     fn name_left_out(&self, rest: &mut Map<String, Value>) {
         let mut named = Vec::new();
         for link in &self.links {
-            let Some(listing) = lock(&link.listing).as_ref().filter(|listing| !listing.left_out.is_empty()).cloned()
-            else {
-                continue;
-            };
-            for left_out in listing.left_out {
+            let left_out = lock(&link.listing).as_ref().map(|listing| listing.left_out.clone()).unwrap_or_default();
+            for left_out in left_out {
                 let mut entry = serde_json::to_value(left_out).unwrap_or_default();
                 if self.single().is_none() {
                     entry["server"] = Value::from(link.name.clone());

@@ -37,6 +37,7 @@ mod mediation;
 use link::Joining;
 pub use link::LinkSettings;
 pub(super) use link::{Link, label_of};
+pub(super) use mediation::LEFT_OUT;
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
