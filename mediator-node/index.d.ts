@@ -105,6 +105,10 @@ export interface SessionOptions {
   /** Fewer visible tools than this are listed whole, whatever the mode (0: never). The
    * configuration's `whole_below` (20) unless told. */
   wholeBelow?: number
+  /** Leave out the tools the screen suspects of poisoning (text that speaks to the model or
+   * hides text); without it they are listed, with a warning. The configuration's `quarantine`
+   * (false) unless told. */
+  quarantine?: boolean
 }
 
 /** One page of what a client sees: an MCP `ListToolsResult`. */

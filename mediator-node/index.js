@@ -70,8 +70,13 @@ class Mediator {
     const disclosure = options.disclosure === false ? 0 : options.disclosure
     if (options.disclosure !== false) count(options.disclosure, 'disclosure (or false)', 'session', 2)
     count(options.wholeBelow, 'wholeBelow', 'session')
-    const { disclosureMode, wholeBelow } = options
-    return new Session(this.#native.session(source, sourceType, { disclosure, disclosureMode, wholeBelow }))
+    const { disclosureMode, wholeBelow, quarantine } = options
+    if (quarantine !== undefined && typeof quarantine !== 'boolean') {
+      throw new TypeError('session: quarantine must be true or false')
+    }
+    return new Session(
+      this.#native.session(source, sourceType, { disclosure, disclosureMode, wholeBelow, quarantine }),
+    )
   }
 
   toolMiddleware(context) {

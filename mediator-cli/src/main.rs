@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             // Errors name files and quote what servers said: either may hold control characters.
-            eprintln!("error: {}", tool_mediator::lint::printable(&format!("{error:#}")));
+            eprintln!("error: {}", tool_mediator::screen::printable(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use tool_mediator::json::ReadError;
 pub use tool_mediator::manifest::{Dialect, Manifest, Origin};
+use tool_mediator::read::ReadError;
 
 use crate::output::FileIdentity;
 
@@ -29,14 +29,12 @@ pub fn read(origin: Origin, limit: u64) -> Result<(Manifest, Option<FileIdentity
     };
     let length = identity.as_ref().map_or(0, FileIdentity::length);
     let name = PathBuf::from(origin.to_string());
-    let text = match tool_mediator::json::read_text_from(input, length, &name, limit) {
+    let text = match tool_mediator::read::read_text_from(input, length, &name, limit) {
         Ok(text) => text,
         Err(ReadError::TooLarge { .. }) => {
             bail!("{origin}: larger than the limit of {limit} bytes (raise it with --max-input-size)")
         }
-        Err(ReadError::NotUtf8 { line, column, .. }) => {
-            bail!("{origin}:{line}:{column}: not UTF-8 text (JSON must be UTF-8)")
-        }
+        Err(ReadError::NotUtf8 { place, .. }) => bail!("{origin}{place}: not UTF-8 text (JSON must be UTF-8)"),
         Err(ReadError::Io { source, .. }) => return Err(source).with_context(|| format!("cannot read {origin}")),
     };
     Ok((Manifest::parse(&text, origin)?, identity))

@@ -613,21 +613,21 @@ pub fn read_side(path: &Path, limit: u64) -> Result<Option<String>> {
     if !metadata.is_file() {
         bail!("cannot read {}: not a regular file", path.display());
     }
-    Ok(Some(tool_mediator::json::read_text_from(file, metadata.len(), path, limit)?))
+    Ok(Some(tool_mediator::read::read_text_from(file, metadata.len(), path, limit)?))
 }
 
 /// A path as it may reach a terminal: control, invisible and bidirectional characters escaped
 /// (a file name can hold an escape sequence, or a line break that fakes another message).
 pub fn shown(path: &Path) -> String {
-    tool_mediator::lint::printable(&path.display().to_string()).into_owned()
+    tool_mediator::screen::printable(&path.display().to_string()).into_owned()
 }
 
 /// Text made of lines, each escaped as [`shown`] escapes, the line breaks kept.
 pub fn printable_lines(text: &str) -> String {
     text.split_inclusive('\n')
         .map(|line| match line.strip_suffix('\n') {
-            Some(line) => format!("{}\n", tool_mediator::lint::printable(line)),
-            None => tool_mediator::lint::printable(line).into_owned(),
+            Some(line) => format!("{}\n", tool_mediator::screen::printable(line)),
+            None => tool_mediator::screen::printable(line).into_owned(),
         })
         .collect()
 }
@@ -644,7 +644,7 @@ pub fn diff(old: &str, new: &str, name: &str) -> Option<String> {
     if old == new {
         return None;
     }
-    let name = tool_mediator::lint::printable(name);
+    let name = tool_mediator::screen::printable(name);
     let diff = similar::TextDiff::from_lines(old, new);
     Some(diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string())
 }

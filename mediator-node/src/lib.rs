@@ -72,6 +72,8 @@ pub struct SessionOptions {
     pub disclosure_mode: Option<String>,
     /// Fewer visible tools than this are listed whole (`--whole-below`).
     pub whole_below: Option<u32>,
+    /// Leave out the tools suspected of poisoning (`--quarantine`).
+    pub quarantine: Option<bool>,
 }
 
 /// A chain of transformers built from settings, shared by every call and session made from it.
@@ -188,6 +190,7 @@ impl Mediator {
         if let Some(whole_below) = options.whole_below {
             settings.whole_below = usize::try_from(whole_below).unwrap_or(usize::MAX);
         }
+        settings.quarantine |= options.quarantine.unwrap_or(false);
         let policy = settings.session_policy();
         Ok(Session::new(tool_mediator::session::Session::new(self.core.clone(), context, policy)))
     }

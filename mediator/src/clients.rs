@@ -55,7 +55,7 @@ use jsonc_parser::{CollectOptions, ParseOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::manifest::Place;
+use crate::place::Place;
 use crate::proxy::servers::Servers;
 
 /// The command a wrapped entry runs unless told otherwise: the binary, found on the PATH the
@@ -453,7 +453,7 @@ impl<'t> Document<'t> {
         let parsed = jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &options).map_err(|error| {
             ClientsError::File {
                 path: path.to_owned(),
-                place: Some(Place::At { line: error.line_display(), column: error.column_display() }),
+                place: Some(Place::at(text, error.range().start)),
                 message: error.kind().to_string(),
             }
         })?;
@@ -479,8 +479,8 @@ impl<'t> Document<'t> {
         for prop in &document.servers.properties {
             let name = name_of(prop);
             if !seen.insert(name.clone()) {
-                let (line, column) = line_and_column(text, prop.range.start);
-                return Err(error(Some(Place::At { line, column }), &format!("the server `{name}` is named twice")));
+                let place = Place::at(text, prop.range.start);
+                return Err(error(Some(place), &format!("the server `{name}` is named twice")));
             }
         }
         Ok(document)
@@ -686,8 +686,8 @@ impl Record {
     fn parse(text: &str, path: &Path) -> Result<Record, ClientsError> {
         serde_json::from_str(text).map_err(|error| ClientsError::File {
             path: path.to_owned(),
-            place: Some(Place::At { line: error.line(), column: error.column() }),
-            message: format!("not a record tool-mediator wrote: {error}"),
+            place: Some(Place::of_json_error(text, &error)),
+            message: format!("not a record tool-mediator wrote: {}", crate::json::message(&error)),
         })
     }
 }
@@ -940,14 +940,6 @@ fn strings(value: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
         Value::Object(members) => Box::new(members.values().flat_map(strings)),
         _ => Box::new(std::iter::empty()),
     }
-}
-
-/// The line and column (both from 1, in characters) of a byte offset.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().unwrap_or(before).chars().count() + 1;
-    (line, column)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
 use crate::naming::NameRules;
 use crate::overrides::{OverrideError, OverrideSet, OverrideTransformer, remote};
+use crate::place::Place;
 use crate::rules::{Dictionary, DictionaryError, RuleTransformer};
 use crate::session::{DisclosureMode, SessionPolicy, WHOLE_BELOW};
 
@@ -49,6 +50,9 @@ pub struct MediatorConfig {
     pub disclosure_mode: DisclosureMode,
     /// Fewer visible tools than this are listed whole, whatever the mode (0: never).
     pub whole_below: usize,
+    /// Leave out the tools the screen suspects of poisoning, in every session (the proxy, the
+    /// gateway, the Node binding); without it they are listed, with a warning.
+    pub quarantine: bool,
     /// Directories of override files, in order (later ones refine earlier ones).
     pub override_dirs: Vec<PathBuf>,
     /// A remote override collection, fetched over HTTPS and revalidated with its ETag.
@@ -71,6 +75,7 @@ impl Default for MediatorConfig {
             grouping_threshold: 5,
             disclosure_mode: DisclosureMode::default(),
             whole_below: WHOLE_BELOW,
+            quarantine: false,
             override_dirs: Vec::new(),
             overrides_url: None,
         }
@@ -114,16 +119,15 @@ impl MediatorConfig {
         if !path.is_file() {
             return Err(ConfigError::Missing(path.to_owned()));
         }
-        let text = crate::json::read_settings(path)
+        let text = crate::read::read_settings(path)
             .map_err(|source| ConfigError::Unreadable { path: path.to_owned(), source })?;
-        let invalid =
-            |(line, column), message: String| ConfigError::Invalid { path: path.to_owned(), line, column, message };
+        let invalid = |place, message: String| ConfigError::Invalid { path: path.to_owned(), place, message };
         if path.extension().is_some_and(|ext| ext == "json") {
             return crate::json::from_str_as(&text)
-                .map_err(|error| invalid((error.line(), error.column()), error.to_string()));
+                .map_err(|error| invalid(Place::of_json_error(&text, &error), crate::json::message(&error)));
         }
         toml::from_str(&text).map_err(|error| {
-            let place = error.span().map_or((1, 1), |span| line_column(&text, span.start));
+            let place = Place::at(&text, error.span().map_or(0, |span| span.start));
             invalid(place, error.message().to_owned())
         })
     }
@@ -173,10 +177,12 @@ impl MediatorConfig {
     /// The session policy of a mediating front door (the proxy, the gateway, the CLI's `tokens`,
     /// the Node binding's sessions): disclosure in `disclosure_mode`, categories of at least
     /// `grouping_threshold` tools, fewer than `whole_below` tools listed whole, provenance
-    /// shown, pages of 100. A front door's flags change the settings first.
+    /// shown, pages of 100, suspects left out with `quarantine`. A front door's flags change
+    /// the settings first.
     pub fn session_policy(&self) -> SessionPolicy {
         let threshold = self.grouping_threshold.max(2);
-        self.disclosure_mode.apply(SessionPolicy::mediated(threshold), threshold, self.whole_below)
+        let policy = SessionPolicy { quarantine: self.quarantine, ..SessionPolicy::mediated(threshold) };
+        self.disclosure_mode.apply(policy, threshold, self.whole_below)
     }
 
     /// Loads and checks everything these settings name: override directories (refining the
@@ -275,14 +281,6 @@ impl MediatorConfig {
     }
 }
 
-/// The line and column, both from 1, of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.len() - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
-    (line, column)
-}
-
 /// Why a configuration file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -290,8 +288,8 @@ pub enum ConfigError {
     Missing(PathBuf),
     #[error("cannot read {}", path.display())]
     Unreadable { path: PathBuf, source: std::io::Error },
-    #[error("{}:{line}:{column}: {message}", path.display())]
-    Invalid { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{}{place}: {message}", path.display())]
+    Invalid { path: PathBuf, place: Place, message: String },
 }
 
 /// Whether `name` looks like an environment variable's name (and not like a pasted key).

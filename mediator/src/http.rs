@@ -3,27 +3,7 @@
 //! whole first. And where a request may go: a redirect is followed only within the origin the
 //! user named, so no header of theirs ever reaches another.
 
-use std::fmt;
-
-/// A byte count as people read it: `16 MiB`, `512 KiB`, `1000 bytes`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Bytes(pub u64);
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const KIB: u64 = 1024;
-        const MIB: u64 = 1024 * KIB;
-        const GIB: u64 = 1024 * MIB;
-        match self.0 {
-            0 => f.write_str("0 bytes"),
-            n if n % GIB == 0 => write!(f, "{} GiB", n / GIB),
-            n if n % MIB == 0 => write!(f, "{} MiB", n / MIB),
-            n if n % KIB == 0 => write!(f, "{} KiB", n / KIB),
-            1 => f.write_str("1 byte"),
-            n => write!(f, "{n} bytes"),
-        }
-    }
-}
+use crate::read::Bytes;
 
 /// Why a body could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -119,8 +99,6 @@ pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
 
 #[cfg(test)]
 mod tests {
-    use super::Bytes;
-
     #[cfg(feature = "proxy")]
     #[test]
     fn an_origin_is_scheme_host_and_port_and_never_a_secret() {
@@ -134,14 +112,5 @@ mod tests {
         assert_eq!(origin(&url("http://example.com:80/a")), origin(&url("http://example.com/b")));
         assert_eq!(origin(&url("file:///etc/passwd")), "file://");
         assert_eq!(super::shown(&url("https://u:p@example.com/mcp?api_key=k")), "https://example.com/mcp?…");
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(Bytes(16 * 1024 * 1024).to_string(), "16 MiB");
-        assert_eq!(Bytes(32 * 1024 * 1024).to_string(), "32 MiB");
-        assert_eq!(Bytes(2048).to_string(), "2 KiB");
-        assert_eq!(Bytes(1000).to_string(), "1000 bytes");
-        assert_eq!(Bytes(1).to_string(), "1 byte");
     }
 }

@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -215,80 +214,6 @@ pub(crate) fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) 
             .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
             .collect();
     }
-}
-
-/// The largest settings-like file read whole (a configuration, a lock, an override, servers
-/// or dictionary file, a client's configuration): far above any real one, far below what would
-/// fill memory. A device such as /dev/zero never ends.
-pub const MAX_FILE_SIZE: u64 = 128 << 20;
-
-/// Why a file could not be read whole as text.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{}: larger than the limit of {}", path.display(), crate::http::Bytes(*limit))]
-    TooLarge { path: PathBuf, limit: u64 },
-    #[error("{}:{line}:{column}: not UTF-8 text", path.display())]
-    NotUtf8 { path: PathBuf, line: usize, column: usize },
-}
-
-/// For readers whose errors hold an [`std::io::Error`]: the path is theirs to name.
-impl From<ReadError> for std::io::Error {
-    fn from(error: ReadError) -> std::io::Error {
-        match error {
-            ReadError::Io { source, .. } => source,
-            ReadError::TooLarge { limit, .. } => std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("larger than the limit of {}", crate::http::Bytes(limit)),
-            ),
-            ReadError::NotUtf8 { line, column, .. } => std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("line {line}, column {column}: not UTF-8 text"),
-            ),
-        }
-    }
-}
-
-/// A settings-like file (configuration, overrides, a lock, a dictionary, a prompt, a servers
-/// file) read whole within [`MAX_FILE_SIZE`], as [`std::fs::read_to_string`] would.
-pub fn read_settings(path: &Path) -> std::io::Result<String> {
-    read_text(path, MAX_FILE_SIZE).map_err(std::io::Error::from)
-}
-
-/// Reads the file at `path` whole as UTF-8 text, refusing one larger than `limit` bytes. A
-/// byte order mark is kept: the parsers here read past it ([`without_bom`]), and text written
-/// back keeps it.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
-    let io = |source| ReadError::Io { path: path.to_owned(), source };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let length = file.metadata().map_err(io)?.len();
-    read_text_from(file, length, path, limit)
-}
-
-/// [`read_text`] of what `input` gives (a file already open, standard input); `length` is what
-/// it is expected to hold (a file's length, else 0), and `path` names it in errors.
-pub fn read_text_from(input: impl std::io::Read, length: u64, path: &Path, limit: u64) -> Result<String, ReadError> {
-    use std::io::Read as _;
-    let io = |source| ReadError::Io { path: path.to_owned(), source };
-    // Room for exactly the bytes a regular file has: growing by doubling would leave the buffer
-    // up to twice the file.
-    let expected = length.min(limit);
-    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
-    input.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > limit {
-        return Err(ReadError::TooLarge { path: path.to_owned(), limit });
-    }
-    String::from_utf8(bytes).map_err(|error| {
-        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
-        let line = valid.iter().filter(|&&byte| byte == b'\n').count() + 1;
-        let column =
-            String::from_utf8_lossy(&valid[valid.iter().rposition(|&byte| byte == b'\n').map_or(0, |at| at + 1)..])
-                .chars()
-                .count()
-                + 1;
-        ReadError::NotUtf8 { path: path.to_owned(), line, column }
-    })
 }
 
 /// The text after a leading byte order mark, and whether there was one. Some editors on

@@ -26,16 +26,13 @@
 //! # });
 //! ```
 
-/// The README's Rust examples, compiled and run as doctests.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
 
 pub mod cache;
 mod chain;
 #[cfg(feature = "proxy")]
 pub mod clients;
 mod config;
+pub mod error;
 mod http;
 pub mod json;
 pub mod lint;
@@ -44,43 +41,33 @@ pub mod manifest;
 mod naming;
 pub mod overrides;
 pub mod pin;
+mod place;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+pub mod read;
+#[cfg(doctest)]
+mod readme;
 mod rules;
 pub mod schema;
+pub mod screen;
 pub mod search;
 mod selection;
 pub mod session;
+pub mod sync;
 mod tool;
 mod transformer;
 pub mod weakness;
 
 pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use config::{BuildError, ChainOptions, ConfigError, MediatorConfig, Transformers, dictionary, is_variable_name};
+pub use error::with_causes;
 pub use json::Json;
 pub use naming::NameRules;
 pub use overrides::{
     ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer, ToolOverride,
 };
+pub use place::Place;
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
-pub use selection::{FilterCriteria, UNCATEGORIZED, categorize, consumer_tools, filter};
-pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNENHANCED};
+pub use selection::{FilterCriteria, categorize, consumer_tools, filter};
+pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED};
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
-
-/// An error and its causes as the CLI prints them, `outer: inner: innermost`: some errors
-/// (reqwest's, io's inside ours) name only their outermost part in their own message.
-pub fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        message = format!("{message}: {inner}");
-        cause = inner.source();
-    }
-    message
-}
-
-/// Locks a mutex whose holder may have panicked: what it guards here stays usable (a list, a
-/// set, counters), and one failed task must not take the rest down with it.
-pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}

@@ -14,6 +14,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::place::Place;
 use crate::tool::Tool;
 use serde::Deserialize as _;
 use serde::de::{DeserializeSeed, IntoDeserializer as _, MapAccess};
@@ -61,7 +62,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             // A file name may hold an escape sequence or a line break: it reaches a terminal.
-            Origin::File(path) => f.write_str(&crate::lint::printable(&path.display().to_string())),
+            Origin::File(path) => f.write_str(&crate::screen::printable(&path.display().to_string())),
             Origin::Stdin => f.write_str("<stdin>"),
         }
     }
@@ -136,27 +137,6 @@ pub struct ManifestError {
     pub origin: Origin,
     pub place: Place,
     pub message: String,
-}
-
-/// A place in a manifest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
-    /// A line and column of the text, both from 1.
-    At { line: usize, column: usize },
-    /// A line of a JSON Lines file.
-    Line(usize),
-    /// A JSON pointer (`""` for the whole document).
-    Pointer(String),
-}
-
-impl fmt::Display for Place {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Place::At { line, column } => write!(f, ":{line}:{column}"),
-            Place::Line(line) => write!(f, ":{line}"),
-            Place::Pointer(pointer) => write!(f, ": `{pointer}`"),
-        }
-    }
 }
 
 impl ManifestError {
@@ -474,15 +454,8 @@ fn values(text: &str, origin: &Origin, members: Members<'_>) -> Result<Map<Strin
 fn located(origin: &Origin, text: &str, part: &str, error: serde_json::Error) -> ManifestError {
     let message = crate::json::message(&error);
     let offset = (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize).min(text.len());
-    let before = &text[..offset];
-    let start_line = before.matches('\n').count() + 1;
-    let start_column = offset - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
-    let (line, column) = match error.line() {
-        0 => (start_line, start_column),
-        1 => (start_line, start_column + error.column() - 1),
-        line => (start_line + line - 1, error.column()),
-    };
-    ManifestError { origin: origin.clone(), place: Place::At { line, column }, message }
+    let place = Place::at(text, offset + crate::place::offset_of_json_error(part, &error));
+    ManifestError { origin: origin.clone(), place, message }
 }
 
 fn detect<'a>(items: &[Option<Members<'a>>]) -> Dialect {

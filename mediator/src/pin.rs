@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::digest;
-use crate::manifest::Place;
+use crate::place::Place;
 use crate::tool::Tool;
 
 /// What a lock file holds: each tool's digest, by the name its source gives it; a gateway's
@@ -80,13 +80,12 @@ impl Lock {
     /// the JSON pointer (a member that is not what a lock holds).
     pub fn read(path: &Path) -> Result<Lock, LockError> {
         let error = |place: Option<Place>, message: String| LockError { path: path.to_owned(), place, message };
-        let text = crate::json::read_settings(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
-        let document = crate::json::from_str(&text).map_err(|parse| {
-            error(Some(Place::At { line: parse.line(), column: parse.column() }), crate::json::message(&parse))
-        })?;
+        let text = crate::read::read_settings(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
+        let document = crate::json::from_str(&text)
+            .map_err(|parse| error(Some(Place::of_json_error(&text, &parse)), crate::json::message(&parse)))?;
         Lock::from_value(document).map_err(|(place, message)| {
             // The document itself has no pointer to show: its place is where its text starts.
-            let place = place.unwrap_or_else(|| start_of(&text));
+            let place = place.unwrap_or_else(|| Place::start_of(&text));
             error(Some(place), message.to_owned())
         })
     }
@@ -128,14 +127,6 @@ impl Lock {
 /// Whether `text` is a digest as [`digest`] writes it.
 fn is_digest(text: &str) -> bool {
     text.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// The line and column where a document's text starts (after leading whitespace).
-fn start_of(text: &str) -> Place {
-    let skipped = &text[..text.len() - text.trim_start().len()];
-    let line = skipped.matches('\n').count() + 1;
-    let column = skipped.len() - skipped.rfind('\n').map_or(0, |newline| newline + 1) + 1;
-    Place::At { line, column }
 }
 
 #[cfg(test)]

@@ -144,7 +144,7 @@ impl KnownValid {
         use std::hash::BuildHasher as _;
 
         let key = self.keys.hash_one(schema.as_str());
-        let seen = || crate::lock(&self.seen);
+        let seen = || crate::sync::lock(&self.seen);
         if seen().contains(&key) {
             return Ok(());
         }

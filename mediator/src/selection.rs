@@ -7,9 +7,6 @@ use regex::Regex;
 
 use crate::tool::{EnhancedTool, Tool};
 
-/// The category of a tool that has none, in [`categorize`] and in category filters.
-pub const UNCATEGORIZED: &str = "uncategorized";
-
 /// The tools a consumer sees, each with its position among `tools`: hidden ones left out, each
 /// as [`EnhancedTool::for_consumer`] gives it.
 pub fn consumer_tools(tools: Vec<EnhancedTool>, provenance: bool) -> impl Iterator<Item = (usize, Tool)> {
@@ -24,7 +21,7 @@ pub fn consumer_tools(tools: Vec<EnhancedTool>, provenance: bool) -> impl Iterat
 /// that is not hidden.
 #[derive(Debug, Clone, Default)]
 pub struct FilterCriteria {
-    /// Keep tools in these categories. A tool without a category is in [`UNCATEGORIZED`], so a
+    /// Keep tools in these categories. A tool without a category is in [`UNCATEGORIZED`](crate::tool::UNCATEGORIZED), so a
     /// category filter drops it unless the list names `uncategorized`.
     pub categories: Option<Vec<String>>,
     /// Keep tools at least this confident. `Some(0.0)` is a real threshold (it keeps every
@@ -71,7 +68,7 @@ pub fn filter(tools: Vec<EnhancedTool>, criteria: &FilterCriteria) -> Vec<Enhanc
 }
 
 /// Tools by category: categories in name order, tools in their order within each.
-/// Tools without a category are under [`UNCATEGORIZED`].
+/// Tools without a category are under [`UNCATEGORIZED`](crate::tool::UNCATEGORIZED).
 pub fn categorize(tools: &[EnhancedTool]) -> BTreeMap<String, Vec<&EnhancedTool>> {
     let mut categories: BTreeMap<String, Vec<&EnhancedTool>> = BTreeMap::new();
     for tool in tools {
@@ -119,8 +116,10 @@ mod tests {
     fn category_filter_treats_no_category_as_uncategorized() {
         let users = FilterCriteria { categories: Some(vec!["user".into()]), ..Default::default() };
         assert_eq!(names(&filter(sample(), &users)), ["get_user"]);
-        let loose =
-            FilterCriteria { categories: Some(vec!["user".into(), UNCATEGORIZED.into()]), ..Default::default() };
+        let loose = FilterCriteria {
+            categories: Some(vec!["user".into(), crate::tool::UNCATEGORIZED.into()]),
+            ..Default::default()
+        };
         assert_eq!(names(&filter(sample(), &loose)), ["get_user", "echo"]);
     }
 

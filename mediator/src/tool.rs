@@ -301,6 +301,9 @@ pub struct EnhancedTool {
 /// `enhanced_by` of a tool no transformer answered for.
 pub const UNENHANCED: &str = "none";
 
+/// The category of a tool that has none, in `categorize` and in category filters.
+pub const UNCATEGORIZED: &str = "uncategorized";
+
 impl EnhancedTool {
     /// A tool as it came, answered by nobody.
     pub fn unchanged(tool: Tool) -> Self {
@@ -322,9 +325,9 @@ impl EnhancedTool {
         &self.tool.name
     }
 
-    /// The tool's category, or [`crate::UNCATEGORIZED`] when it has none.
+    /// The tool's category, or [`UNCATEGORIZED`] when it has none.
     pub fn category_name(&self) -> &str {
-        self.category.as_deref().unwrap_or(crate::selection::UNCATEGORIZED)
+        self.category.as_deref().unwrap_or(UNCATEGORIZED)
     }
 
     /// The tool as a consumer receives it: with provenance under `_meta` when the mediator

@@ -241,7 +241,7 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement, medi
     for event in &enhancement.events {
         let _ = writeln!(out, "  ! {event}");
     }
-    let weak = tool_mediator::weakness::left_weak(mediator, enhancement);
+    let weak = tool_mediator::llm::left_weak(mediator, enhancement);
     if !weak.is_empty() {
         let mut reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
         for tool in &weak {

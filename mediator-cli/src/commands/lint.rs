@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::{Value, json};
+use tool_mediator::Place;
 use tool_mediator::lint::{self, Finding, RULES, Severity};
-use tool_mediator::manifest::{Origin, Place};
+use tool_mediator::manifest::Origin;
 use tool_mediator::proxy::probe::Probed;
 
 use crate::cli::{FailOn, LintArgs, LintFormat, ServerArgs};
@@ -104,7 +105,7 @@ fn text(linted: &[Linted]) -> String {
                 "{origin}{place}: {}[{}] `{}`: {}",
                 finding.severity, finding.rule, finding.tool, finding.message
             );
-            let _ = writeln!(out, "{}", lint::printable(&line));
+            let _ = writeln!(out, "{}", tool_mediator::screen::printable(&line));
         }
     }
     let tools: usize = linted.iter().map(|linted| linted.tools).sum();

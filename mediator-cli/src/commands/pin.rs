@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
+use tool_mediator::Place;
 use tool_mediator::Tool;
-use tool_mediator::lint::printable;
-use tool_mediator::manifest::Place;
 use tool_mediator::pin::{Lock, Standing};
 use tool_mediator::proxy::servers::Servers;
 use tool_mediator::proxy::{ServerSpec, probe};
+use tool_mediator::screen::printable;
 
 use crate::cli::PinArgs;
 use crate::manifest::{self, Origin};

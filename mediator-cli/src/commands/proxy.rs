@@ -51,9 +51,9 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
     if let Some(whole_below) = args.whole_below {
         settings.whole_below = whole_below;
     }
+    settings.quarantine |= args.quarantine;
     let policy = SessionPolicy {
         prefix,
-        quarantine: args.quarantine,
         page_size: (args.page_size > 0).then_some(args.page_size),
         ..settings.session_policy()
     };
@@ -61,7 +61,6 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
     Ok(ProxyOptions {
         grace: args.grace,
         request_timeout: args.request_timeout,
-        quarantine: args.quarantine,
         lock,
         hide_changed: args.on_change == OnChange::Hide,
         max_message_bytes: usize::try_from(args.max_message_size).unwrap_or(usize::MAX),

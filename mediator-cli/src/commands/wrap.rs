@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use tool_mediator::clients::{self, Client, Rewritten, Scope, WrapOptions};
-use tool_mediator::json::MAX_FILE_SIZE;
+use tool_mediator::read::MAX_FILE_SIZE;
 
 use crate::cli::{ClientArg, ClientFileArgs, ScopeArg, UnwrapArgs, WrapArgs};
 use crate::output::{self, FileIdentity, Kind, Output};
@@ -61,7 +61,7 @@ impl Config {
             (None, None) => anyhow::bail!("name the configuration: --client NAME or --config FILE"),
         };
         let metadata = fs::metadata(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let text = tool_mediator::json::read_text(&path, MAX_FILE_SIZE)?;
+        let text = tool_mediator::read::read_text(&path, MAX_FILE_SIZE)?;
         let absolute = std::path::absolute(&path).with_context(|| format!("cannot resolve {}", path.display()))?;
         Ok(Config { identity: FileIdentity::of(&metadata), path, absolute, text, metadata })
     }
@@ -72,7 +72,7 @@ impl Config {
         let shown = output::shown(&self.path);
         for note in &rewritten.notes {
             // A note quotes the configuration's server names.
-            eprintln!("{shown}: {}", tool_mediator::lint::printable(note));
+            eprintln!("{shown}: {}", tool_mediator::screen::printable(note));
         }
         if rewritten.text == self.text && rewritten.write.is_empty() && rewritten.remove.is_empty() {
             eprintln!("{shown}: nothing to change");
@@ -105,7 +105,7 @@ impl Config {
         }
         eprintln!(
             "{shown}: {done} {} (the file as it was: {})",
-            tool_mediator::lint::printable(&rewritten.changed.join(", ")),
+            tool_mediator::screen::printable(&rewritten.changed.join(", ")),
             output::shown(&backup)
         );
         Ok(ExitCode::SUCCESS)

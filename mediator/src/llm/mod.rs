@@ -1,6 +1,7 @@
 //! The LLM transformer: a language model reads the tool list and proposes names, descriptions,
 //! categories and parameter descriptions. Its answers are untrusted and checked tool by tool.
 
+mod left_weak;
 mod prompts;
 mod provider;
 
@@ -14,6 +15,7 @@ use futures_util::stream::{self, StreamExt as _};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+pub use left_weak::{LeftWeak, Why, left_weak};
 pub use prompts::{PromptError, Prompts, Task};
 pub use provider::{Completion, DEFAULT_MAX_RESPONSE_BYTES, LlmClient, LlmError, Provider};
 
@@ -173,7 +175,7 @@ impl LlmTransformer {
 
     /// The requests a dry run would have sent.
     pub fn planned(&self) -> Vec<PlannedRequest> {
-        crate::lock(&self.planned).clone()
+        crate::sync::lock(&self.planned).clone()
     }
 
     fn prompt(&self, tools: &[&Tool], context: &ToolContext) -> String {
@@ -395,7 +397,7 @@ impl LlmTransformer {
             // On a schema the source published broken, the descriptions would only get the
             // whole answer refused; the rules repair such schemas, so they are left out here.
             if described.as_ref().is_some_and(crate::schema::is_valid) {
-                improved.input_schema = described.map(crate::Json::from);
+                improved.input_schema = described.map(crate::json::Json::from);
             }
         }
         let mut answer = Answer::proposing(index, tool, &improved, confidence);
@@ -436,7 +438,7 @@ impl ToolTransformer for LlmTransformer {
             .collect();
 
         if self.dry_run {
-            let mut planned = crate::lock(&self.planned);
+            let mut planned = crate::sync::lock(&self.planned);
             for (batch, prompt) in batches.iter().zip(&prompts) {
                 let body = self.client.request_body(SYSTEM, prompt, &ANSWER_SCHEMA);
                 let bytes = body.to_string().len();

@@ -43,7 +43,7 @@ impl Prompts {
         let mut prompts = Prompts::default();
         for (name, slot) in [("enhance.md", &mut prompts.enhance), ("categorize.md", &mut prompts.categorize)] {
             let path = dir.join(name);
-            match crate::json::read_settings(&path) {
+            match crate::read::read_settings(&path) {
                 Ok(text) => *slot = text,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => return Err(PromptError { path, source }),

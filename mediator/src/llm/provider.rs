@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::http::{self, BodyError, Bytes};
+use crate::http::{self, BodyError};
+use crate::read::Bytes;
 
 /// Which wire format to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -8,6 +8,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::place::Place;
+
 /// The JSON Schema every override file must meet (`overrides/schema.json`).
 pub const SCHEMA: &str = include_str!("../../../overrides/schema.json");
 
@@ -84,8 +86,8 @@ pub struct ArgumentOverride {
 pub enum OverrideError {
     #[error("cannot read {path}")]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("{path}:{line}:{column}: {message}")]
-    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}{place}: {message}")]
+    Syntax { path: PathBuf, place: Place, message: String },
     #[error("{path}: `{pointer}`: {message}")]
     Schema { path: PathBuf, pointer: String, message: String },
 }
@@ -105,9 +107,8 @@ impl OverrideFile {
     pub fn parse(text: &str, path: &Path) -> Result<OverrideFile, OverrideError> {
         let value: Value = crate::json::from_str(text).map_err(|error| OverrideError::Syntax {
             path: path.to_owned(),
-            line: error.line(),
-            column: error.column(),
-            message: error.to_string(),
+            place: Place::of_json_error(text, &error),
+            message: crate::json::message(&error),
         })?;
         if let Some(error) = VALIDATOR.iter_errors(&value).next() {
             return Err(OverrideError::Schema {
@@ -139,7 +140,7 @@ impl OverrideFile {
 
     pub fn load(path: &Path) -> Result<OverrideFile, OverrideError> {
         let text =
-            crate::json::read_settings(path).map_err(|source| OverrideError::Read { path: path.to_owned(), source })?;
+            crate::read::read_settings(path).map_err(|source| OverrideError::Read { path: path.to_owned(), source })?;
         OverrideFile::parse(&text, path)
     }
 

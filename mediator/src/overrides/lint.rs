@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::file::{OverrideError, OverrideFile, override_files};
 use crate::naming::NameRules;
+use crate::place::Place;
 use crate::schema::escape;
 
 /// One problem in an override file, at a JSON pointer.
@@ -27,11 +28,13 @@ impl From<OverrideError> for LintFinding {
         let path = error.path().to_owned();
         match error {
             OverrideError::Schema { pointer, message, .. } => LintFinding { path, pointer, message },
-            OverrideError::Syntax { line, column, message, .. } => LintFinding {
-                path,
-                pointer: String::new(),
-                message: format!("line {line}, column {column}: {message}"),
-            },
+            OverrideError::Syntax { place, message, .. } => {
+                let message = match place {
+                    Place::At { line, column } => format!("line {line}, column {column}: {message}"),
+                    place => format!("{place}: {message}"),
+                };
+                LintFinding { path, pointer: String::new(), message }
+            }
             OverrideError::Read { source, .. } => {
                 LintFinding { path, pointer: String::new(), message: source.to_string() }
             }

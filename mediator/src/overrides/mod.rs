@@ -209,7 +209,7 @@ mod tests {
         let transformer = OverrideTransformer::new(set);
         let tools = [Tool::new("gt_usr"), Tool::new("del")];
         let run = |source: &str| {
-            let context = ToolContext::new(source, crate::SourceType::Web);
+            let context = ToolContext::new(source, crate::tool::SourceType::Web);
             tokio::runtime::Builder::new_current_thread()
                 .build()
                 .unwrap()

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::file::{OverrideError, OverrideFile};
 use crate::cache::Cache;
+use crate::place::Place;
 
 /// The largest collection read: a collection is text about tools, far below this.
 pub const MAX_COLLECTION_BYTES: u64 = 32 * 1024 * 1024;
@@ -161,9 +162,8 @@ fn parse(body: &str, url: &str) -> Result<Vec<OverrideFile>, OverrideError> {
     let place = Path::new(url);
     let value: Value = crate::json::from_str(body).map_err(|error| OverrideError::Syntax {
         path: place.to_owned(),
-        line: error.line(),
-        column: error.column(),
-        message: error.to_string(),
+        place: Place::of_json_error(body, &error),
+        message: crate::json::message(&error),
     })?;
     let (items, base) = match value {
         Value::Array(items) => (items, String::new()),

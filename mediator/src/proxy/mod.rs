@@ -38,8 +38,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
 use crate::chain::Mediator;
+use crate::error::with_causes;
 use crate::session::SessionPolicy;
-use crate::with_causes;
 use lines::{Outbox, read_lines};
 use remote::{Remote, RemoteError};
 pub use router::LinkSettings;
@@ -102,9 +102,6 @@ pub struct ProxyOptions {
     /// without `hide_changed`, listed with a warning); a new one is reported.
     pub lock: Option<Arc<crate::pin::Lock>>,
     pub hide_changed: bool,
-    /// Hide the tools suspected of poisoning ([`crate::lint::suspicion`]); without it they are
-    /// listed, with a warning logged for each.
-    pub quarantine: bool,
     /// Start a server that stops again after this delay, doubled at each stop in a row (up to
     /// 30 s); `None` ends the run when a server ends, as the one-server proxy does.
     pub restart: Option<Duration>,
@@ -129,7 +126,6 @@ impl ProxyOptions {
             grace: Duration::from_secs(2),
             max_message_bytes: MAX_MESSAGE_BYTES,
             request_timeout: Duration::from_secs(60),
-            quarantine: false,
             lock: None,
             hide_changed: true,
             restart: None,
@@ -193,7 +189,7 @@ where
     G: Future<Output = ()> + Send,
 {
     let once = std::sync::Mutex::new(Some(server.into()));
-    let start = move || crate::lock(&once).take();
+    let start = move || crate::sync::lock(&once).take();
     let server = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
     serve(ProxyOptions { restart: None, ..options }, vec![server], client).await
 }

@@ -28,7 +28,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use super::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
-use crate::lock;
+use crate::sync::lock;
 
 /// A remote MCP server: its endpoint and the headers that go with every request to it.
 #[derive(Debug, Clone)]
@@ -287,7 +287,8 @@ impl Shared {
             Err(error) => {
                 // Its URL may hold a secret in its query; the origin is named below.
                 let error = error.without_url();
-                let reason = format!("cannot reach the MCP server at {}: {}", self.shown, crate::with_causes(&error));
+                let reason =
+                    format!("cannot reach the MCP server at {}: {}", self.shown, crate::error::with_causes(&error));
                 self.unreachable(&error, &reason);
                 self.fail(sent, reason).await;
                 return false;
@@ -506,7 +507,8 @@ impl Shared {
                 Err(error) => {
                     failures += 1;
                     let error = error.without_url();
-                    let reason = format!("cannot open the MCP server's event stream: {}", crate::with_causes(&error));
+                    let reason =
+                        format!("cannot open the MCP server's event stream: {}", crate::error::with_causes(&error));
                     tracing::warn!("{reason}");
                     self.unreachable(&error, &reason);
                 }
@@ -535,7 +537,7 @@ impl Shared {
         }
         let ending = self.request(reqwest::Method::DELETE).timeout(Duration::from_secs(2)).send();
         if let Err(error) = ending.await.map_err(reqwest::Error::without_url) {
-            tracing::info!("could not end the session with the MCP server: {}", crate::with_causes(&error));
+            tracing::info!("could not end the session with the MCP server: {}", crate::error::with_causes(&error));
         }
     }
 }

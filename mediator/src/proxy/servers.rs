@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::manifest::Place;
+use crate::place::Place;
 
 /// A gateway's servers, in the file's order.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +64,7 @@ impl Servers {
     pub fn parse(text: &str, path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Servers, ServersError> {
         let document = crate::json::from_str(text).map_err(|error| ServersError {
             path: path.to_owned(),
-            place: Some(Place::At { line: error.line(), column: error.column() }),
+            place: Some(Place::of_json_error(text, &error)),
             message: crate::json::message(&error),
         })?;
         let mut reader = Reader { path, env: &env, warnings: Vec::new() };
@@ -74,7 +74,7 @@ impl Servers {
 
     /// Reads the servers file at `path`, variables from the environment.
     pub fn read(path: &Path) -> Result<Servers, ServersError> {
-        let text = crate::json::read_settings(path).map_err(|error| ServersError {
+        let text = crate::read::read_settings(path).map_err(|error| ServersError {
             path: path.to_owned(),
             place: None,
             message: format!("cannot read it: {error}"),

@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
+use crate::place::Place;
+
 const BUILT_IN: &str = include_str!("abbreviations.json");
 const WORDS: &str = include_str!("words.txt");
 
@@ -41,8 +43,8 @@ pub struct Dictionary {
 pub enum DictionaryError {
     #[error("cannot read dictionary {path}")]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("{path}:{line}:{column}: {message}")]
-    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}{place}: {message}")]
+    Syntax { path: PathBuf, place: Place, message: String },
     #[error("{path}: `{pointer}`: {message}")]
     Entry { path: PathBuf, pointer: String, message: String },
 }
@@ -87,7 +89,7 @@ impl Dictionary {
     /// (`{"expand": {..}, "read": {..}, "keep": [..], "acronyms": [..]}`);
     /// they win over entries already present.
     pub fn merge_file(&mut self, path: &Path) -> Result<(), DictionaryError> {
-        let text = crate::json::read_settings(path)
+        let text = crate::read::read_settings(path)
             .map_err(|source| DictionaryError::Read { path: path.to_owned(), source })?;
         self.merge_str(&text, path)
     }
@@ -95,9 +97,8 @@ impl Dictionary {
     pub fn merge_str(&mut self, text: &str, path: &Path) -> Result<(), DictionaryError> {
         let file: DictionaryFile = crate::json::from_str_as(text).map_err(|error| DictionaryError::Syntax {
             path: path.to_owned(),
-            line: error.line(),
-            column: error.column(),
-            message: error.to_string(),
+            place: Place::of_json_error(text, &error),
+            message: crate::json::message(&error),
         })?;
         let entry_error = |pointer: String, message: &str| DictionaryError::Entry {
             path: path.to_owned(),
@@ -193,7 +194,7 @@ mod tests {
         dictionary.merge_str(r#"{"expand": {"usr": "username"}, "keep": ["chascr"]}"#, Path::new("mine.json")).unwrap();
         assert_eq!(dictionary.get("usr"), Some(&Entry::Expand("username".into())));
         let error = dictionary.merge_str("{\n  \"expand\": {\"a\": 1}\n}", Path::new("bad.json")).unwrap_err();
-        assert!(matches!(error, DictionaryError::Syntax { line: 2, .. }), "{error}");
+        assert!(matches!(error, DictionaryError::Syntax { place: Place::At { line: 2, .. }, .. }), "{error}");
         let error = dictionary.merge_str(r#"{"read": {"Bad Key": "x"}}"#, Path::new("bad.json")).unwrap_err();
         assert_eq!(
             error.to_string(),

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::SessionPolicy;
 use crate::json::Json;
 use crate::naming::NameRules;
-use crate::selection::UNCATEGORIZED;
+use crate::tool::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool};
 
 /// What the model sees first of a large tool set; in a configuration file, `disclosure_mode`.

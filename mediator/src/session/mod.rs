@@ -37,6 +37,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::chain::Mediator;
+use crate::screen;
 use crate::tool::{EnhancedTool, Tool, ToolContext};
 
 pub use disclosure::{DisclosureMode, WHOLE_BELOW, category_tool_name};
@@ -76,8 +77,9 @@ pub struct SessionPolicy {
     pub search: bool,
     /// Fewer visible tools than this are listed whole: no category folded, no search (0: never).
     pub whole_below: usize,
-    /// With several sources, leave out a tool whose text names a tool of another source
-    /// (shadowing); without it such a tool is listed, and a warning logged.
+    /// Leave out the tools the screen suspects of poisoning ([`crate::screen`]): text that
+    /// speaks to the model or hides text, and with several sources, text that names another
+    /// source's tool (shadowing). Without it such a tool is listed, and a warning logged.
     pub quarantine: bool,
 }
 
@@ -246,7 +248,7 @@ impl Session {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        crate::lock(&self.state)
+        crate::sync::lock(&self.state)
     }
 
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,
@@ -277,7 +279,8 @@ impl Session {
 
     /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
     /// the client sees it merged with the other sources' lists, and is told if that changed.
-    pub async fn take_in_from(&self, source: usize, context: &ToolContext, upstream: Vec<Tool>) {
+    pub async fn take_in_from(&self, source: usize, context: &ToolContext, mut upstream: Vec<Tool>) {
+        screen::screen(&context.source, &mut upstream, self.policy.quarantine);
         let enhanced = self.mediator.enhance(upstream, context).await;
         self.settle(source, Some(enhanced), None);
     }
@@ -290,7 +293,8 @@ impl Session {
     }
 
     /// [`Session::take_in`], keeping `kept` as the list given last, under the same lock.
-    async fn take_in_keeping(&self, upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
+    async fn take_in_keeping(&self, mut upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
+        screen::screen(&self.context.source, &mut upstream, self.policy.quarantine);
         let enhanced = self.mediator.enhance(upstream, &self.context).await;
         self.settle(0, Some(enhanced), kept);
     }

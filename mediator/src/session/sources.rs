@@ -57,7 +57,7 @@ pub(super) fn merge(
             .map(|tool| tool.original_name.as_str())
             .collect();
         for tool in tools {
-            if let Some(why) = crate::lint::names_other_tool(&tool.tool, &others) {
+            if let Some(why) = crate::screen::names_other_tool(&tool.tool, &others) {
                 let action = if quarantine { "left out (--quarantine)" } else { "listed; --quarantine leaves it out" };
                 tracing::warn!(
                     "`{prefix}`'s tool `{}` may shadow another server's, {action}: {why}",

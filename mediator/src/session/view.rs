@@ -12,7 +12,7 @@ use super::groups::{Switch, switch_name};
 use super::state::{self, STATE_KEY, Visibility};
 use super::{Session, State, StateStrategy, disclosure, search};
 use crate::json::Json;
-use crate::selection::UNCATEGORIZED;
+use crate::tool::UNCATEGORIZED;
 use crate::tool::{EnhancedTool, Tool};
 
 /// The listing and the routing table, derived from the state.

@@ -12,10 +12,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
-use crate::lock;
 use crate::naming::{NameRules, SharedNames};
 use crate::proxy::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
 use crate::proxy::revision::SERVER_INFO_KEY;
+use crate::sync::lock;
 
 /// JSON-RPC's code for a method the receiver does not have.
 const METHOD_NOT_FOUND: i64 = -32601;

@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use super::mediation::{Listing, Relisting};
 use super::{Upstream, Waiter};
-use crate::lock;
 use crate::proxy::jsonrpc::{self, Id};
 use crate::proxy::lines::Outbox;
 use crate::proxy::pending::Pending;
+use crate::sync::lock;
 use crate::tool::Tool;
 
 /// What the router is told about a server before it starts.

@@ -150,16 +150,6 @@ impl Router {
                     }
                 });
             }
-            // Text that speaks to the model is reported; with --quarantine its tool is not listed.
-            tools.retain(|tool| match crate::lint::suspicion(tool) {
-                None => true,
-                Some(why) => {
-                    let action =
-                        if self.quarantine { "hidden (--quarantine)" } else { "listed; --quarantine hides it" };
-                    tracing::warn!("{} lists `{}`, suspected of poisoning, {action}: {why}", link.label, tool.name);
-                    !self.quarantine
-                }
-            });
             let source = link.source(self.source.as_ref());
             if known.is_none() {
                 tracing::info!("mediating the tools of `{source}` ({} tools)", tools.len());
@@ -369,11 +359,9 @@ impl Router {
             Some(route) => route,
             None => self.session.route_call(&name, arguments.clone()).await,
         };
-        // A lock or a quarantine screens tools as they are listed: no call passes unlisted.
-        if matches!(route, Route::Upstream { .. })
-            && (self.lock.is_some() || self.quarantine)
-            && !self.session.has_list()
-        {
+        // A lock screens tools as they are listed: no call passes unlisted (the session's
+        // quarantine keeps them out the same way).
+        if matches!(route, Route::Upstream { .. }) && self.lock.is_some() && !self.session.has_list() {
             return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")));
         }
         match route {

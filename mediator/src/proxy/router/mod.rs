@@ -26,8 +26,8 @@ use super::lines::{Line, Outbox, Ready};
 use super::pending::{MAX_WAITING, Refusal, Tasks};
 use super::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
 use super::warnings::Warnings;
-use crate::lock;
 use crate::session::{ListChanged, Route, Session};
+use crate::sync::lock;
 use crate::tool::{SourceType, Tool, ToolContext};
 
 mod aggregate;
@@ -119,8 +119,6 @@ pub(super) struct Router {
     restarts: bool,
     /// Prefix every prompt with its server's name, as the session does tools.
     prefix: bool,
-    /// Hide the tools suspected of poisoning.
-    quarantine: bool,
     lock: Option<Arc<crate::pin::Lock>>,
     hide_changed: bool,
     pub(super) to_client: Outbox,
@@ -149,7 +147,6 @@ impl Router {
             request_timeout: options.request_timeout,
             restarts: options.restart.is_some(),
             prefix: options.policy.prefix,
-            quarantine: options.quarantine,
             lock: options.lock.clone(),
             hide_changed: options.hide_changed,
             to_client,
