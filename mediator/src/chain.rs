@@ -4,13 +4,13 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::json::Json;
-use crate::naming::NameRules;
-use crate::schema::{self, Repair};
-use crate::tool::{EnhancedTool, Tool, ToolContext};
-use crate::transformer::{Answer, ToolTransformer};
 use crate::weakness;
 use serde_json::Value;
+use tool_mediator_core::NameRules;
+use tool_mediator_core::json::Json;
+use tool_mediator_core::schema::{self, Repair};
+use tool_mediator_core::{Answer, ToolTransformer};
+use tool_mediator_core::{EnhancedTool, Tool, ToolContext};
 
 /// Runs tools through a chain of transformers and enforces the invariants on what comes out.
 ///
@@ -486,10 +486,10 @@ fn enforce_schema(tool: &mut EnhancedTool, events: &mut Vec<ChainEvent>, known: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::SourceType;
-    use crate::transformer::TransformError;
     use async_trait::async_trait;
     use serde_json::json;
+    use tool_mediator_core::SourceType;
+    use tool_mediator_core::TransformError;
 
     /// Answers with a fixed function of each tool, for testing the chain.
     struct Scripted<F> {
@@ -600,7 +600,7 @@ mod tests {
             name,
             priority,
             answer: |index, _: &Tool| {
-                let mut answer = Answer::new(index, crate::transformer::ToolPatch::default(), 1.0);
+                let mut answer = Answer::new(index, tool_mediator_core::ToolPatch::default(), 1.0);
                 answer.category = Some("math".into());
                 Some(answer)
             },

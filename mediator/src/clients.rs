@@ -55,8 +55,8 @@ use jsonc_parser::{CollectOptions, ParseOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::place::Place;
 use crate::proxy::servers::Servers;
+use tool_mediator_core::Place;
 
 /// The command a wrapped entry runs unless told otherwise: the binary, found on the PATH the
 /// client starts servers with.
@@ -298,7 +298,7 @@ pub fn wrap(text: &str, path: &Path, options: &WrapOptions<'_>) -> Result<Rewrit
 /// A byte order mark (some editors write one, and the clients read past it) stays out of the
 /// parse, and in the text.
 fn without_bom(text: &str) -> (&'static str, &str) {
-    match crate::json::without_bom(text) {
+    match tool_mediator_core::json::without_bom(text) {
         (body, true) => ("\u{FEFF}", body),
         (body, false) => ("", body),
     }
@@ -494,7 +494,7 @@ impl<'t> Document<'t> {
         let mut pointer = format!("/{}", self.key);
         for token in tokens {
             pointer.push('/');
-            pointer.push_str(&crate::schema::escape(token));
+            pointer.push_str(&tool_mediator_core::schema::escape(token));
         }
         Place::Pointer(pointer)
     }
@@ -687,7 +687,7 @@ impl Record {
         serde_json::from_str(text).map_err(|error| ClientsError::File {
             path: path.to_owned(),
             place: Some(Place::of_json_error(text, &error)),
-            message: format!("not a record tool-mediator wrote: {}", crate::json::message(&error)),
+            message: format!("not a record tool-mediator wrote: {}", tool_mediator_core::json::message(&error)),
         })
     }
 }

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::cache::{Cache, CachedTransformer, SledStore};
 use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
-use crate::naming::NameRules;
 use crate::overrides::{OverrideError, OverrideSet, OverrideTransformer, remote};
-use crate::place::Place;
 use crate::rules::{Dictionary, DictionaryError, RuleTransformer};
 use crate::session::{DisclosureMode, SessionPolicy, WHOLE_BELOW};
+use tool_mediator_core::NameRules;
+use tool_mediator_core::Place;
 
 /// Settings for a mediator. Every field is optional in a file; command-line flags win over it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,8 +123,9 @@ impl MediatorConfig {
             .map_err(|source| ConfigError::Unreadable { path: path.to_owned(), source })?;
         let invalid = |place, message: String| ConfigError::Invalid { path: path.to_owned(), place, message };
         if path.extension().is_some_and(|ext| ext == "json") {
-            return crate::json::from_str_as(&text)
-                .map_err(|error| invalid(Place::of_json_error(&text, &error), crate::json::message(&error)));
+            return tool_mediator_core::json::from_str_as(&text).map_err(|error| {
+                invalid(Place::of_json_error(&text, &error), tool_mediator_core::json::message(&error))
+            });
         }
         toml::from_str(&text).map_err(|error| {
             let place = Place::at(&text, error.span().map_or(0, |span| span.start));
@@ -399,8 +400,8 @@ pub enum BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::SourceType;
-    use crate::tool::{Tool, ToolContext};
+    use tool_mediator_core::SourceType;
+    use tool_mediator_core::{Tool, ToolContext};
 
     fn settings(overrides: &Path) -> MediatorConfig {
         MediatorConfig { override_dirs: vec![overrides.to_owned()], ..MediatorConfig::default() }

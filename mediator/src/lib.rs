@@ -26,48 +26,37 @@
 //! # });
 //! ```
 
-
 pub mod cache;
 mod chain;
 #[cfg(feature = "proxy")]
 pub mod clients;
 mod config;
-pub mod error;
 mod http;
-pub mod json;
 pub mod lint;
 pub mod llm;
 pub mod manifest;
-mod naming;
 pub mod overrides;
 pub mod pin;
-mod place;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 pub mod read;
 #[cfg(doctest)]
 mod readme;
 mod rules;
-pub mod schema;
 pub mod screen;
 pub mod search;
-mod selection;
 pub mod session;
-pub mod sync;
-mod tool;
-mod transformer;
 pub mod weakness;
 
 pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use config::{BuildError, ChainOptions, ConfigError, MediatorConfig, Transformers, dictionary, is_variable_name};
-pub use error::with_causes;
-pub use json::Json;
-pub use naming::NameRules;
 pub use overrides::{
     ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer, ToolOverride,
 };
-pub use place::Place;
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
-pub use selection::{FilterCriteria, categorize, consumer_tools, filter};
-pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED};
-pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
+// The tool model, from the core: its public paths here stay as they were.
+pub use tool_mediator_core::{
+    Answer, Changes, EnhancedTool, FilterCriteria, Json, NameRules, PROVENANCE_KEY, Place, SourceType, Tool,
+    ToolContext, ToolPatch, ToolTransformer, TransformError, UNCATEGORIZED, UNENHANCED, categorize, consumer_tools,
+    error, filter, json, schema, sync, with_causes,
+};

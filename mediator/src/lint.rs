@@ -6,12 +6,12 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::naming::NameRules;
 use crate::rules::RuleTransformer;
-use crate::schema;
 use crate::screen::{self, Evidence, Suspicion};
-use crate::tool::Tool;
 use crate::weakness::{self, Weakness};
+use tool_mediator_core::NameRules;
+use tool_mediator_core::Tool;
+use tool_mediator_core::schema;
 
 /// How much a finding matters; `--fail-on` compares with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

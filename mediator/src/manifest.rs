@@ -14,13 +14,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::place::Place;
-use crate::tool::Tool;
 use serde::Deserialize as _;
 use serde::de::{DeserializeSeed, IntoDeserializer as _, MapAccess};
 use serde::ser::{Error as _, Serialize, SerializeMap as _, SerializeSeq as _, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use tool_mediator_core::Place;
+use tool_mediator_core::Tool;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -210,7 +210,7 @@ impl Manifest {
     /// its own part of the text, its schemas straight to compact text (see [`crate::Json`]).
     pub fn parse(text: &str, origin: Origin) -> Result<Manifest, ManifestError> {
         // Places are counted after the mark, as an editor shows them.
-        let (text, bom) = crate::json::without_bom(text);
+        let (text, bom) = tool_mediator_core::json::without_bom(text);
         let mut manifest = Manifest::parse_text(text, origin)?;
         manifest.bom = bom;
         Ok(manifest)
@@ -420,7 +420,7 @@ fn shallow(value: &RawValue) -> Result<Option<Members<'_>>, serde_json::Error> {
     if !value.get().starts_with('{') {
         return Ok(None);
     }
-    crate::json::object_members(value.get()).map(Some)
+    tool_mediator_core::json::object_members(value.get()).map(Some)
 }
 
 /// The items of `value` when it is an array.
@@ -444,7 +444,8 @@ fn values(text: &str, origin: &Origin, members: Members<'_>) -> Result<Map<Strin
     members
         .into_iter()
         .map(|(key, value)| {
-            let read = crate::json::from_str(value.get()).map_err(|error| located(origin, text, value.get(), error))?;
+            let read = tool_mediator_core::json::from_str(value.get())
+                .map_err(|error| located(origin, text, value.get(), error))?;
             Ok((key, read))
         })
         .collect()
@@ -452,9 +453,9 @@ fn values(text: &str, origin: &Origin, members: Members<'_>) -> Result<Map<Strin
 
 /// An error met reading `part` of `text` (a slice of it), at its line and column in `text`.
 fn located(origin: &Origin, text: &str, part: &str, error: serde_json::Error) -> ManifestError {
-    let message = crate::json::message(&error);
+    let message = tool_mediator_core::json::message(&error);
     let offset = (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize).min(text.len());
-    let place = Place::at(text, offset + crate::place::offset_of_json_error(part, &error));
+    let place = Place::at(text, offset + tool_mediator_core::offset_of_json_error(part, &error));
     ManifestError { origin: origin.clone(), place, message }
 }
 
@@ -509,7 +510,8 @@ fn read_tool<'a>(
             members.retain(|(key, _)| key != "type");
             layout.function_keys = key_lists.of(&function);
             for (key, value) in members {
-                let read = crate::json::from_str(value.get()).map_err(|error| Problem::At(value.get(), error))?;
+                let read =
+                    tool_mediator_core::json::from_str(value.get()).map_err(|error| Problem::At(value.get(), error))?;
                 layout.outer.push((key, read));
             }
             rename(function, "parameters", "inputSchema")
@@ -565,7 +567,7 @@ fn write_tool(tool: &Tool, dialect: Dialect, layout: Option<&Layout>) -> Value {
             }
         }
         let schema_key = if dialect == Dialect::Anthropic { "input_schema" } else { "parameters" };
-        crate::json::rename_key(&mut object, "inputSchema", schema_key);
+        tool_mediator_core::json::rename_key(&mut object, "inputSchema", schema_key);
     }
     if dialect != Dialect::OpenAiTool {
         if let Some(layout) = layout {

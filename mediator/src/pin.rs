@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::digest;
-use crate::place::Place;
-use crate::tool::Tool;
+use tool_mediator_core::Place;
+use tool_mediator_core::Tool;
 
 /// What a lock file holds: each tool's digest, by the name its source gives it; a gateway's
 /// tools by `<server>/<name>` (a tool's name has no `/`), so servers that share a name do not
@@ -81,8 +81,9 @@ impl Lock {
     pub fn read(path: &Path) -> Result<Lock, LockError> {
         let error = |place: Option<Place>, message: String| LockError { path: path.to_owned(), place, message };
         let text = crate::read::read_settings(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
-        let document = crate::json::from_str(&text)
-            .map_err(|parse| error(Some(Place::of_json_error(&text, &parse)), crate::json::message(&parse)))?;
+        let document = tool_mediator_core::json::from_str(&text).map_err(|parse| {
+            error(Some(Place::of_json_error(&text, &parse)), tool_mediator_core::json::message(&parse))
+        })?;
         Lock::from_value(document).map_err(|(place, message)| {
             // The document itself has no pointer to show: its place is where its text starts.
             let place = place.unwrap_or_else(|| Place::start_of(&text));
@@ -110,7 +111,7 @@ impl Lock {
                     lock.tools.insert(name, digest);
                 }
                 _ => {
-                    let pointer = format!("/tools/{}", crate::schema::escape(&name));
+                    let pointer = format!("/tools/{}", tool_mediator_core::schema::escape(&name));
                     return Err((Some(Place::Pointer(pointer)), "a digest is `sha256:` and 64 hexadecimal digits"));
                 }
             }

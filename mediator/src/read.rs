@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::place::Place;
+use tool_mediator_core::Place;
 
 /// A byte count as people read it: `16 MiB`, `512 KiB`, `1000 bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub fn read_settings(path: &Path) -> std::io::Result<String> {
 }
 
 /// Reads the file at `path` whole as UTF-8 text, refusing one larger than `limit` bytes. A
-/// byte order mark is kept: the parsers here read past it ([`without_bom`](crate::json::without_bom)), and text written
+/// byte order mark is kept: the parsers here read past it ([`without_bom`](tool_mediator_core::json::without_bom)), and text written
 /// back keeps it.
 pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     let io = |source| ReadError::Io { path: path.to_owned(), source };

@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 
-use crate::schema;
-use crate::tool::Tool;
+use tool_mediator_core::Tool;
+use tool_mediator_core::schema;
 
 /// What a suspect text shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

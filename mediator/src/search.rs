@@ -16,7 +16,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
-use crate::tool::EnhancedTool;
+use tool_mediator_core::EnhancedTool;
 
 /// BM25's term-frequency saturation and length normalization, at their usual values.
 const K1: f32 = 1.2;
@@ -353,8 +353,8 @@ const STOP_WORDS: [&str; 48] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::Tool;
     use serde_json::json;
+    use tool_mediator_core::Tool;
 
     fn tool(name: &str, description: &str, schema: serde_json::Value) -> EnhancedTool {
         EnhancedTool::unchanged(Tool::new(name).with_description(description).with_input_schema(schema))

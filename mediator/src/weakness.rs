@@ -7,8 +7,8 @@ use std::fmt;
 use serde::Deserialize;
 
 use crate::rules::{describe, identifier};
-use crate::schema;
-use crate::tool::Tool;
+use tool_mediator_core::Tool;
+use tool_mediator_core::schema;
 
 /// Descriptions shorter than this many words cannot say what a tool does and returns.
 const SHORT: usize = 4;
@@ -114,7 +114,7 @@ pub fn is_weak(tool: &Tool) -> bool {
 
 /// Whether a schema needs more repair than the empty `properties` a tool without parameters
 /// may leave out.
-fn is_non_standard(input_schema: &crate::json::Json) -> bool {
+fn is_non_standard(input_schema: &tool_mediator_core::json::Json) -> bool {
     if !schema::needs_repair(input_schema) {
         return false;
     }

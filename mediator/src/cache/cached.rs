@@ -12,9 +12,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::Cache;
-use crate::json::Json;
-use crate::tool::{Tool, ToolContext};
-use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
+use tool_mediator_core::json::Json;
+use tool_mediator_core::{Answer, ToolPatch, ToolTransformer, TransformError};
+use tool_mediator_core::{Tool, ToolContext};
 
 /// Wraps a transformer with the cache; is a transformer itself, named `cached-<inner>`, with
 /// priority inner + 10 so it runs just before where the inner one would.
@@ -291,7 +291,7 @@ impl<'de> Visitor<'de> for HashStream<'_> {
             self.out.extend_from_slice(&0u64.to_be_bytes());
             return Ok(());
         };
-        if first == crate::json::NUMBER_TOKEN {
+        if first == tool_mediator_core::json::NUMBER_TOKEN {
             // A number, its text as written (see `json`).
             let text: Cow<'de, str> = entries.next_value()?;
             let number = serde_json::from_str::<serde_json::Number>(&text).map_err(de::Error::custom)?;
@@ -438,9 +438,9 @@ fn hash_object(hash: &mut Sha256, object: &serde_json::Map<String, Value>) {
 mod tests {
     use super::*;
     use crate::cache::MemoryStore;
-    use crate::tool::SourceType;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+    use tool_mediator_core::SourceType;
 
     /// Describes every tool and counts the tools it was asked about.
     struct Counting(Arc<AtomicUsize>);
@@ -499,7 +499,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn text_hashes_as_its_value_does(value in crate::json::testing::json_value()) {
+        fn text_hashes_as_its_value_does(value in tool_mediator_core::testing::json_value()) {
             let of_value = {
                 let mut hash = Sha256::new();
                 hash_value(&mut hash, &value);
@@ -534,7 +534,7 @@ mod number_tests {
         let text = format!(
             r#"{{"name": "t", "inputSchema": {{"type": "object", "properties": {{"n": {{"type": "number", "minimum": {minimum}}}}}}}}}"#
         );
-        crate::json::from_str_as(&text).unwrap()
+        tool_mediator_core::json::from_str_as(&text).unwrap()
     }
 
     #[test]

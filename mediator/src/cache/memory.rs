@@ -13,7 +13,7 @@ pub struct MemoryStore {
 impl MemoryStore {
     fn records_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Vec<u8>, Vec<u8>>> {
         // A panic while holding the lock leaves a map that is still a map.
-        crate::sync::lock(&self.records)
+        tool_mediator_core::sync::lock(&self.records)
     }
 }
 

@@ -44,7 +44,7 @@ impl SledStore {
             return Err(store_error(dir, "not a directory".into()));
         }
         // Held while opening, so two threads opening one directory do not lock each other out.
-        let mut open = crate::sync::lock(&OPEN);
+        let mut open = tool_mediator_core::sync::lock(&OPEN);
         open.retain(|(_, db)| db.strong_count() > 0);
         let canonical = |dir: &Path| dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
         if dir.exists() {

@@ -19,9 +19,9 @@ pub use left_weak::{LeftWeak, Why, left_weak};
 pub use prompts::{PromptError, Prompts, Task};
 pub use provider::{Completion, DEFAULT_MAX_RESPONSE_BYTES, LlmClient, LlmError, Provider};
 
-use crate::naming::NameRules;
-use crate::tool::{SourceType, Tool, ToolContext};
-use crate::transformer::{Answer, ToolTransformer, TransformError};
+use tool_mediator_core::NameRules;
+use tool_mediator_core::{Answer, ToolTransformer, TransformError};
+use tool_mediator_core::{SourceType, Tool, ToolContext};
 
 /// What the model must answer: checked with jsonschema before anything is used.
 pub static ANSWER_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
@@ -175,7 +175,7 @@ impl LlmTransformer {
 
     /// The requests a dry run would have sent.
     pub fn planned(&self) -> Vec<PlannedRequest> {
-        crate::sync::lock(&self.planned).clone()
+        tool_mediator_core::sync::lock(&self.planned).clone()
     }
 
     fn prompt(&self, tools: &[&Tool], context: &ToolContext) -> String {
@@ -396,8 +396,8 @@ impl LlmTransformer {
             }
             // On a schema the source published broken, the descriptions would only get the
             // whole answer refused; the rules repair such schemas, so they are left out here.
-            if described.as_ref().is_some_and(crate::schema::is_valid) {
-                improved.input_schema = described.map(crate::json::Json::from);
+            if described.as_ref().is_some_and(tool_mediator_core::schema::is_valid) {
+                improved.input_schema = described.map(tool_mediator_core::json::Json::from);
             }
         }
         let mut answer = Answer::proposing(index, tool, &improved, confidence);
@@ -438,7 +438,7 @@ impl ToolTransformer for LlmTransformer {
             .collect();
 
         if self.dry_run {
-            let mut planned = crate::sync::lock(&self.planned);
+            let mut planned = tool_mediator_core::sync::lock(&self.planned);
             for (batch, prompt) in batches.iter().zip(&prompts) {
                 let body = self.client.request_body(SYSTEM, prompt, &ANSWER_SCHEMA);
                 let bytes = body.to_string().len();

@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::place::Place;
+use tool_mediator_core::Place;
 
 /// The JSON Schema every override file must meet (`overrides/schema.json`).
 pub const SCHEMA: &str = include_str!("../../../overrides/schema.json");
@@ -105,10 +105,10 @@ impl OverrideError {
 impl OverrideFile {
     /// Parses and validates one override file's text; `path` is only for error messages.
     pub fn parse(text: &str, path: &Path) -> Result<OverrideFile, OverrideError> {
-        let value: Value = crate::json::from_str(text).map_err(|error| OverrideError::Syntax {
+        let value: Value = tool_mediator_core::json::from_str(text).map_err(|error| OverrideError::Syntax {
             path: path.to_owned(),
             place: Place::of_json_error(text, &error),
-            message: crate::json::message(&error),
+            message: tool_mediator_core::json::message(&error),
         })?;
         if let Some(error) = VALIDATOR.iter_errors(&value).next() {
             return Err(OverrideError::Schema {
@@ -126,11 +126,15 @@ impl OverrideFile {
         // (a `hidden: true` included), so it is refused here, where the curator sees it.
         for (name, entry) in &file.tools {
             if let Some(schema) = &entry.input_schema
-                && let Err(error) = crate::schema::check(schema)
+                && let Err(error) = tool_mediator_core::schema::check(schema)
             {
                 return Err(OverrideError::Schema {
                     path: path.to_owned(),
-                    pointer: format!("/tools/{}/inputSchema{}", crate::schema::escape(name), error.pointer),
+                    pointer: format!(
+                        "/tools/{}/inputSchema{}",
+                        tool_mediator_core::schema::escape(name),
+                        error.pointer
+                    ),
                     message: error.message,
                 });
             }

@@ -5,9 +5,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::file::{OverrideError, OverrideFile, override_files};
-use crate::naming::NameRules;
-use crate::place::Place;
-use crate::schema::escape;
+use tool_mediator_core::NameRules;
+use tool_mediator_core::Place;
+use tool_mediator_core::schema::escape;
 
 /// One problem in an override file, at a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]

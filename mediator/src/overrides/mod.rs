@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::json::Json;
-use crate::tool::{Tool, ToolContext};
-use crate::transformer::{Answer, ToolTransformer, TransformError};
+use tool_mediator_core::json::Json;
+use tool_mediator_core::{Answer, ToolTransformer, TransformError};
+use tool_mediator_core::{Tool, ToolContext};
 
 pub use file::{ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride, override_files};
 pub use lint::{LintFinding, lint};
@@ -119,7 +119,7 @@ pub fn apply(tool: &Tool, entry: &ToolOverride) -> (Tool, BTreeMap<String, Strin
             let renamed = has_source && !has_exposed;
             let curated = has_exposed && !has_source && entry.input_schema.is_some();
             if renamed {
-                crate::json::rename_key(properties, source_name, exposed);
+                tool_mediator_core::json::rename_key(properties, source_name, exposed);
                 if let Some(Value::Array(required)) = schema.as_mut().and_then(|s| s.get_mut("required")) {
                     for entry in required.iter_mut() {
                         if entry.as_str() == Some(source_name) {
@@ -209,7 +209,7 @@ mod tests {
         let transformer = OverrideTransformer::new(set);
         let tools = [Tool::new("gt_usr"), Tool::new("del")];
         let run = |source: &str| {
-            let context = ToolContext::new(source, crate::tool::SourceType::Web);
+            let context = ToolContext::new(source, tool_mediator_core::SourceType::Web);
             tokio::runtime::Builder::new_current_thread()
                 .build()
                 .unwrap()

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::file::{OverrideError, OverrideFile};
 use crate::cache::Cache;
-use crate::place::Place;
+use tool_mediator_core::Place;
 
 /// The largest collection read: a collection is text about tools, far below this.
 pub const MAX_COLLECTION_BYTES: u64 = 32 * 1024 * 1024;
@@ -160,10 +160,10 @@ pub fn http_client() -> reqwest::Client {
 /// The files of a collection, each validated; errors name the URL and the JSON pointer.
 fn parse(body: &str, url: &str) -> Result<Vec<OverrideFile>, OverrideError> {
     let place = Path::new(url);
-    let value: Value = crate::json::from_str(body).map_err(|error| OverrideError::Syntax {
+    let value: Value = tool_mediator_core::json::from_str(body).map_err(|error| OverrideError::Syntax {
         path: place.to_owned(),
         place: Place::of_json_error(body, &error),
-        message: crate::json::message(&error),
+        message: tool_mediator_core::json::message(&error),
     })?;
     let (items, base) = match value {
         Value::Array(items) => (items, String::new()),

@@ -4,11 +4,11 @@
 use indexmap::IndexMap;
 
 use super::file::{OverrideFile, ToolOverride};
-use crate::naming::NameRules;
 use crate::rules::RuleTransformer;
-use crate::schema;
-use crate::tool::Tool;
-use crate::transformer::Answer;
+use tool_mediator_core::Answer;
+use tool_mediator_core::NameRules;
+use tool_mediator_core::Tool;
+use tool_mediator_core::schema;
 
 /// A list names two tools alike: an override file has one entry a name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use super::{Client, ProxyOptions, ServerSpec};
-use crate::sync::lock;
+use tool_mediator_core::sync::lock;
 
 const SESSION: &str = "mcp-session-id";
 /// Client sessions at once, at most; past the cap a new one is refused (503). Fewer when the
@@ -522,7 +522,7 @@ impl Front {
                 }
                 Err(error) => {
                     tracing::warn!("session {name} could not start its server: {error}");
-                    *lock(&started.failure) = Some(crate::error::with_causes(&error));
+                    *lock(&started.failure) = Some(tool_mediator_core::error::with_causes(&error));
                     started.deliver(jsonrpc::error_response(&initialize, INTERNAL_ERROR, &error.to_string()));
                 }
             }

@@ -38,13 +38,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
 use crate::chain::Mediator;
-use crate::error::with_causes;
 use crate::session::SessionPolicy;
 use lines::{Outbox, read_lines};
 use remote::{Remote, RemoteError};
 pub use router::LinkSettings;
 use router::Router;
 use servers::{ServerConfig, Transport};
+use tool_mediator_core::error::with_causes;
 
 /// The MCP server behind the proxy.
 pub enum Upstream {
@@ -189,7 +189,7 @@ where
     G: Future<Output = ()> + Send,
 {
     let once = std::sync::Mutex::new(Some(server.into()));
-    let start = move || crate::sync::lock(&once).take();
+    let start = move || tool_mediator_core::sync::lock(&once).take();
     let server = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
     serve(ProxyOptions { restart: None, ..options }, vec![server], client).await
 }

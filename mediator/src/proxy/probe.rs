@@ -13,7 +13,7 @@ use super::router::LEFT_OUT;
 use super::{ProxyOptions, Upstream};
 use crate::chain::Mediator;
 use crate::session::SessionPolicy;
-use crate::tool::Tool;
+use tool_mediator_core::Tool;
 
 /// How long the server has to answer the handshake, and the listing.
 const ANSWER: Duration = Duration::from_secs(60);

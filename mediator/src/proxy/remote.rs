@@ -28,7 +28,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use super::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
-use crate::sync::lock;
+use tool_mediator_core::sync::lock;
 
 /// A remote MCP server: its endpoint and the headers that go with every request to it.
 #[derive(Debug, Clone)]
@@ -287,8 +287,11 @@ impl Shared {
             Err(error) => {
                 // Its URL may hold a secret in its query; the origin is named below.
                 let error = error.without_url();
-                let reason =
-                    format!("cannot reach the MCP server at {}: {}", self.shown, crate::error::with_causes(&error));
+                let reason = format!(
+                    "cannot reach the MCP server at {}: {}",
+                    self.shown,
+                    tool_mediator_core::error::with_causes(&error)
+                );
                 self.unreachable(&error, &reason);
                 self.fail(sent, reason).await;
                 return false;
@@ -507,8 +510,10 @@ impl Shared {
                 Err(error) => {
                     failures += 1;
                     let error = error.without_url();
-                    let reason =
-                        format!("cannot open the MCP server's event stream: {}", crate::error::with_causes(&error));
+                    let reason = format!(
+                        "cannot open the MCP server's event stream: {}",
+                        tool_mediator_core::error::with_causes(&error)
+                    );
                     tracing::warn!("{reason}");
                     self.unreachable(&error, &reason);
                 }
@@ -537,7 +542,10 @@ impl Shared {
         }
         let ending = self.request(reqwest::Method::DELETE).timeout(Duration::from_secs(2)).send();
         if let Err(error) = ending.await.map_err(reqwest::Error::without_url) {
-            tracing::info!("could not end the session with the MCP server: {}", crate::error::with_causes(&error));
+            tracing::info!(
+                "could not end the session with the MCP server: {}",
+                tool_mediator_core::error::with_causes(&error)
+            );
         }
     }
 }

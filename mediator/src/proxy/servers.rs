@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::place::Place;
+use tool_mediator_core::Place;
 
 /// A gateway's servers, in the file's order.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,10 +62,10 @@ pub struct ServersError {
 impl Servers {
     /// Reads a servers file; `${VAR}` is looked up with `env`.
     pub fn parse(text: &str, path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Servers, ServersError> {
-        let document = crate::json::from_str(text).map_err(|error| ServersError {
+        let document = tool_mediator_core::json::from_str(text).map_err(|error| ServersError {
             path: path.to_owned(),
             place: Some(Place::of_json_error(text, &error)),
-            message: crate::json::message(&error),
+            message: tool_mediator_core::json::message(&error),
         })?;
         let mut reader = Reader { path, env: &env, warnings: Vec::new() };
         let servers = reader.document(&document)?;
@@ -307,7 +307,7 @@ fn expand(text: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, S
 
 /// A JSON pointer token (RFC 6901).
 fn escape(token: &str) -> String {
-    crate::schema::escape(token)
+    tool_mediator_core::schema::escape(token)
 }
 
 #[cfg(test)]

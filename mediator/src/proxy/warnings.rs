@@ -23,7 +23,7 @@ impl Warnings {
     /// next one logged says how many were held back meanwhile. Returns whether it was logged.
     pub(super) fn warn(&self, kind: &'static str, message: impl FnOnce() -> String) -> bool {
         let held_back = {
-            let mut kinds = crate::sync::lock(&self.kinds);
+            let mut kinds = tool_mediator_core::sync::lock(&self.kinds);
             let now = Instant::now();
             match kinds.get_mut(kind) {
                 Some(seen) if now.duration_since(seen.logged) < EVERY => {
@@ -52,7 +52,7 @@ impl Warnings {
 impl Warnings {
     /// Logs how many of each kind were held back since the last one logged; for the end.
     pub(super) fn flush(&self) {
-        let mut kinds = crate::sync::lock(&self.kinds);
+        let mut kinds = tool_mediator_core::sync::lock(&self.kinds);
         for (kind, seen) in kinds.iter_mut() {
             let held_back = std::mem::take(&mut seen.held_back);
             if held_back > 0 {

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
-use crate::place::Place;
+use tool_mediator_core::Place;
 
 const BUILT_IN: &str = include_str!("abbreviations.json");
 const WORDS: &str = include_str!("words.txt");
@@ -95,11 +95,12 @@ impl Dictionary {
     }
 
     pub fn merge_str(&mut self, text: &str, path: &Path) -> Result<(), DictionaryError> {
-        let file: DictionaryFile = crate::json::from_str_as(text).map_err(|error| DictionaryError::Syntax {
-            path: path.to_owned(),
-            place: Place::of_json_error(text, &error),
-            message: crate::json::message(&error),
-        })?;
+        let file: DictionaryFile =
+            tool_mediator_core::json::from_str_as(text).map_err(|error| DictionaryError::Syntax {
+                path: path.to_owned(),
+                place: Place::of_json_error(text, &error),
+                message: tool_mediator_core::json::message(&error),
+            })?;
         let entry_error = |pointer: String, message: &str| DictionaryError::Entry {
             path: path.to_owned(),
             pointer,
@@ -107,7 +108,7 @@ impl Dictionary {
         };
         for (section, map) in [("expand", &file.expand), ("read", &file.read)] {
             for (abbreviation, expansion) in map {
-                let pointer = format!("/{section}/{}", crate::schema::escape(abbreviation));
+                let pointer = format!("/{section}/{}", tool_mediator_core::schema::escape(abbreviation));
                 if !is_token(abbreviation) {
                     return Err(entry_error(pointer, "an abbreviation is one lowercase word of a-z and 0-9"));
                 }

@@ -11,10 +11,10 @@ mod reading;
 
 use async_trait::async_trait;
 
-use crate::json::Json;
-use crate::schema;
-use crate::tool::{Tool, ToolContext};
-use crate::transformer::{Answer, ToolPatch, ToolTransformer, TransformError};
+use tool_mediator_core::json::Json;
+use tool_mediator_core::schema;
+use tool_mediator_core::{Answer, ToolPatch, ToolTransformer, TransformError};
+use tool_mediator_core::{Tool, ToolContext};
 
 pub use dictionary::{Dictionary, DictionaryError};
 pub use reading::NameReading;

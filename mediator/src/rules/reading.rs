@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::dictionary::{Dictionary, Entry, is_english};
 use super::identifier::{self, Case, Token};
-use crate::tool::Tool;
+use tool_mediator_core::Tool;
 
 /// Words a tool uses about itself: its description, its parameter names, its siblings' names.
 /// The rules look here before the dictionary (`gt_usr` described as "gets user"). Words are

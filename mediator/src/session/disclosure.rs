@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::SessionPolicy;
-use crate::json::Json;
-use crate::naming::NameRules;
-use crate::tool::UNCATEGORIZED;
-use crate::tool::{EnhancedTool, Tool};
+use tool_mediator_core::NameRules;
+use tool_mediator_core::UNCATEGORIZED;
+use tool_mediator_core::json::Json;
+use tool_mediator_core::{EnhancedTool, Tool};
 
 /// What the model sees first of a large tool set; in a configuration file, `disclosure_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

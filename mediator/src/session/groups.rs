@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use crate::naming::NameRules;
+use tool_mediator_core::NameRules;
 
 /// Runs before a group's state changes; an error leaves the state as it was.
 pub type GroupHook = Arc<dyn Fn(&str) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;

@@ -38,7 +38,7 @@ use tokio::sync::broadcast;
 
 use crate::chain::Mediator;
 use crate::screen;
-use crate::tool::{EnhancedTool, Tool, ToolContext};
+use tool_mediator_core::{EnhancedTool, Tool, ToolContext};
 
 pub use disclosure::{DisclosureMode, WHOLE_BELOW, category_tool_name};
 pub use groups::{GroupConfig, GroupError, GroupHook, GroupInfo, Switch, switch_name};
@@ -248,7 +248,7 @@ impl Session {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        crate::sync::lock(&self.state)
+        tool_mediator_core::sync::lock(&self.state)
     }
 
     /// What the client sees: `upstream` enhanced, hidden tools left out, categories folded,

@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 
 use super::disclosure::{Described, EXPANDED_BYTES, describe, described_result};
 use super::{Session, State, text_result};
-use crate::json::Json;
 use crate::search::{Document, ToolIndex};
-use crate::tool::Tool;
+use tool_mediator_core::Tool;
+use tool_mediator_core::json::Json;
 
 pub(super) const SEARCH_TOOL: &str = "search_tools";
 const DEFAULT_LIMIT: usize = 5;

@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 
-use crate::naming::{NameRules, SharedNames};
-use crate::tool::EnhancedTool;
+use tool_mediator_core::EnhancedTool;
+use tool_mediator_core::{NameRules, SharedNames};
 
 /// One source's last list, and whether it is listed now: a source that went down keeps its
 /// place in the naming, so the names of the others do not change under the client meanwhile.
@@ -103,7 +103,7 @@ pub(super) fn keep_reserved(tools: &mut [EnhancedTool], reserved: &[&str], rules
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::Tool;
+    use tool_mediator_core::Tool;
 
     fn tools(names: &[&str]) -> Part {
         Part { tools: Some(names.iter().map(|name| EnhancedTool::unchanged(Tool::new(*name))).collect()), down: false }

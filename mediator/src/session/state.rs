@@ -103,8 +103,9 @@ impl fmt::Debug for EnumFilter {
 impl EnumFilter {
     /// The enum values that show now, or `None` when the schema has no such enum.
     pub fn allowed(&self, schema: &Value, view: &StateView) -> Option<Vec<Value>> {
-        let values =
-            schema.pointer(&format!("/properties/{}/enum", crate::schema::escape(&self.parameter)))?.as_array()?;
+        let values = schema
+            .pointer(&format!("/properties/{}/enum", tool_mediator_core::schema::escape(&self.parameter)))?
+            .as_array()?;
         Some(
             values
                 .iter()

@@ -11,9 +11,9 @@ use super::disclosure::category_tool_name;
 use super::groups::{Switch, switch_name};
 use super::state::{self, STATE_KEY, Visibility};
 use super::{Session, State, StateStrategy, disclosure, search};
-use crate::json::Json;
-use crate::tool::UNCATEGORIZED;
-use crate::tool::{EnhancedTool, Tool};
+use tool_mediator_core::UNCATEGORIZED;
+use tool_mediator_core::json::Json;
+use tool_mediator_core::{EnhancedTool, Tool};
 
 /// The listing and the routing table, derived from the state.
 pub(super) struct Derived {

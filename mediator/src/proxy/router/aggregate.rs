@@ -12,10 +12,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
-use crate::naming::{NameRules, SharedNames};
 use crate::proxy::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
 use crate::proxy::revision::SERVER_INFO_KEY;
-use crate::sync::lock;
+use tool_mediator_core::sync::lock;
+use tool_mediator_core::{NameRules, SharedNames};
 
 /// JSON-RPC's code for a method the receiver does not have.
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -231,11 +231,13 @@ impl Router {
     /// capabilities noted).
     async fn join(&self, link: &Link, method: &str, params: &Value) -> Result<(Reply, Option<Value>), Upstream> {
         let reply = self.ask(link, method, params.clone()).await?;
-        let result = crate::json::from_str(reply.get()).ok();
+        let result = tool_mediator_core::json::from_str(reply.get()).ok();
         if let Some(result) = &result {
             let name = result
                 .pointer("/serverInfo/name")
-                .or_else(|| result.pointer(&format!("/_meta/{}/name", crate::schema::escape(SERVER_INFO_KEY))))
+                .or_else(|| {
+                    result.pointer(&format!("/_meta/{}/name", tool_mediator_core::schema::escape(SERVER_INFO_KEY)))
+                })
                 .and_then(Value::as_str);
             if let Some(name) = name {
                 *lock(&link.server_name) = Some(name.to_owned());
@@ -296,7 +298,7 @@ impl Router {
     /// names, to all of them, answered here, or refused.
     pub(super) fn aggregate(self: &std::sync::Arc<Self>, id: Id, method: &str, params: Option<&RawValue>, line: &[u8]) {
         let params: Map<String, Value> = params
-            .and_then(|raw| crate::json::from_str(raw.get()).ok())
+            .and_then(|raw| tool_mediator_core::json::from_str(raw.get()).ok())
             .and_then(|params| match params {
                 Value::Object(params) => Some(params),
                 _ => None,
@@ -521,7 +523,7 @@ impl Router {
                     self.max_message_bytes
                 )));
             }
-            let mut page = match crate::json::from_str(reply.get()) {
+            let mut page = match tool_mediator_core::json::from_str(reply.get()) {
                 Ok(Value::Object(page)) => page,
                 _ => return Err(Upstream::Failed(format!("its {} result is not a JSON object", kind.method()))),
             };

@@ -13,8 +13,8 @@ use super::{Upstream, Waiter};
 use crate::proxy::jsonrpc::{self, Id};
 use crate::proxy::lines::Outbox;
 use crate::proxy::pending::Pending;
-use crate::sync::lock;
-use crate::tool::Tool;
+use tool_mediator_core::Tool;
+use tool_mediator_core::sync::lock;
 
 /// What the router is told about a server before it starts.
 #[derive(Debug, Clone, Default)]

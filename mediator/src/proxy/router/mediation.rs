@@ -78,11 +78,11 @@ impl Router {
             };
             let mut page = Map::new();
             let mut has_tools = false;
-            for (key, value) in crate::json::object_members(raw.get()).map_err(unusable)? {
+            for (key, value) in tool_mediator_core::json::object_members(raw.get()).map_err(unusable)? {
                 if key == "tools" {
                     has_tools = value.get().starts_with('[');
                 } else {
-                    page.insert(key, crate::json::from_str(value.get()).map_err(unusable)?);
+                    page.insert(key, tool_mediator_core::json::from_str(value.get()).map_err(unusable)?);
                 }
             }
             if !has_tools {
@@ -309,7 +309,7 @@ impl Router {
     }
 
     pub(super) async fn call_tool(self: Arc<Self>, id: Id, params: Option<String>, line: Vec<u8>) {
-        let mut params = match params.as_deref().map(crate::json::from_str) {
+        let mut params = match params.as_deref().map(tool_mediator_core::json::from_str) {
             Some(Ok(Value::Object(params))) => params,
             Some(Err(error)) => {
                 let reason = format!("tools/call params: {error}");

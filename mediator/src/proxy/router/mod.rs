@@ -27,8 +27,8 @@ use super::pending::{MAX_WAITING, Refusal, Tasks};
 use super::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
 use super::warnings::Warnings;
 use crate::session::{ListChanged, Route, Session};
-use crate::sync::lock;
-use crate::tool::{SourceType, Tool, ToolContext};
+use tool_mediator_core::sync::lock;
+use tool_mediator_core::{SourceType, Tool, ToolContext};
 
 mod aggregate;
 mod link;
@@ -314,7 +314,9 @@ impl Router {
                         self.spawn_tool_task(id.clone(), self.clone().call_tool(id, params, line.to_vec()));
                     }
                     "initialize" | "server/discover" => {
-                        let params = params.and_then(|raw| crate::json::from_str(raw.get()).ok()).unwrap_or(json!({}));
+                        let params = params
+                            .and_then(|raw| tool_mediator_core::json::from_str(raw.get()).ok())
+                            .unwrap_or(json!({}));
                         let method = method.into_owned();
                         self.spawn_tool_task(id.clone(), self.clone().handshake(id, method, params));
                     }
@@ -636,10 +638,10 @@ impl Router {
 
     /// A stream's acknowledgment: the proxy honours tool list changes itself.
     fn acknowledge(&self, params: Option<&RawValue>, line: &[u8]) {
-        let parsed = params.and_then(|raw| crate::json::from_str(raw.get()).ok());
-        let stream = parsed
-            .as_ref()
-            .and_then(|params| params.pointer(&format!("/_meta/{}", crate::schema::escape(SUBSCRIPTION_ID_KEY))));
+        let parsed = params.and_then(|raw| tool_mediator_core::json::from_str(raw.get()).ok());
+        let stream = parsed.as_ref().and_then(|params| {
+            params.pointer(&format!("/_meta/{}", tool_mediator_core::schema::escape(SUBSCRIPTION_ID_KEY)))
+        });
         let listens = stream.is_some_and(|stream| lock(&self.protocol).is_listening(stream));
         match parsed {
             Some(mut params) if listens => {
@@ -661,10 +663,10 @@ fn lossless(line: &[u8]) -> String {
 /// `line` with the id at `pointer` (`/id`, `/params/requestId`) replaced by `id`; everything
 /// else kept as written.
 fn with_id(line: &[u8], pointer: &str, id: &Id) -> String {
-    let Ok(mut message) = crate::json::from_str(&String::from_utf8_lossy(line)) else {
+    let Ok(mut message) = tool_mediator_core::json::from_str(&String::from_utf8_lossy(line)) else {
         return lossless(line);
     };
-    if let (Some(slot), Ok(id)) = (message.pointer_mut(pointer), crate::json::from_str(id.as_raw())) {
+    if let (Some(slot), Ok(id)) = (message.pointer_mut(pointer), tool_mediator_core::json::from_str(id.as_raw())) {
         *slot = id;
     }
     message.to_string()

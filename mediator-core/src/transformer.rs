@@ -122,7 +122,7 @@ pub type TransformError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// A transformer receives a batch and answers for all, some or none of its tools. A tool it
 /// does not answer for goes on to the next transformer in the chain. The chain checks every
-/// answer (see [`crate::Mediator`]), so a transformer cannot lose, invent or break a tool.
+/// answer (see the mediator's chain, `tool_mediator::Mediator`), so a transformer cannot lose, invent or break a tool.
 #[async_trait]
 pub trait ToolTransformer: Send + Sync {
     /// A short stable name, shown in reports and provenance (`overrides`, `rules`).

@@ -131,7 +131,7 @@ pub fn is_valid(schema: &Value) -> bool {
 /// server's relisting, the same manifest) is mostly the same schemas, and checking one means
 /// reading it into a tree. Bounded: past [`KnownValid::MAX`] it starts over.
 #[derive(Default)]
-pub(crate) struct KnownValid {
+pub struct KnownValid {
     keys: std::hash::RandomState,
     seen: std::sync::Mutex<std::collections::HashSet<u64>>,
 }
@@ -140,7 +140,7 @@ impl KnownValid {
     const MAX: usize = 16_384;
 
     /// [`check`], answered from memory for a schema found valid before.
-    pub(crate) fn check(&self, schema: &Json) -> Result<(), SchemaError> {
+    pub fn check(&self, schema: &Json) -> Result<(), SchemaError> {
         use std::hash::BuildHasher as _;
 
         let key = self.keys.hash_one(schema.as_str());

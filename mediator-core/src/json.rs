@@ -19,7 +19,7 @@ use serde_json::{Map, Number, Value};
 
 /// The key serde_json (with `arbitrary_precision`) hands a number's text under, as a one-entry
 /// map, when a visitor asks for any value. A test below fails if serde_json ever changes it.
-pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A JSON value held as its compact text: how a tool keeps what the mediator mostly passes
 /// through (schemas, annotations, `_meta`, fields it does not know).
@@ -50,7 +50,7 @@ impl Json {
     }
 
     /// JSON text as it is, checked to be JSON (and so meant for text this crate wrote compact).
-    pub(crate) fn from_text(text: String) -> Result<Json, serde_json::Error> {
+    pub fn from_text(text: String) -> Result<Json, serde_json::Error> {
         RawValue::from_string(text).map(Json)
     }
 
@@ -207,7 +207,7 @@ pub fn property_names(text: &str) -> Vec<String> {
 }
 
 /// Renames a member of `object` in place, keeping its position.
-pub(crate) fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) {
+pub fn rename_key(object: &mut Map<String, Value>, from: &str, to: &str) {
     if object.contains_key(from) {
         *object = std::mem::take(object)
             .into_iter()
@@ -477,7 +477,7 @@ impl<'de> Visitor<'de> for Compact<'_> {
 }
 
 /// A seed for any JSON value, refusing duplicate keys at every depth.
-pub(crate) struct ExactValue;
+pub struct ExactValue;
 
 impl<'de> DeserializeSeed<'de> for ExactValue {
     type Value = Value;
@@ -619,7 +619,7 @@ mod tests {
         assert!(from_str("{} x").is_err());
     }
 
-    use testing::json_value;
+    use crate::testing::json_value;
 
     #[test]
     fn json_is_held_as_compact_text_and_compared_as_json() {
@@ -709,31 +709,5 @@ mod tests {
             let text = format!(r#"[{value}, {{"{key}": 1, "{key}": 2}}]"#);
             prop_assert!(from_str(&text).is_err());
         }
-    }
-}
-
-/// What property tests across the crate draw JSON from.
-#[cfg(test)]
-pub(crate) mod testing {
-    use proptest::prelude::*;
-    use serde_json::Value;
-
-    /// Any JSON value: numbers no double holds, any text, objects whose keys are not in order.
-    pub(crate) fn json_value() -> impl Strategy<Value = Value> {
-        let number = prop_oneof![
-            any::<i64>().prop_map(|n| n.to_string()),
-            any::<u64>().prop_map(|n| format!("{n}{n}")),
-            (any::<i32>(), 0u32..1_000_000, -400i32..400).prop_map(|(i, f, e)| format!("{i}.{f}e{e:+}")),
-        ]
-        .prop_map(|text| serde_json::from_str::<Value>(&text).unwrap());
-        let leaf =
-            prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), number, ".*".prop_map(Value::String)];
-        leaf.prop_recursive(4, 64, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::btree_map(".{0,3}", inner, 0..6)
-                    .prop_map(|entries| Value::Object(entries.into_iter().rev().collect())),
-            ]
-        })
     }
 }

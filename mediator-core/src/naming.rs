@@ -75,7 +75,7 @@ impl NameRules {
 /// that stay; then prefixed names that read as their own source's; last, prefixed names that
 /// read as another source's (source names that nest, `mail` and `mail_send`: `mail`'s
 /// `send_now` would read `mail_send_now`), which take a `_N` suffix if that one has the name.
-pub(crate) struct SharedNames {
+pub struct SharedNames {
     exposed: HashMap<(usize, String), String>,
     clashes: Vec<String>,
 }
@@ -91,7 +91,7 @@ enum Prefixed {
 impl SharedNames {
     /// Every name of every source (by number, `sources` naming them in order), each as often as
     /// it is listed; `reserved` are the names the mediator makes itself.
-    pub(crate) fn new<'a>(
+    pub fn new<'a>(
         sources: &[String],
         names: impl IntoIterator<Item = (usize, &'a str)>,
         prefix_all: bool,
@@ -195,13 +195,13 @@ impl SharedNames {
     }
 
     /// The name source number `source`'s `name` goes by.
-    pub(crate) fn expose(&self, source: usize, name: &str) -> String {
+    pub fn expose(&self, source: usize, name: &str) -> String {
         self.exposed.get(&(source, name.to_owned())).cloned().unwrap_or_else(|| name.to_owned())
     }
 
     /// Each name a server chose that clashed with another server's prefix or the mediator's
     /// own names, and how it was settled: for the log.
-    pub(crate) fn clashes(&self) -> &[String] {
+    pub fn clashes(&self) -> &[String] {
         &self.clashes
     }
 }
