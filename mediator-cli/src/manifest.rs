@@ -86,12 +86,3 @@ fn collect_manifests(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
     }
     Ok(())
 }
-
-/// A format flag's dialect.
-pub fn dialect_of(format: crate::cli::FormatArg) -> Dialect {
-    match format {
-        crate::cli::FormatArg::Mcp => Dialect::Mcp,
-        crate::cli::FormatArg::Openai => Dialect::OpenAiTool,
-        crate::cli::FormatArg::Anthropic => Dialect::Anthropic,
-    }
-}

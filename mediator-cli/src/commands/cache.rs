@@ -3,11 +3,22 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use clap::Subcommand;
 use tool_mediator::cache::{Cache, SledStore};
 
-use crate::cli::{CacheArgs, CacheCommand, ConfigArgs};
+use crate::commands::shared_flags::{CacheArgs, ConfigArgs};
 use crate::config;
 use crate::output;
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Entries, bytes, and how many have expired.
+    Stats,
+    /// Remove expired entries.
+    Prune,
+    /// Remove every entry.
+    Clear,
+}
 
 pub fn run(action: &CacheCommand, cache: &CacheArgs, config_args: &ConfigArgs) -> Result<ExitCode> {
     let (mut settings, _) = config::load(config_args)?;

@@ -3,12 +3,22 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::Args;
 use serde_json::{Map, Value, json};
 use tool_mediator::{EnhancedTool, categorize};
 
-use crate::cli::CategorizeArgs;
 use crate::commands::enhance::enhance_one;
+use crate::commands::shared_flags::{ChainArgs, InputArgs};
 use crate::output;
+
+#[derive(Debug, Args)]
+pub struct CategorizeArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub chain: ChainArgs,
+}
 
 pub async fn run(args: CategorizeArgs) -> Result<ExitCode> {
     let (_, enhanced) = enhance_one(&args.input, &args.chain, tool_mediator::llm::Task::Categorize).await?;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::ConfigArgs;
+use crate::commands::shared_flags::ConfigArgs;
 use crate::config;
 use crate::output;
 

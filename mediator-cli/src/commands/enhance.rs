@@ -7,13 +7,80 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
 use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator};
 
-use crate::cli::{ChainArgs, EnhanceArgs, InputArgs};
+use crate::commands::shared_flags::{ChainArgs, InputArgs, confidence};
 use crate::config::Setup;
 use crate::manifest::{self, Dialect, Manifest, Origin};
 use crate::output::{self, FileIdentity};
 use tool_mediator::llm::Task;
+
+#[derive(Debug, Args)]
+pub struct EnhanceArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Compare the tools with this lock file (`tool-mediator pin`): a tool whose definition
+    /// changed since it was pinned is reported, and nothing is written (exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub locked: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    /// Never use a transformer's answer less confident than this (0 to 1); such a tool is
+    /// left as it came.
+    #[arg(long, value_name = "CONFIDENCE", default_value_t = 0.0, value_parser = confidence)]
+    pub min_confidence: f64,
+
+    /// Write here: a file for one input, a directory for several.
+    #[arg(short, long, value_name = "PATH", conflicts_with = "in_place")]
+    pub output: Option<PathBuf>,
+
+    /// Rewrite each input file in place (atomically).
+    #[arg(long)]
+    pub in_place: bool,
+
+    /// The format to write; the input's own by default.
+    #[arg(long, value_enum)]
+    pub to: Option<FormatArg>,
+
+    /// Do not record provenance under `_meta` in MCP output.
+    #[arg(long)]
+    pub no_provenance: bool,
+
+    /// Print what changed and by which transformer, and everything refused, on stderr.
+    #[arg(long)]
+    pub report: bool,
+
+    /// Write nothing; exit 1 and print a diff when a file would change. For CI.
+    #[arg(long, conflicts_with_all = ["output", "in_place", "diff"])]
+    pub check: bool,
+
+    /// Write nothing; print a diff of what would change.
+    #[arg(long, conflicts_with_all = ["output", "in_place"])]
+    pub diff: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// MCP tools (`inputSchema`).
+    Mcp,
+    /// OpenAI function tools (`{"type": "function", "function": {...}}`).
+    Openai,
+    /// Anthropic tools (`input_schema`).
+    Anthropic,
+}
+
+/// A format flag's dialect.
+fn dialect_of(format: FormatArg) -> Dialect {
+    match format {
+        FormatArg::Mcp => Dialect::Mcp,
+        FormatArg::Openai => Dialect::OpenAiTool,
+        FormatArg::Anthropic => Dialect::Anthropic,
+    }
+}
 
 pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(&args.input.inputs)?;
@@ -55,7 +122,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     };
     let mut diffs = Vec::new();
     for (position, manifest) in manifests.iter_mut().enumerate() {
-        let dialect = args.to.map(manifest::dialect_of).unwrap_or(manifest.dialect);
+        let dialect = args.to.map(dialect_of).unwrap_or(manifest.dialect);
         let mediator = setup.mediator(args.min_confidence, dialect);
         let context = setup.context(&manifest.origin);
         // The text to compare with is written before the tools go into the chain, which takes

@@ -1,15 +1,43 @@
 //! `tool-mediator gateway --config servers.json`: the mediator in front of many MCP servers.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
+use clap::Args;
 use tool_mediator::llm::Task;
 use tool_mediator::proxy::ServerSpec;
 use tool_mediator::proxy::servers::Servers;
 
-use crate::cli::GatewayArgs;
 use crate::commands::proxy;
+use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, duration};
 use crate::config::Setup;
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    #[command(flatten)]
+    pub mediation: MediationArgs,
+
+    /// The servers file (`{"mcpServers": {...}}`); by default the file `--config` names.
+    #[arg(long, value_name = "FILE")]
+    pub servers: Option<PathBuf>,
+
+    /// Prefix every tool and prompt with its server's name (`<server>_<name>`), not only the
+    /// names two servers share.
+    #[arg(long)]
+    pub prefix: bool,
+
+    /// How long a server that stopped waits to be started again; doubled at each stop in a
+    /// row, up to 30s.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    pub restart_delay: std::time::Duration,
+
+    #[command(flatten)]
+    pub listen: ListenArgs,
+}
 
 pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
     proxy::refuse_source(&args.chain)?;

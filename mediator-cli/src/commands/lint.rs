@@ -6,15 +6,48 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use tool_mediator::Place;
 use tool_mediator::lint::{self, Finding, RULES, Severity};
 use tool_mediator::manifest::Origin;
 use tool_mediator::proxy::probe::Probed;
 
-use crate::cli::{FailOn, LintArgs, LintFormat, ServerArgs};
+use crate::commands::shared_flags::{InputArgs, ServerArgs};
 use crate::manifest;
 use crate::output;
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+
+    /// How to write the findings: text, JSON, or SARIF 2.1.0 (what code-scanning services read).
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
+
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Note,
+    Warning,
+    Error,
+    Never,
+}
 
 /// The tools of the server `args` names, listed over stdio; and how messages name it.
 pub async fn server_tools(args: &ServerArgs) -> Result<(String, Probed)> {

@@ -1,4 +1,5 @@
-//! One module per subcommand.
+//! One module per subcommand, its flags (clap types) beside what runs it; the flag groups
+//! several commands share are in `shared_flags`.
 
 pub mod cache;
 pub mod categorize;
@@ -11,6 +12,7 @@ pub mod names;
 pub mod overrides;
 pub mod pin;
 pub mod proxy;
+pub mod shared_flags;
 pub mod shell;
 pub mod tokens;
 pub mod wrap;

@@ -1,13 +1,24 @@
 //! `tool-mediator names`: how the rules read tool names, one JSON line each.
 
 use std::io::{BufRead as _, Read as _};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
+use clap::Args;
 use tool_mediator::RuleTransformer;
 
-use crate::cli::NamesArgs;
 use crate::output;
+
+#[derive(Debug, Args)]
+pub struct NamesArgs {
+    /// Tool names; one per line from standard input when none is given.
+    pub names: Vec<String>,
+
+    /// An abbreviation dictionary to add to the built-in one; repeatable.
+    #[arg(long = "dictionary", value_name = "FILE")]
+    pub dictionaries: Vec<PathBuf>,
+}
 
 /// The longest line read: far above any tool name (MCP allows 128 characters).
 const MAX_LINE: usize = 64 * 1024;

@@ -2,9 +2,11 @@
 //! file of the tools, and the comparison with one that `enhance --locked` makes.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
+use clap::Args;
 use tool_mediator::Place;
 use tool_mediator::Tool;
 use tool_mediator::pin::{Lock, Standing};
@@ -12,9 +14,27 @@ use tool_mediator::proxy::servers::Servers;
 use tool_mediator::proxy::{ServerSpec, probe};
 use tool_mediator::screen::printable;
 
-use crate::cli::PinArgs;
+use crate::commands::shared_flags::{InputArgs, ServerArgs};
 use crate::manifest::{self, Origin};
 use crate::output;
+
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+
+    /// Pin the tools of every server of this servers file (as `gateway` reads it), each by
+    /// `<server>/<name>`: the lock `gateway --locked` checks each server's tools against.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["inputs", "server"])]
+    pub servers: Option<PathBuf>,
+
+    /// Write the lock here (standard output by default).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
 
 pub async fn run(args: PinArgs) -> Result<ExitCode> {
     if let Some(path) = &args.servers {

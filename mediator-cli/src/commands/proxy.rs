@@ -5,15 +5,56 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
+use clap::Args;
 use tool_mediator::llm::Task;
 use tool_mediator::proxy::listen::ListenOptions;
 use tool_mediator::proxy::remote::Remote;
 use tool_mediator::proxy::{self, Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
 
-use crate::cli::{ChainArgs, ListenArgs, MediationArgs, OnChange, ProxyArgs};
+use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
 use crate::config::Setup;
 use crate::manifest::Dialect;
+
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    #[command(flatten)]
+    pub mediation: MediationArgs,
+
+    /// A remote MCP server's Streamable HTTP endpoint, instead of a command to start.
+    #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command", required_unless_present = "command")]
+    pub url: Option<reqwest::Url>,
+
+    /// A header for every request to the remote server (`--header "Authorization: Bearer $T"`).
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url")]
+    pub headers: Vec<(String, String)>,
+
+    #[command(flatten)]
+    pub listen: ListenArgs,
+
+    /// The MCP server's command and its arguments: everything from the first word that is not
+    /// an option of the proxy's (or everything after `--`).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+fn http_url(text: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(text).map_err(|error| format!("`{text}`: {error}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        scheme => Err(format!("`{text}`: an MCP server is reached over http or https, not {scheme}")),
+    }
+}
+
+fn header(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), value.trim().to_owned())),
+        _ => Err(format!("`{text}`: a header is written `Name: value`")),
+    }
+}
 
 pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;

@@ -6,10 +6,26 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::CommandFactory as _;
+use clap::{Args, CommandFactory as _};
 
-use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::cli::Cli;
 use crate::output;
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `tool-mediator.1` and one page per subcommand (`tool-mediator-enhance.1`, ...) into
+    /// this directory, created if missing, and print their paths; the root page goes to
+    /// standard output otherwise.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
 
 /// The name the scripts complete: the binary's.
 const BIN_NAME: &str = "tool-mediator";

@@ -1,19 +1,53 @@
 //! `tool-mediator tokens`: what the first `tools/list` costs a model, with and without
 //! progressive disclosure, counted with a real tokenizer (o200k_base).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
+use clap::Args;
 use serde_json::{Value, json};
 use tool_mediator::Tool;
 use tool_mediator::llm::Task;
 use tool_mediator::session::{DisclosureMode, Session, SessionPolicy};
 
-use crate::cli::TokensArgs;
+use crate::commands::shared_flags::{ChainArgs, DisclosureModeArg};
 use crate::config::Setup;
 use crate::manifest::{self, Dialect};
 use crate::output;
+
+#[derive(Debug, Args)]
+pub struct TokensArgs {
+    /// The manifest (or `-` for standard input).
+    pub manifest: PathBuf,
+
+    #[command(flatten)]
+    pub chain: ChainArgs,
+
+    /// List the tokens per tool of the listing in `--mode` rather than the full one.
+    #[arg(long)]
+    pub disclose: bool,
+
+    /// The mode `--disclose` lists, and whose saving the summary names; every mode is counted.
+    /// The configuration's `disclosure_mode`, `both`, by default.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<DisclosureModeArg>,
+
+    /// Fold categories of at least this many tools (the configuration's `grouping_threshold`,
+    /// 5, by default).
+    #[arg(long, value_name = "N")]
+    pub threshold: Option<usize>,
+
+    /// Fewer tools than this are listed whole, whatever the mode (0: never). The
+    /// configuration's `whole_below`, 20, by default.
+    #[arg(long, value_name = "N")]
+    pub whole_below: Option<usize>,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let origins = manifest::expand_inputs(std::slice::from_ref(&args.manifest))?;

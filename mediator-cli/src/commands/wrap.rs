@@ -7,11 +7,82 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
+use clap::{Args, ValueEnum};
 use tool_mediator::clients::{self, Client, Rewritten, Scope, WrapOptions};
 use tool_mediator::read::MAX_FILE_SIZE;
 
-use crate::cli::{ClientArg, ClientFileArgs, ScopeArg, UnwrapArgs, WrapArgs};
 use crate::output::{self, FileIdentity, Kind, Output};
+
+#[derive(Debug, Args)]
+pub struct WrapArgs {
+    #[command(flatten)]
+    pub file: ClientFileArgs,
+
+    /// Move the servers into one gateway (`tool-mediator gateway --config <file>.tool-mediator.json`)
+    /// instead of a proxy each; HTTP servers move too.
+    #[arg(long)]
+    pub gateway: bool,
+
+    /// The mediator as the client should start it: `tool-mediator`, found on the PATH the
+    /// client starts servers with, or a full path (Claude Desktop on macOS starts them with a
+    /// short PATH).
+    #[arg(long, value_name = "PATH", default_value = "tool-mediator")]
+    pub mediator: String,
+}
+
+#[derive(Debug, Args)]
+pub struct UnwrapArgs {
+    #[command(flatten)]
+    pub file: ClientFileArgs,
+}
+
+/// Which client configuration `wrap` and `unwrap` change, and which of its servers.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("file").required(true).args(["client", "config"])))]
+pub struct ClientFileArgs {
+    /// The client whose configuration to change (its file in the working directory for the
+    /// clients that have one per project: claude-code, cursor, vscode; see `--scope`).
+    #[arg(long, value_enum)]
+    pub client: Option<ClientArg>,
+
+    /// With `--client`: the project's file or the user's (the project's by default where the
+    /// client has one).
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub scope: Option<ScopeArg>,
+
+    /// Any configuration file with `mcpServers` (or VS Code's `servers`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print a diff of what would change, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// The servers to change, by name; every one when none is named.
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// Claude Desktop: claude_desktop_config.json in ~/Library/Application Support/Claude
+    /// (macOS) or ~/.config/Claude (Linux).
+    ClaudeDesktop,
+    /// Claude Code: .mcp.json in the project; ~/.claude.json with `--scope user`.
+    ClaudeCode,
+    /// Cursor: .cursor/mcp.json in the project; ~/.cursor/mcp.json with `--scope user`.
+    Cursor,
+    /// VS Code: .vscode/mcp.json in the workspace; the user profile's mcp.json with `--scope user`.
+    Vscode,
+    /// Windsurf: ~/.codeium/windsurf/mcp_config.json.
+    Windsurf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScopeArg {
+    Project,
+    User,
+}
 
 pub fn wrap(args: WrapArgs) -> Result<ExitCode> {
     let config = Config::read(&args.file)?;

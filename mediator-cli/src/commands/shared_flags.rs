@@ -1,0 +1,311 @@
+//! The flag groups several commands share: where manifests come from, how the chain is built,
+//! the cache and the configuration file, a live server to read, how the proxy and the gateway
+//! mediate and serve over HTTP; and the value parsers the flags use. Each command's own flags
+//! are beside it.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Where manifests come from.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Manifest files, directories (every .json and .jsonl file in them), or `-` for stdin.
+    /// Standard input when none is given.
+    #[arg(value_name = "FILES|DIRS|-")]
+    pub inputs: Vec<PathBuf>,
+
+    /// The largest manifest read, file or standard input (bytes, or with KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = byte_size)]
+    pub max_input_size: u64,
+}
+
+/// How the chain is built.
+#[derive(Debug, Args)]
+pub struct ChainArgs {
+    /// The source the tools come from (a domain, an MCP server name); chooses the override
+    /// file. Defaults to the manifest's file name without extension.
+    #[arg(long)]
+    pub source: Option<String>,
+
+    /// What kind of source it is.
+    #[arg(long, value_enum, default_value_t = SourceTypeArg::File)]
+    pub source_type: SourceTypeArg,
+
+    /// A directory of override files; repeat to add more (later ones refine earlier ones).
+    #[arg(long = "overrides", value_name = "DIR")]
+    pub overrides: Vec<PathBuf>,
+
+    /// Do not run the rule-based transformer.
+    #[arg(long)]
+    pub no_rules: bool,
+
+    /// An abbreviation dictionary to add to the built-in one; repeatable.
+    #[arg(long = "dictionary", value_name = "FILE")]
+    pub dictionaries: Vec<PathBuf>,
+
+    /// The tool names the consuming client accepts. Default: `mcp` for MCP output, `strict`
+    /// for OpenAI and Anthropic output (their APIs reject dots and names over 64 characters).
+    #[arg(long, value_enum)]
+    pub client_profile: Option<ClientProfileArg>,
+
+    /// Ask a language model about the tools the rules could not improve with confidence.
+    /// Keys come from ANTHROPIC_API_KEY / OPENAI_API_KEY or the configuration.
+    #[arg(long, value_enum)]
+    pub llm: Option<LlmArg>,
+
+    /// The model to ask (a provider default otherwise).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// The provider's base URL (an OpenAI-compatible server: Ollama, vLLM, llama.cpp).
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
+
+    /// A directory of prompt templates (enhance.md, categorize.md) to use instead of the
+    /// built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+
+    /// How long the language model may take in all, retries included: `90s`, `2m` (the
+    /// configuration's `llm_deadline_secs`, 60 s, by default). What is unanswered by then
+    /// falls through to the rules; answers that came in time are kept.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub llm_deadline: Option<std::time::Duration>,
+
+    /// Show what would be sent to the model, and its estimated size, without sending it.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub cache: CacheArgs,
+
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SourceTypeArg {
+    Web,
+    Api,
+    File,
+    Manual,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ClientProfileArg {
+    /// MCP: 1-128 characters of A-Za-z0-9_-.
+    Mcp,
+    /// Clients that reject dots: 1-64 characters of A-Za-z0-9_-
+    Strict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LlmArg {
+    Anthropic,
+    Openai,
+    OpenaiCompatible,
+    /// Do not ask a model, whatever the configuration says.
+    Off,
+}
+
+/// Where the cache is and how long it keeps answers.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// The cache directory (the platform cache directory's `tool-mediator` by default).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Do not read or write the cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+
+    /// How long cached answers are used: `30m`, `12h`, `7d` (7 days by default).
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true)]
+    pub ttl: Option<std::time::Duration>,
+}
+
+/// Which configuration file to read.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The configuration file (TOML or JSON). Otherwise `tool-mediator.toml` or
+    /// `tool-mediator.json` in the working directory, then `config.toml` or `config.json` in
+    /// the user's configuration directory under `tool-mediator`.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+/// A live MCP server to read the tools of, instead of manifests.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Start the MCP server given after `--` and list its tools over stdio.
+    #[arg(long, requires = "command", conflicts_with = "inputs")]
+    pub server: bool,
+
+    /// The server's command and arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// How the proxy and the gateway mediate, and their limits.
+#[derive(Debug, Args)]
+pub struct MediationArgs {
+    /// Fold categories of at least N tools into one category tool each (the configuration's
+    /// `grouping_threshold`, 5, by default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    pub disclosure: Option<u64>,
+
+    /// List every tool; fold nothing, search nothing (`--disclosure-mode off`).
+    #[arg(long, conflicts_with_all = ["disclosure", "disclosure_mode"])]
+    pub no_disclosure: bool,
+
+    /// What a client sees first: category tools that expand on a call (`categories`), a
+    /// `search_tools` tool alone (`search`), both, or everything (`off`). The configuration's
+    /// `disclosure_mode`, `both`, by default.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub disclosure_mode: Option<DisclosureModeArg>,
+
+    /// Fewer tools than this are listed whole, whatever the mode (0: never). The
+    /// configuration's `whole_below`, 20, by default.
+    #[arg(long, value_name = "N")]
+    pub whole_below: Option<usize>,
+
+    /// Compare the server's tools with this lock file (`tool-mediator pin`): a tool whose
+    /// definition changed since it was pinned is hidden until the lock is updated (or only
+    /// reported, with `--on-change warn`); a new one is reported.
+    #[arg(long, value_name = "FILE")]
+    pub locked: Option<PathBuf>,
+
+    /// What a tool changed since it was pinned gets: hidden, or only a warning.
+    #[arg(long, value_enum, default_value_t = OnChange::Hide, requires = "locked")]
+    pub on_change: OnChange,
+
+    /// Hide the tools whose text addresses the model or hides text (suspected poisoning; see
+    /// `tool-mediator lint`). Without it they are listed, and a warning is logged for each.
+    #[arg(long)]
+    pub quarantine: bool,
+
+    /// Tools per tools/list page; 0 answers with every tool in one page (for clients that do
+    /// not follow `nextCursor`).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub page_size: usize,
+
+    /// How long the server has to exit after its input closes, and again after SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
+    pub grace: std::time::Duration,
+
+    /// How long a server has to answer a request of the mediator's own (the handshake, a
+    /// listing); the gateway ends a server that lets one time out, and starts it again.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    pub request_timeout: std::time::Duration,
+
+    /// The longest message either side may send (bytes, or with KiB, MiB, GiB); a longer one is
+    /// skipped and its sender, when its id can be read, gets an error naming this limit.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = byte_size)]
+    pub max_message_size: u64,
+}
+
+/// What a client sees first of a large tool set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DisclosureModeArg {
+    Off,
+    Categories,
+    Search,
+    Both,
+}
+
+impl From<DisclosureModeArg> for tool_mediator::session::DisclosureMode {
+    fn from(mode: DisclosureModeArg) -> Self {
+        use tool_mediator::session::DisclosureMode;
+        match mode {
+            DisclosureModeArg::Off => DisclosureMode::Off,
+            DisclosureModeArg::Categories => DisclosureMode::Categories,
+            DisclosureModeArg::Search => DisclosureMode::Search,
+            DisclosureModeArg::Both => DisclosureMode::Both,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnChange {
+    Hide,
+    Warn,
+}
+
+/// Serving clients over Streamable HTTP.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Serve clients over Streamable HTTP at `http://ADDRESS/mcp` instead of stdio, each client
+    /// session with servers of its own (`127.0.0.1:8080`; bind to loopback unless others must
+    /// reach it).
+    #[arg(long, value_name = "ADDRESS")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// With `--listen`: every request must carry `Authorization: Bearer <token>`, the token
+    /// read from this environment variable (which the servers do not inherit). Required to
+    /// listen on an address other machines reach, unless `--insecure-no-token`.
+    #[arg(long, value_name = "VAR", requires = "listen")]
+    pub token_env: Option<String>,
+
+    /// With `--listen` on an address other machines reach (`0.0.0.0:8080`): serve them without
+    /// a token. Anyone who reaches the port can then run the servers' tools.
+    #[arg(long, requires = "listen", conflicts_with = "token_env")]
+    pub insecure_no_token: bool,
+
+    /// With `--listen`: a name this machine is reached by, which a request's `Host` may give
+    /// (besides `localhost` and IP addresses; others are refused, against DNS rebinding).
+    /// Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME", requires = "listen")]
+    pub allow_hosts: Vec<String>,
+
+    /// With `--listen`: how long a client has to send a request's headers, and again its body.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration, requires = "listen")]
+    pub read_timeout: std::time::Duration,
+
+    /// With `--listen`: end a client session (and its servers) unused this long with no stream
+    /// open.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration, requires = "listen")]
+    pub session_idle: std::time::Duration,
+}
+
+/// A confidence from 0 to 1.
+pub fn confidence(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        Ok(_) => Err("a confidence is between 0 and 1".into()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// `1048576`, `512KiB`, `64MiB`, `1GiB` (also `KB`, `MB`, `GB` as powers of 1024, and `B`).
+fn byte_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a size like 4096, 512KiB or 64MiB"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown unit `{unit}` (use KiB, MiB or GiB)")),
+    };
+    number.checked_mul(scale).filter(|&size| size > 0).ok_or_else(|| format!("`{text}` is not a usable size"))
+}
+
+/// A duration: a number and a unit (`s`, `m`, `h`, `d`).
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 30m, 12h or 7d"))?;
+    let milliseconds = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" | "" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("unknown unit `{unit}` (use ms, s, m, h or d)")),
+    };
+    Ok(std::time::Duration::from_millis(number.saturating_mul(milliseconds)))
+}
