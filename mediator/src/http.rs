@@ -7,7 +7,7 @@ use crate::read::Bytes;
 
 /// Why a body could not be had.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum BodyError {
+pub enum BodyError {
     /// The body is, or says it is, larger than the limit.
     #[error("{}", too_large(*.limit, *.declared))]
     TooLarge { limit: u64, declared: Option<u64> },
@@ -25,7 +25,7 @@ fn too_large(limit: u64, declared: Option<u64>) -> String {
 
 /// Reads `response`'s body chunk by chunk, stopping with [`BodyError::TooLarge`] as soon as it
 /// passes `limit` bytes (or at once when its `Content-Length` says it will).
-pub(crate) async fn read_limited(mut response: reqwest::Response, limit: u64) -> Result<Vec<u8>, BodyError> {
+pub async fn read_limited(mut response: reqwest::Response, limit: u64) -> Result<Vec<u8>, BodyError> {
     let declared = response.content_length();
     if let Some(length) = declared.filter(|&length| length > limit) {
         return Err(BodyError::TooLarge { limit, declared: Some(length) });
@@ -43,7 +43,7 @@ pub(crate) async fn read_limited(mut response: reqwest::Response, limit: u64) ->
 }
 
 /// [`read_limited`] as text; bytes that are not UTF-8 become U+FFFD, as `Response::text` does.
-pub(crate) async fn text_limited(response: reqwest::Response, limit: u64) -> Result<String, BodyError> {
+pub async fn text_limited(response: reqwest::Response, limit: u64) -> Result<String, BodyError> {
     let body = read_limited(response, limit).await?;
     Ok(match String::from_utf8(body) {
         Ok(text) => text,
@@ -51,14 +51,12 @@ pub(crate) async fn text_limited(response: reqwest::Response, limit: u64) -> Res
     })
 }
 
-#[cfg(feature = "proxy")]
 /// Redirects followed in a row, at most.
 const MAX_REDIRECTS: usize = 5;
 
-#[cfg(feature = "proxy")]
 /// The origin of `url` as people write it (`https://example.com:8443`), or its scheme alone
 /// (`file://`) when it has none: never its path, query or user, which may hold a secret.
-pub(crate) fn origin_of(url: &reqwest::Url) -> String {
+pub fn origin_of(url: &reqwest::Url) -> String {
     let origin = url.origin();
     match origin.is_tuple() {
         true => origin.ascii_serialization(),
@@ -66,21 +64,19 @@ pub(crate) fn origin_of(url: &reqwest::Url) -> String {
     }
 }
 
-#[cfg(feature = "proxy")]
 /// `url` for a log or an error: its origin and path, without the user, password or query a
 /// secret may be written in.
-pub(crate) fn shown(url: &reqwest::Url) -> String {
+pub fn shown(url: &reqwest::Url) -> String {
     let query = if url.query().is_some() { "?…" } else { "" };
     format!("{}{}{query}", origin_of(url), url.path())
 }
 
-#[cfg(feature = "proxy")]
 /// Follows a redirect only to the origin the request was first sent to (same scheme, host and
 /// port: no https to http), and [`MAX_REDIRECTS`] in a row at most. The headers a user gives
 /// for a server (a key, a token) go with every request to it; a redirect elsewhere would carry
 /// them to a host the user never named, so it is refused with both origins named. Use it with
 /// `referer(false)`: a `Referer` would carry the first URL, query and all.
-pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+pub fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let first = attempt.previous().first().map(origin_of).unwrap_or_default();
         let next = origin_of(attempt.url());
@@ -99,7 +95,6 @@ pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
 
 #[cfg(test)]
 mod tests {
-    #[cfg(feature = "proxy")]
     #[test]
     fn an_origin_is_scheme_host_and_port_and_never_a_secret() {
         let url = |text: &str| reqwest::Url::parse(text).unwrap();

@@ -28,17 +28,13 @@
 
 pub mod cache;
 mod chain;
-#[cfg(feature = "proxy")]
-pub mod clients;
 mod config;
-mod http;
+pub mod http;
 pub mod lint;
 pub mod llm;
 pub mod manifest;
 pub mod overrides;
 pub mod pin;
-#[cfg(feature = "proxy")]
-pub mod proxy;
 pub mod read;
 #[cfg(doctest)]
 mod readme;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use tool_mediator::llm::Task;
-use tool_mediator::proxy::ServerSpec;
-use tool_mediator::proxy::servers::Servers;
+use tool_mediator_mcp::proxy::ServerSpec;
+use tool_mediator_mcp::servers::Servers;
 
 use crate::commands::proxy;
 use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, duration};
@@ -56,7 +56,7 @@ pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
         anyhow::bail!("{}: every server is disabled", path.display());
     }
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
-    let options = tool_mediator::proxy::ProxyOptions {
+    let options = tool_mediator_mcp::proxy::ProxyOptions {
         restart: Some(args.restart_delay),
         ..proxy::options(&setup, &args.mediation, args.prefix)?
     };

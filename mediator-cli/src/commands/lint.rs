@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tool_mediator::Place;
 use tool_mediator::lint::{self, Finding, RULES, Severity};
 use tool_mediator::manifest::Origin;
-use tool_mediator::proxy::probe::Probed;
+use tool_mediator_mcp::probe::Probed;
 
 use crate::commands::shared_flags::{InputArgs, ServerArgs};
 use crate::manifest;
@@ -56,7 +56,7 @@ pub async fn server_tools(args: &ServerArgs) -> Result<(String, Probed)> {
     };
     let mut command = tokio::process::Command::new(program);
     command.args(rest);
-    let tools = tool_mediator::proxy::probe::probe_tools(command).await?;
+    let tools = tool_mediator_mcp::probe::probe_tools(command).await?;
     let origin = std::iter::once(program).chain(rest).map(|part| part.to_string_lossy()).collect::<Vec<_>>().join(" ");
     Ok((format!("server `{origin}`"), tools))
 }

@@ -10,9 +10,10 @@ use clap::Args;
 use tool_mediator::Place;
 use tool_mediator::Tool;
 use tool_mediator::pin::{Lock, Standing};
-use tool_mediator::proxy::servers::Servers;
-use tool_mediator::proxy::{ServerSpec, probe};
 use tool_mediator::screen::printable;
+use tool_mediator_mcp::probe;
+use tool_mediator_mcp::proxy::ServerSpec;
+use tool_mediator_mcp::servers::Servers;
 
 use crate::commands::shared_flags::{InputArgs, ServerArgs};
 use crate::manifest::{self, Origin};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Args;
 use tool_mediator::llm::Task;
-use tool_mediator::proxy::listen::ListenOptions;
-use tool_mediator::proxy::remote::Remote;
-use tool_mediator::proxy::{self, Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
+use tool_mediator_mcp::listen::ListenOptions;
+use tool_mediator_mcp::proxy::{self, Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
+use tool_mediator_mcp::remote::Remote;
 
 use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
 use crate::config::Setup;
@@ -148,7 +148,7 @@ pub async fn serve(
         };
         // The token is the proxy's own: no server inherits it.
         let options = ProxyOptions { withheld_env: args.token_env.iter().cloned().collect(), ..options };
-        proxy::listen::serve(listener, listen, options, servers).await?;
+        tool_mediator_mcp::listen::serve(listener, listen, options, servers).await?;
         setup.finish();
         return Ok(ExitCode::SUCCESS);
     }

@@ -1,5 +1,5 @@
 //! `tool-mediator wrap` and `tool-mediator unwrap`: find the client's configuration, read it,
-//! let the library rewrite it (`tool_mediator::clients`), then show the diff or write the files.
+//! let the library rewrite it (`tool_mediator_mcp::clients`), then show the diff or write the files.
 
 use std::collections::HashMap;
 use std::fs;
@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use clap::{Args, ValueEnum};
-use tool_mediator::clients::{self, Client, Rewritten, Scope, WrapOptions};
 use tool_mediator::read::MAX_FILE_SIZE;
+use tool_mediator_mcp::clients::{self, Client, Rewritten, Scope, WrapOptions};
 
 use crate::output::{self, FileIdentity, Kind, Output};
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::jsonrpc::{self, Id};
+use crate::jsonrpc::{self, Id};
 
 /// `_meta` keys of the stateless protocol revision (2026-07-28).
 pub(super) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";

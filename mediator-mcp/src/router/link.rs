@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use super::mediation::{Listing, Relisting};
 use super::{Upstream, Waiter};
-use crate::proxy::jsonrpc::{self, Id};
-use crate::proxy::lines::Outbox;
-use crate::proxy::pending::Pending;
+use crate::jsonrpc::{self, Id};
+use crate::lines::Outbox;
+use crate::pending::Pending;
 use tool_mediator_core::Tool;
 use tool_mediator_core::sync::lock;
 
@@ -29,12 +29,12 @@ pub struct LinkSettings {
     pub exclude: Vec<String>,
 }
 
-pub(in crate::proxy) struct Link {
-    pub(in crate::proxy) index: usize,
-    pub(in crate::proxy) name: String,
+pub(crate) struct Link {
+    pub(crate) index: usize,
+    pub(crate) name: String,
     /// How logs and errors name the server: "the MCP server `NAME`", or without a name (the
     /// proxy's one server) "the MCP server".
-    pub(in crate::proxy) label: String,
+    pub(crate) label: String,
     pub(super) source: Option<String>,
     include: Option<HashSet<String>>,
     exclude: HashSet<String>,
@@ -101,7 +101,7 @@ impl Link {
 
     /// The server (re)started: lines for it go to `outbox`, nothing waits for it yet. What it
     /// is told when it proves no use.
-    pub(in crate::proxy) fn connected(
+    pub(crate) fn connected(
         &self,
         outbox: Arc<Outbox>,
         fallback_source: String,
@@ -167,7 +167,7 @@ impl Link {
     }
 
     /// The running server's input, if it runs.
-    pub(in crate::proxy) fn outbox(&self) -> Option<Arc<Outbox>> {
+    pub(crate) fn outbox(&self) -> Option<Arc<Outbox>> {
         lock(&self.outbox).clone()
     }
 
@@ -252,7 +252,7 @@ impl Link {
 }
 
 /// "the MCP server `NAME`", or "the MCP server" for one without a name.
-pub(in crate::proxy) fn label_of(name: &str) -> String {
+pub(crate) fn label_of(name: &str) -> String {
     match name {
         "" => "the MCP server".to_owned(),
         name => format!("the MCP server `{name}`"),

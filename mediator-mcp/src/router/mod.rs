@@ -20,13 +20,13 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-use super::ProxyOptions;
-use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
-use super::lines::{Line, Outbox, Ready};
-use super::pending::{MAX_WAITING, Refusal, Tasks};
-use super::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
-use super::warnings::Warnings;
-use crate::session::{ListChanged, Route, Session};
+use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
+use crate::lines::{Line, Outbox, Ready};
+use crate::pending::{MAX_WAITING, Refusal, Tasks};
+use crate::proxy::ProxyOptions;
+use crate::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
+use crate::warnings::Warnings;
+use tool_mediator::session::{ListChanged, Route, Session};
 use tool_mediator_core::sync::lock;
 use tool_mediator_core::{SourceType, Tool, ToolContext};
 
@@ -36,7 +36,7 @@ mod mediation;
 
 use link::Joining;
 pub use link::LinkSettings;
-pub(super) use link::{Link, label_of};
+pub(crate) use link::{Link, label_of};
 pub(super) use mediation::LEFT_OUT;
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
@@ -119,7 +119,7 @@ pub(super) struct Router {
     restarts: bool,
     /// Prefix every prompt with its server's name, as the session does tools.
     prefix: bool,
-    lock: Option<Arc<crate::pin::Lock>>,
+    lock: Option<Arc<tool_mediator::pin::Lock>>,
     hide_changed: bool,
     pub(super) to_client: Outbox,
     pub(super) links: Vec<Arc<Link>>,

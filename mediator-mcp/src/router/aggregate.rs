@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
-use crate::proxy::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
-use crate::proxy::revision::SERVER_INFO_KEY;
+use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
+use crate::revision::SERVER_INFO_KEY;
 use tool_mediator_core::sync::lock;
 use tool_mediator_core::{NameRules, SharedNames};
 
@@ -264,7 +264,7 @@ impl Router {
     /// Server `link` (re)started after the client's handshake: it is given the handshake, then
     /// its tools are listed again, and come back to the client. Taken on at once, so nothing
     /// asks the server anything before it has joined.
-    pub(in crate::proxy) fn rejoin(self: std::sync::Arc<Self>, link: std::sync::Arc<Link>) {
+    pub(crate) fn rejoin(self: std::sync::Arc<Self>, link: std::sync::Arc<Link>) {
         let handshake = lock(&self.handshake).clone();
         let Some((method, params)) = handshake else {
             // No handshake yet: the client's reaches this server when it comes.
@@ -658,7 +658,7 @@ fn merge_handshakes(method: &str, params: &Value, results: &[(String, Value)], p
         meta.insert(SERVER_INFO_KEY.to_owned(), gateway);
     }
     if method == "initialize" && !merged.contains_key("protocolVersion") {
-        merged.insert("protocolVersion".to_owned(), Value::from(crate::proxy::revision::REVISIONS[3]));
+        merged.insert("protocolVersion".to_owned(), Value::from(crate::revision::REVISIONS[3]));
     }
     Value::Object(merged)
 }
@@ -703,7 +703,7 @@ mod tests {
 
     #[test]
     fn a_server_without_capabilities_is_asked_anyway() {
-        let link = Link::new(0, super::super::LinkSettings::default());
+        let link = Link::new(0, crate::proxy::LinkSettings::default());
         assert!(link.has("resources"));
         *lock(&link.handshake_result) = Some(json!({"capabilities": {"tools": {}}}));
         assert!(!link.has("resources"));

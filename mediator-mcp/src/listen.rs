@@ -3,7 +3,7 @@
 //!
 //! A client opens a session with `initialize` (POST without `Mcp-Session-Id`); the answer names
 //! the session, and every later request carries it. Each session runs the proxy as it runs over
-//! stdio ([`serve`](super::serve)) with its own servers (child processes, or connections to
+//! stdio ([`serve`](crate::proxy::serve)) with its own servers (child processes, or connections to
 //! remote ones) and its own mediator session, its client's side a pair of
 //! in-process pipes: a POSTed request becomes a line, and its answer comes back as the event
 //! that ends the POST's SSE stream (or as the JSON body, for a client that accepts no stream).
@@ -39,8 +39,8 @@ use axum::routing::post;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
-use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
-use super::{Client, ProxyOptions, ServerSpec};
+use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
+use crate::proxy::{Client, ProxyOptions, ServerSpec};
 use tool_mediator_core::sync::lock;
 
 const SESSION: &str = "mcp-session-id";
@@ -110,7 +110,7 @@ pub async fn serve(
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
     let (closing, closed) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
-    let stopping = super::stop_signal();
+    let stopping = crate::proxy::stop_signal();
     tokio::pin!(stopping);
     loop {
         // Past the cap, a connection waits in the listen queue until one ends.
@@ -431,7 +431,7 @@ impl Front {
         }
         // A revision nobody has written is refused, as the specification asks (400).
         if let Some(revision) = headers.get("mcp-protocol-version") {
-            let known = revision.to_str().is_ok_and(|revision| super::revision::REVISIONS.contains(&revision));
+            let known = revision.to_str().is_ok_and(|revision| crate::revision::REVISIONS.contains(&revision));
             if !known {
                 return Err(Refused(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version"));
             }
@@ -512,10 +512,10 @@ impl Front {
         // Says that the proxy's ending is known (why it could not start, if it could not).
         let (ended, ending_known) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(async move {
-            match super::serve(options, servers, client).await {
+            match crate::proxy::serve(options, servers, client).await {
                 Ok(ending) => {
                     tracing::info!("session {name} ended: {ending:?}");
-                    if let super::Ending::ServerExited(end) = ending {
+                    if let crate::proxy::Ending::ServerExited(end) = ending {
                         *lock(&started.failure) =
                             Some(format!("the MCP server ended ({end}), and the session with it"));
                     }

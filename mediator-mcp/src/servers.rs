@@ -74,7 +74,7 @@ impl Servers {
 
     /// Reads the servers file at `path`, variables from the environment.
     pub fn read(path: &Path) -> Result<Servers, ServersError> {
-        let text = crate::read::read_settings(path).map_err(|error| ServersError {
+        let text = tool_mediator::read::read_settings(path).map_err(|error| ServersError {
             path: path.to_owned(),
             place: None,
             message: format!("cannot read it: {error}"),

@@ -29,7 +29,7 @@ pub(super) struct LeftOut {
 }
 
 /// Where [`LeftOut`] tools are named in a `tools/list` result's `_meta`.
-pub(in crate::proxy) const LEFT_OUT: &str = "tool-mediator/left-out";
+pub(crate) const LEFT_OUT: &str = "tool-mediator/left-out";
 
 /// Relisting after the server says its tools changed: at most one listing in flight and one
 /// more asked for, however many notifications arrive meanwhile.
@@ -138,12 +138,12 @@ impl Router {
             // A tool changed since it was pinned is a rug pull until the lock says otherwise.
             if let Some(lock) = &self.lock {
                 tools.retain(|tool| match lock.standing_of(Some(&link.name), tool) {
-                    crate::pin::Standing::Pinned => true,
-                    crate::pin::Standing::New => {
+                    tool_mediator::pin::Standing::Pinned => true,
+                    tool_mediator::pin::Standing::New => {
                         tracing::warn!("{} lists `{}`, which is new since the lock", link.label, tool.name);
                         true
                     }
-                    crate::pin::Standing::Changed => {
+                    tool_mediator::pin::Standing::Changed => {
                         let action = if self.hide_changed { "hidden until the lock is updated" } else { "listed" };
                         tracing::warn!("{} changed `{}` since it was pinned; {action}", link.label, tool.name);
                         !self.hide_changed

@@ -9,10 +9,10 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::router::LEFT_OUT;
-use super::{ProxyOptions, Upstream};
-use crate::chain::Mediator;
-use crate::session::SessionPolicy;
+use crate::proxy::{ProxyOptions, Upstream};
+use crate::router::LEFT_OUT;
+use tool_mediator::Mediator;
+use tool_mediator::session::SessionPolicy;
 use tool_mediator_core::Tool;
 
 /// How long the server has to answer the handshake, and the listing.
@@ -21,7 +21,7 @@ const ANSWER: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     #[error(transparent)]
-    Proxy(#[from] super::ProxyError),
+    Proxy(#[from] crate::proxy::ProxyError),
     #[error("the MCP server did not answer {0} within {1}s")]
     Timeout(&'static str, u64),
     #[error("the MCP server ended before answering {0}")]
@@ -83,7 +83,7 @@ pub async fn probe_tools(server: impl Into<Upstream>) -> Result<Probed, ProbeErr
     let (proxy_in, mut to_proxy) = tokio::io::duplex(64 * 1024);
     let (from_proxy, proxy_out) = tokio::io::duplex(1024 * 1024);
     let options = ProxyOptions::new(Arc::new(Mediator::builder().build()), SessionPolicy::default());
-    let proxy = tokio::spawn(super::run(options, server.into(), proxy_in, proxy_out));
+    let proxy = tokio::spawn(crate::proxy::run(options, server.into(), proxy_in, proxy_out));
     let mut answers = BufReader::new(from_proxy).lines();
     // Id 0 sends a notification and waits for nothing.
     // Answers are read as text and each tool on its own: a tool nested deeper than JSON is

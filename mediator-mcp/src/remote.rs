@@ -12,7 +12,7 @@
 //! stream that ends before the answer) is answered with a JSON-RPC error that says why.
 //!
 //! Requests never leave the origin the URL names: a redirect is followed only within it (see
-//! [`crate::http::same_origin_redirects`]), no `Referer` is sent, and the URL is shown in logs
+//! [`tool_mediator::http::same_origin_redirects`]), no `Referer` is sent, and the URL is shown in logs
 //! and errors without its user, password or query. A server silent for [`SILENCE`] (no header,
 //! no byte of a body or stream) is let go, and a request the client cancels stops waiting.
 
@@ -27,7 +27,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStrea
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use super::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
+use crate::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
 use tool_mediator_core::sync::lock;
 
 /// A remote MCP server: its endpoint and the headers that go with every request to it.
@@ -107,7 +107,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .read_timeout(SILENCE)
-        .redirect(crate::http::same_origin_redirects())
+        .redirect(tool_mediator::http::same_origin_redirects())
         .referer(false)
         .tcp_nodelay(true)
         .build()
@@ -117,7 +117,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
     let (messages, waiting) = mpsc::channel(WAITING);
     tokio::spawn(write_messages(waiting, answers));
     let shared = Arc::new(Shared {
-        shown: crate::http::shown(&remote.url),
+        shown: tool_mediator::http::shown(&remote.url),
         url: remote.url,
         client,
         headers,
@@ -312,8 +312,8 @@ impl Shared {
             let moved = moved
                 .filter(|_| status.is_redirection())
                 .and_then(|to| self.url.join(to).ok())
-                .map(|to| crate::http::origin_of(&to));
-            let body = crate::http::text_limited(response, 1024).await.unwrap_or_default();
+                .map(|to| tool_mediator::http::origin_of(&to));
+            let body = tool_mediator::http::text_limited(response, 1024).await.unwrap_or_default();
             let reason = match (status, moved) {
                 (StatusCode::NOT_FOUND, _) if lock(&self.session).is_some() => {
                     let reason = format!("the MCP server at {} ended the session (HTTP 404)", self.shown);
@@ -350,7 +350,7 @@ impl Shared {
             let passed = self.pass_events(events_of(response), sent).await;
             passed.answered || self.resume(passed.resume, sent).await
         } else {
-            match crate::http::read_limited(response, self.limit as u64).await {
+            match tool_mediator::http::read_limited(response, self.limit as u64).await {
                 Ok(body) => self.pass(body, sent).await,
                 Err(error) => {
                     let reason = format!("the MCP server's answer was unusable: {error}");

@@ -55,7 +55,7 @@ use jsonc_parser::{CollectOptions, ParseOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::proxy::servers::Servers;
+use crate::servers::Servers;
 use tool_mediator_core::Place;
 
 /// The command a wrapped entry runs unless told otherwise: the binary, found on the PATH the

@@ -1,8 +1,8 @@
-//! The MCP stdio proxy: tool-mediator in front of any MCP server (feature `proxy`).
+//! The MCP proxy: tool-mediator in front of one MCP server, or of many as a gateway.
 //!
 //! [`run`] starts the server as a child process and speaks newline-delimited JSON-RPC with the
 //! client on one side and the server on the other. Everything about tools goes through a
-//! [`Session`](crate::session::Session): `tools/list` is listed upstream (every page), mediated
+//! [`Session`](tool_mediator::session::Session): `tools/list` is listed upstream (every page), mediated
 //! and paginated again; `tools/call` is answered here (category tools, group switches), sent
 //! upstream under the server's own name with arguments mapped back, or refused as an unknown
 //! tool. Everything else passes through as its sender wrote it, requests from the server to the
@@ -18,17 +18,6 @@
 //! and, after another wait, SIGKILL. SIGTERM, SIGINT and SIGHUP to the proxy end it the same
 //! way; SIGKILL, which cannot be caught, ends the server too on Linux (its parent-death signal).
 
-pub mod jsonrpc;
-mod lines;
-pub mod listen;
-mod pending;
-pub mod probe;
-pub mod remote;
-mod revision;
-mod router;
-pub mod servers;
-mod warnings;
-
 use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -37,13 +26,13 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
-use crate::chain::Mediator;
-use crate::session::SessionPolicy;
-use lines::{Outbox, read_lines};
-use remote::{Remote, RemoteError};
-pub use router::LinkSettings;
-use router::Router;
-use servers::{ServerConfig, Transport};
+use crate::lines::{Outbox, read_lines};
+use crate::remote::{Remote, RemoteError};
+pub use crate::router::LinkSettings;
+use crate::router::Router;
+use crate::servers::{ServerConfig, Transport};
+use tool_mediator::Mediator;
+use tool_mediator::session::SessionPolicy;
 use tool_mediator_core::error::with_causes;
 
 /// The MCP server behind the proxy.
@@ -100,7 +89,7 @@ pub struct ProxyOptions {
     pub request_timeout: Duration,
     /// Tools pinned by `tool-mediator pin`: one whose definition changed since is hidden (or,
     /// without `hide_changed`, listed with a warning); a new one is reported.
-    pub lock: Option<Arc<crate::pin::Lock>>,
+    pub lock: Option<Arc<tool_mediator::pin::Lock>>,
     pub hide_changed: bool,
     /// Start a server that stops again after this delay, doubled at each stop in a row (up to
     /// 30 s); `None` ends the run when a server ends, as the one-server proxy does.
@@ -255,7 +244,11 @@ where
                 Ok(started) => Some(started),
                 Err(error) if restart.is_none() => return Err(error),
                 Err(error) => {
-                    tracing::warn!("cannot start {}: {}", router::label_of(&server.settings.name), with_causes(&error));
+                    tracing::warn!(
+                        "cannot start {}: {}",
+                        crate::router::label_of(&server.settings.name),
+                        with_causes(&error)
+                    );
                     None
                 }
             },
@@ -371,7 +364,7 @@ const STABLE: Duration = Duration::from_secs(60);
 /// for it and (with restarts) starts it again with backoff, until the gateway stops.
 struct Supervisor {
     router: Arc<Router>,
-    link: Arc<router::Link>,
+    link: Arc<crate::router::Link>,
     start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
     stopped: tokio::sync::watch::Receiver<bool>,
     /// Told this server's number when it ends and is not started again.
@@ -397,7 +390,7 @@ struct Attached {
 enum Ended {
     /// Its output closed: it exited, or its connection did.
     Closed,
-    /// It proved no use (see [`router::Link::fault`]).
+    /// It proved no use (see [`crate::router::Link::fault`]).
     Faulted(String),
     /// The gateway is stopping.
     Stopping,
@@ -635,7 +628,7 @@ impl Server {
             }
             Upstream::Remote(remote) => {
                 let fallback = remote.url.host_str().unwrap_or("remote").to_owned();
-                let connection = remote::connect(remote, limit)?;
+                let connection = crate::remote::connect(remote, limit)?;
                 Ok((
                     Server::Remote(connection.bridge),
                     Box::new(connection.input),
@@ -743,7 +736,7 @@ fn exit_status_unknown() -> ExitStatus {
 
 /// SIGTERM, SIGINT or SIGHUP (its terminal closed) to the proxy: end the server as if the
 /// client had closed its input.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id};
+use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id};
 
 /// Requests waiting for either side at once; past this a request is answered with an error.
 pub(super) const MAX_WAITING: usize = 10_000;

@@ -1,0 +1,24 @@
+//! tool-mediator in front of MCP servers: the transports over the mediator's sessions.
+//!
+//! - [`proxy`]: one server (a child process over stdio, or a remote one over Streamable HTTP)
+//!   or many (the gateway), served to a client over stdio ([`proxy::serve`]) or to many over
+//!   Streamable HTTP ([`listen`]). The [`router`] mediates between them.
+//! - [`jsonrpc`], [`lines`] and [`pending`]: JSON-RPC messages, bounded newline-delimited
+//!   framing, and the bookkeeping of requests in flight per peer; [`revision`]: the protocol
+//!   revisions (2025 sessions and the stateless 2026-07-28 form).
+//! - [`remote`]: calling a server over Streamable HTTP.
+//! - [`servers`]: the servers file the gateway reads; [`probe`]: a server's tools, listed once.
+//! - [`clients`]: MCP clients' configuration files, wrapped and unwrapped.
+
+pub mod clients;
+pub mod jsonrpc;
+pub mod lines;
+pub mod listen;
+pub mod pending;
+pub mod probe;
+pub mod proxy;
+pub mod remote;
+pub mod revision;
+pub mod router;
+pub mod servers;
+mod warnings;
