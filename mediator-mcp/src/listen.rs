@@ -40,7 +40,8 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStrea
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
-use crate::proxy::{Client, ProxyOptions, ServerSpec};
+use crate::options::ProxyOptions;
+use crate::proxy::{Client, ServerSpec};
 use tool_mediator_core::sync::lock;
 
 const SESSION: &str = "mcp-session-id";
@@ -110,7 +111,7 @@ pub async fn serve(
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
     let (closing, closed) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
-    let stopping = crate::proxy::stop_signal();
+    let stopping = crate::signals::stop_signal();
     tokio::pin!(stopping);
     loop {
         // Past the cap, a connection waits in the listen queue until one ends.

@@ -9,8 +9,9 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::proxy::{ProxyOptions, Upstream};
+use crate::options::ProxyOptions;
 use crate::router::LEFT_OUT;
+use crate::upstream::Upstream;
 use tool_mediator::Mediator;
 use tool_mediator::session::SessionPolicy;
 use tool_mediator_core::Tool;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use tool_mediator::llm::Task;
-use tool_mediator_mcp::proxy::ServerSpec;
+use tool_mediator_mcp::ServerSpec;
 use tool_mediator_mcp::servers::Servers;
 
 use crate::commands::proxy;
@@ -56,7 +56,7 @@ pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
         anyhow::bail!("{}: every server is disabled", path.display());
     }
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
-    let options = tool_mediator_mcp::proxy::ProxyOptions {
+    let options = tool_mediator_mcp::ProxyOptions {
         restart: Some(args.restart_delay),
         ..proxy::options(&setup, &args.mediation, args.prefix)?
     };

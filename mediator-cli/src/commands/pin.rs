@@ -11,8 +11,8 @@ use tool_mediator::Place;
 use tool_mediator::Tool;
 use tool_mediator::pin::{Lock, Standing};
 use tool_mediator::screen::printable;
+use tool_mediator_mcp::ServerSpec;
 use tool_mediator_mcp::probe;
-use tool_mediator_mcp::proxy::ServerSpec;
 use tool_mediator_mcp::servers::Servers;
 
 use crate::commands::shared_flags::{InputArgs, ServerArgs};

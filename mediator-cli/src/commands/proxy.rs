@@ -9,8 +9,8 @@ use clap::Args;
 use tool_mediator::llm::Task;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
 use tool_mediator_mcp::listen::ListenOptions;
-use tool_mediator_mcp::proxy::{self, Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 use tool_mediator_mcp::remote::Remote;
+use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
 use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
 use crate::config::Setup;
@@ -152,7 +152,7 @@ pub async fn serve(
         setup.finish();
         return Ok(ExitCode::SUCCESS);
     }
-    let ending = proxy::serve(options, servers, proxy::stdio()).await?;
+    let ending = tool_mediator_mcp::serve(options, servers, tool_mediator_mcp::stdio::stdio()).await?;
     setup.finish();
     match ending {
         Ending::ClientClosed { server } => {

@@ -703,7 +703,7 @@ mod tests {
 
     #[test]
     fn a_server_without_capabilities_is_asked_anyway() {
-        let link = Link::new(0, crate::proxy::LinkSettings::default());
+        let link = Link::new(0, super::super::LinkSettings::default());
         assert!(link.has("resources"));
         *lock(&link.handshake_result) = Some(json!({"capabilities": {"tools": {}}}));
         assert!(!link.has("resources"));

@@ -22,8 +22,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
 use crate::lines::{Line, Outbox, Ready};
+use crate::options::ProxyOptions;
 use crate::pending::{MAX_WAITING, Refusal, Tasks};
-use crate::proxy::ProxyOptions;
 use crate::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
 use crate::warnings::Warnings;
 use tool_mediator::session::{ListChanged, Route, Session};
