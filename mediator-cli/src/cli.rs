@@ -1,6 +1,6 @@
 //! The command line as typed: the root parser and the list of commands. Each command's flags
 //! live beside the command, in `commands/<command>.rs`; the groups several commands share, in
-//! `commands/shared_flags.rs`. `config.rs` turns them into checked settings.
+//! `flags.rs`. `config.rs` turns them into checked settings.
 
 use clap::{Parser, Subcommand};
 
@@ -14,10 +14,10 @@ use crate::commands::names::NamesArgs;
 use crate::commands::overrides::OverridesCommand;
 use crate::commands::pin::PinArgs;
 use crate::commands::proxy::ProxyArgs;
-use crate::commands::shared_flags::{CacheArgs, ConfigArgs};
 use crate::commands::shell::{CompletionsArgs, ManArgs};
 use crate::commands::tokens::TokensArgs;
 use crate::commands::wrap::{UnwrapArgs, WrapArgs};
+use crate::flags::{CacheArgs, ConfigArgs};
 
 /// Make LLM tool definitions usable: spell out cryptic names, write missing descriptions,
 /// repair schemas, apply curated overrides.

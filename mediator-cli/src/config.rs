@@ -8,7 +8,7 @@ use anyhow::Result;
 use tool_mediator::llm::{LlmTransformer, Provider, Task};
 use tool_mediator::{ChainOptions, Mediator, MediatorConfig, NameRules, SourceType, ToolContext, Transformers};
 
-use crate::commands::shared_flags::{CacheArgs, ChainArgs, ClientProfileArg, ConfigArgs, LlmArg, SourceTypeArg};
+use crate::flags::{CacheArgs, ChainArgs, ClientProfileArg, ConfigArgs, LlmArg, SourceTypeArg};
 use crate::manifest::{Dialect, Origin};
 
 /// Reads the configuration file: `--config`, else the one [`MediatorConfig::discover`] finds,

@@ -4,12 +4,13 @@
 mod cli;
 mod commands;
 mod config;
+mod flags;
 mod manifest;
 mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 
 use crate::cli::{Cli, Command};
 
@@ -63,7 +64,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pin(args) => commands::pin::run(args).await,
         Command::Config { config } => commands::configuration::run(&config),
         Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),
-        Command::Completions(args) => commands::shell::completions(&args),
-        Command::Man(args) => commands::shell::man(&args),
+        Command::Completions(args) => commands::shell::completions(&args, Cli::command()),
+        Command::Man(args) => commands::shell::man(&args, Cli::command()),
     }
 }

@@ -6,8 +6,8 @@ use anyhow::{Result, bail};
 use clap::Subcommand;
 use tool_mediator::cache::{Cache, SledStore};
 
-use crate::commands::shared_flags::{CacheArgs, ConfigArgs};
 use crate::config;
+use crate::flags::{CacheArgs, ConfigArgs};
 use crate::output;
 
 #[derive(Debug, Subcommand)]

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tool_mediator::{EnhancedTool, categorize};
 
 use crate::commands::enhance::enhance_one;
-use crate::commands::shared_flags::{ChainArgs, InputArgs};
+use crate::flags::{ChainArgs, InputArgs};
 use crate::output;
 
 #[derive(Debug, Args)]

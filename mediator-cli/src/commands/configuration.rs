@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::commands::shared_flags::ConfigArgs;
 use crate::config;
+use crate::flags::ConfigArgs;
 use crate::output;
 
 pub fn run(args: &ConfigArgs) -> Result<ExitCode> {

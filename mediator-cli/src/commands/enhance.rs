@@ -10,8 +10,8 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator};
 
-use crate::commands::shared_flags::{ChainArgs, InputArgs, confidence};
 use crate::config::Setup;
+use crate::flags::{ChainArgs, InputArgs, confidence};
 use crate::manifest::{self, Dialect, Manifest, Origin};
 use crate::output::{self, FileIdentity};
 use tool_mediator::llm::Task;

@@ -9,7 +9,7 @@ use regex::Regex;
 use tool_mediator::{FilterCriteria, Tool};
 
 use crate::commands::enhance::enhance_one;
-use crate::commands::shared_flags::{ChainArgs, InputArgs, confidence};
+use crate::flags::{ChainArgs, InputArgs, confidence};
 use crate::manifest;
 use crate::output;
 

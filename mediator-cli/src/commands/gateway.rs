@@ -10,8 +10,8 @@ use tool_mediator_mcp::ServerSpec;
 use tool_mediator_mcp::servers::Servers;
 
 use crate::commands::proxy;
-use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, duration};
 use crate::config::Setup;
+use crate::flags::{ChainArgs, ListenArgs, MediationArgs, duration};
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {

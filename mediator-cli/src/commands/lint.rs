@@ -13,7 +13,7 @@ use tool_mediator::lint::{self, Finding, RULES, Severity};
 use tool_mediator::manifest::Origin;
 use tool_mediator_mcp::probe::Probed;
 
-use crate::commands::shared_flags::{InputArgs, ServerArgs};
+use crate::flags::{InputArgs, ServerArgs};
 use crate::manifest;
 use crate::output;
 

@@ -1,5 +1,5 @@
 //! One module per subcommand, its flags (clap types) beside what runs it; the flag groups
-//! several commands share are in `shared_flags`.
+//! several commands share are in `flags.rs`.
 
 pub mod cache;
 pub mod categorize;
@@ -12,7 +12,6 @@ pub mod names;
 pub mod overrides;
 pub mod pin;
 pub mod proxy;
-pub mod shared_flags;
 pub mod shell;
 pub mod tokens;
 pub mod wrap;

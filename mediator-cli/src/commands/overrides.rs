@@ -8,8 +8,8 @@ use clap::Subcommand;
 use tool_mediator::OverrideFile;
 use tool_mediator::overrides;
 
-use crate::commands::shared_flags::ClientProfileArg;
 use crate::config;
+use crate::flags::ClientProfileArg;
 use crate::manifest::{self, Origin};
 use crate::output;
 

@@ -15,7 +15,7 @@ use tool_mediator_mcp::ServerSpec;
 use tool_mediator_mcp::probe;
 use tool_mediator_mcp::servers::Servers;
 
-use crate::commands::shared_flags::{InputArgs, ServerArgs};
+use crate::flags::{InputArgs, ServerArgs};
 use crate::manifest::{self, Origin};
 use crate::output;
 

@@ -12,8 +12,8 @@ use tool_mediator_mcp::listen::ListenOptions;
 use tool_mediator_mcp::remote::Remote;
 use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
-use crate::commands::shared_flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
 use crate::config::Setup;
+use crate::flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
 use crate::manifest::Dialect;
 
 #[derive(Debug, Args)]

@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, CommandFactory as _};
+use clap::Args;
 
-use crate::cli::Cli;
 use crate::output;
 
 #[derive(Debug, Args)]
@@ -30,10 +29,11 @@ pub struct ManArgs {
 /// The name the scripts complete: the binary's.
 const BIN_NAME: &str = "tool-mediator";
 
-/// Prints the completion script for one shell on standard output.
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
+/// Prints the completion script for one shell on standard output; `root` is the command line's
+/// own definition (`Cli::command()`), which this room does not name: the commands are below it.
+pub fn completions(args: &CompletionsArgs, mut root: clap::Command) -> anyhow::Result<ExitCode> {
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), BIN_NAME, &mut script);
+    clap_complete::generate(args.shell, &mut root, BIN_NAME, &mut script);
     let mut script = String::from_utf8(script).context("the completion script is not UTF-8")?;
     if args.shell == clap_complete::Shell::Bash {
         script = fix_bash_states(&script);
@@ -54,11 +54,12 @@ fn fix_bash_states(script: &str) -> String {
 }
 
 /// Prints the root command's page, or writes one page per command and subcommand into
-/// `--out DIR` (created if missing), all or none, and prints the paths written, one a line.
-pub fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
+/// `--out DIR` (created if missing), all or none, and prints the paths written, one a line;
+/// `root` is the command line's definition, as for [`completions`].
+pub fn man(args: &ManArgs, root: clap::Command) -> anyhow::Result<ExitCode> {
     // Building the root names every subcommand's page after its full path
     // (`tool-mediator-overrides-validate`). `help` is not a command of its own to document.
-    let mut root = Cli::command().disable_help_subcommand(true);
+    let mut root = root.disable_help_subcommand(true);
     root.build();
     match &args.out {
         None => output::print(&render(root)?)?,

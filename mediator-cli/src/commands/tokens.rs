@@ -12,8 +12,8 @@ use tool_mediator::Tool;
 use tool_mediator::llm::Task;
 use tool_mediator::session::{DisclosureMode, Session, SessionPolicy};
 
-use crate::commands::shared_flags::{ChainArgs, DisclosureModeArg};
 use crate::config::Setup;
+use crate::flags::{ChainArgs, DisclosureModeArg};
 use crate::manifest::{self, Dialect};
 use crate::output;
 
