@@ -1,0 +1,129 @@
+//! Where each MCP client keeps its configuration file: per client, per scope (the project's or
+//! the user's), from the home, configuration and project directories.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::error::ClientsError;
+
+/// An MCP client whose configuration file tool-mediator knows where to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    ClaudeDesktop,
+    ClaudeCode,
+    Cursor,
+    Vscode,
+    Windsurf,
+}
+
+/// Whose configuration: the project's (a file in the working directory) or the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Project,
+    User,
+}
+
+/// Where configuration files are looked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Locations<'a> {
+    /// The user's home directory.
+    pub home: &'a Path,
+    /// The platform's configuration directory: `~/.config` (or `$XDG_CONFIG_HOME`) on Linux,
+    /// `~/Library/Application Support` on macOS.
+    pub config_dir: &'a Path,
+    /// The project: the working directory.
+    pub project: &'a Path,
+}
+
+impl Client {
+    pub const ALL: [Client; 5] =
+        [Client::ClaudeDesktop, Client::ClaudeCode, Client::Cursor, Client::Vscode, Client::Windsurf];
+
+    /// The client's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::ClaudeDesktop => "claude-desktop",
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::Vscode => "vscode",
+            Client::Windsurf => "windsurf",
+        }
+    }
+
+    /// The scope used when none is asked for: the project's file for the clients that have one.
+    pub fn default_scope(self) -> Scope {
+        match self {
+            Client::ClaudeCode | Client::Cursor | Client::Vscode => Scope::Project,
+            Client::ClaudeDesktop | Client::Windsurf => Scope::User,
+        }
+    }
+
+    /// The client's configuration file in `scope`, as its documentation places it:
+    ///
+    /// | client | project | user |
+    /// |---|---|---|
+    /// | Claude Desktop | - | `<config>/Claude/claude_desktop_config.json` |
+    /// | Claude Code | `.mcp.json` | `~/.claude.json` (its top-level `mcpServers`) |
+    /// | Cursor | `.cursor/mcp.json` | `~/.cursor/mcp.json` |
+    /// | VS Code | `.vscode/mcp.json` | `<config>/Code/User/mcp.json` (the default profile) |
+    /// | Windsurf | - | `~/.codeium/windsurf/mcp_config.json` |
+    pub fn config_file(self, scope: Scope, at: &Locations<'_>) -> Result<PathBuf, ClientsError> {
+        let path = match (self, scope) {
+            (Client::ClaudeDesktop, Scope::User) => at.config_dir.join("Claude/claude_desktop_config.json"),
+            (Client::ClaudeCode, Scope::Project) => at.project.join(".mcp.json"),
+            (Client::ClaudeCode, Scope::User) => at.home.join(".claude.json"),
+            (Client::Cursor, Scope::Project) => at.project.join(".cursor/mcp.json"),
+            (Client::Cursor, Scope::User) => at.home.join(".cursor/mcp.json"),
+            (Client::Vscode, Scope::Project) => at.project.join(".vscode/mcp.json"),
+            (Client::Vscode, Scope::User) => at.config_dir.join("Code/User/mcp.json"),
+            (Client::Windsurf, Scope::User) => at.home.join(".codeium/windsurf/mcp_config.json"),
+            (Client::ClaudeDesktop | Client::Windsurf, Scope::Project) => {
+                return Err(ClientsError::NoProjectScope { client: self });
+            }
+        };
+        Ok(path)
+    }
+
+    /// The configuration file in `scope` (the client's default when `None`), from the user's
+    /// home and configuration directories and the project directory given.
+    pub fn locate(self, scope: Option<Scope>, project: &Path) -> Result<PathBuf, ClientsError> {
+        let home = dirs::home_dir().ok_or(ClientsError::NoHome)?;
+        let config_dir = dirs::config_dir().ok_or(ClientsError::NoHome)?;
+        self.config_file(
+            scope.unwrap_or(self.default_scope()),
+            &Locations { home: &home, config_dir: &config_dir, project },
+        )
+    }
+}
+
+impl fmt::Display for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Client::ClaudeDesktop => "Claude Desktop",
+            Client::ClaudeCode => "Claude Code",
+            Client::Cursor => "Cursor",
+            Client::Vscode => "VS Code",
+            Client::Windsurf => "Windsurf",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_client_keeps_its_file_where_its_documentation_says() {
+        let at = Locations { home: Path::new("/h"), config_dir: Path::new("/h/.config"), project: Path::new("/p") };
+        let file = |client: Client, scope| client.config_file(scope, &at).map(|path| path.display().to_string());
+        assert_eq!(file(Client::ClaudeDesktop, Scope::User).unwrap(), "/h/.config/Claude/claude_desktop_config.json");
+        assert_eq!(file(Client::ClaudeCode, Scope::Project).unwrap(), "/p/.mcp.json");
+        assert_eq!(file(Client::ClaudeCode, Scope::User).unwrap(), "/h/.claude.json");
+        assert_eq!(file(Client::Cursor, Scope::Project).unwrap(), "/p/.cursor/mcp.json");
+        assert_eq!(file(Client::Cursor, Scope::User).unwrap(), "/h/.cursor/mcp.json");
+        assert_eq!(file(Client::Vscode, Scope::Project).unwrap(), "/p/.vscode/mcp.json");
+        assert_eq!(file(Client::Vscode, Scope::User).unwrap(), "/h/.config/Code/User/mcp.json");
+        assert_eq!(file(Client::Windsurf, Scope::User).unwrap(), "/h/.codeium/windsurf/mcp_config.json");
+        assert!(file(Client::Windsurf, Scope::Project).is_err());
+    }
+}
