@@ -11,7 +11,7 @@ use futures_util::future::join_all;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Upstream, page_params};
+use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Unanswered, page_params};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
 use crate::revision::SERVER_INFO_KEY;
 use tool_mediator_core::sync::lock;
@@ -73,16 +73,6 @@ impl Kind {
         match self {
             Kind::Resources | Kind::Templates => "resources",
             Kind::Prompts => "prompts",
-        }
-    }
-}
-
-impl Upstream {
-    /// Why, in words, for a log line.
-    pub(super) fn reason(&self) -> String {
-        match self {
-            Upstream::Refused(error) => format!("it answered with an error: {}", error.get()),
-            Upstream::Failed(reason) => reason.clone(),
         }
     }
 }
@@ -213,12 +203,12 @@ impl Router {
     /// reach), ended to be started again, at once, so no later connection is taken for it. One
     /// that refused the handshake otherwise (a revision it does not speak) is left: starting it
     /// again would not change its mind.
-    fn join_failed(&self, link: &Link, what: &str, failure: Upstream) {
+    fn join_failed(&self, link: &Link, what: &str, failure: Unanswered) {
         let reason = format!("{} {what}: {}", link.label, failure.reason());
         self.warnings.warn("handshake", || reason.clone());
         let again = match &failure {
-            Upstream::Failed(_) => true,
-            Upstream::Refused(error) => {
+            Unanswered::Failed(_) => true,
+            Unanswered::Refused(error) => {
                 serde_json::from_str::<Value>(error.get()).is_ok_and(|error| error["code"] == INTERNAL_ERROR)
             }
         };
@@ -229,7 +219,7 @@ impl Router {
 
     /// Gives server `link` the handshake; its answer, read when it can be (its name and
     /// capabilities noted).
-    async fn join(&self, link: &Link, method: &str, params: &Value) -> Result<(Reply, Option<Value>), Upstream> {
+    async fn join(&self, link: &Link, method: &str, params: &Value) -> Result<(Reply, Option<Value>), Unanswered> {
         let reply = self.ask(link, method, params.clone()).await?;
         let result = tool_mediator_core::json::from_str(reply.get()).ok();
         if let Some(result) = &result {
@@ -510,14 +500,14 @@ impl Router {
     }
 
     /// Every page of server `link`'s list of `kind`.
-    async fn list_every_page(&self, link: &Link, kind: Kind) -> Result<Vec<Value>, Upstream> {
+    async fn list_every_page(&self, link: &Link, kind: Kind) -> Result<Vec<Value>, Unanswered> {
         let meta = lock(&self.protocol).envelope();
         let (mut items, mut cursor, mut bytes) = (Vec::new(), None::<String>, 0usize);
         for _ in 0..MAX_PAGES {
             let reply = self.ask(link, kind.method(), page_params(cursor.as_deref(), meta.as_ref())).await?;
             bytes += reply.get().len();
             if bytes > self.max_message_bytes {
-                return Err(Upstream::Failed(format!(
+                return Err(Unanswered::Failed(format!(
                     "its {} passed {} bytes over its pages, the limit for one message (--max-message-size)",
                     kind.method(),
                     self.max_message_bytes
@@ -525,7 +515,7 @@ impl Router {
             }
             let mut page = match tool_mediator_core::json::from_str(reply.get()) {
                 Ok(Value::Object(page)) => page,
-                _ => return Err(Upstream::Failed(format!("its {} result is not a JSON object", kind.method()))),
+                _ => return Err(Unanswered::Failed(format!("its {} result is not a JSON object", kind.method()))),
             };
             if let Some(Value::Array(listed)) = page.remove(kind.key()) {
                 items.extend(listed);

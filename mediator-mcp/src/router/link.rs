@@ -1,20 +1,79 @@
-//! One MCP server behind the router: its input while it runs, the requests waiting for it, and
-//! what the router knows of it (its name, its capabilities, its last tool listing). A server
-//! that stops and starts again keeps its link; only the connection is new.
+//! One MCP server behind the router: its input while it runs, the requests waiting for it (and
+//! what each gets back), and what the router knows of it (its name, its capabilities, its last
+//! tool listing). A server that stops and starts again keeps its link; only the connection is new.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
 
 use super::mediation::{Listing, Relisting};
-use super::{Upstream, Waiter};
 use crate::jsonrpc::{self, Id};
 use crate::lines::Outbox;
 use crate::pending::Pending;
 use tool_mediator_core::Tool;
 use tool_mediator_core::sync::lock;
+
+/// What waits for a server's answer: the client, or a request of the proxy's own.
+pub(super) enum Waiter {
+    Client(Purpose),
+    Proxy(oneshot::Sender<Result<Reply, Box<RawValue>>>),
+}
+
+/// What a client request waiting upstream needs when its answer comes.
+pub(super) enum Purpose {
+    /// A `subscriptions/listen` stream (2026-07-28) that asked for tool list changes.
+    Listen,
+    Other,
+}
+
+/// A result the server sent the proxy, in the line it came in.
+pub(super) struct Reply {
+    line: String,
+    result: Range<usize>,
+}
+
+impl Reply {
+    /// Where `result` lies in `line`, which it was read from.
+    pub(super) fn place(line: &[u8], result: &RawValue) -> Range<usize> {
+        let start = (result.get().as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+        start..start + result.get().len()
+    }
+
+    /// The result at `result` in `line`, which is handed over rather than copied (a tools/list
+    /// page can be megabytes). It is UTF-8: it parsed.
+    pub(super) fn taken(line: &mut Vec<u8>, result: Range<usize>) -> Reply {
+        let line = String::from_utf8(std::mem::take(line))
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+        Reply { line, result }
+    }
+
+    pub(super) fn get(&self) -> &str {
+        self.line.get(self.result.clone()).unwrap_or_default()
+    }
+}
+
+/// Why a request the proxy made upstream got no result.
+pub(super) enum Unanswered {
+    /// The server answered with this JSON-RPC error object.
+    Refused(Box<RawValue>),
+    /// The server is gone, or its answer made no sense.
+    Failed(String),
+}
+
+impl Unanswered {
+    /// Why, in words, for a log line.
+    pub(super) fn reason(&self) -> String {
+        match self {
+            Unanswered::Refused(error) => format!("it answered with an error: {}", error.get()),
+            Unanswered::Failed(reason) => reason.clone(),
+        }
+    }
+}
 
 /// What the router is told about a server before it starts.
 #[derive(Debug, Clone, Default)]
@@ -198,17 +257,17 @@ impl Link {
         method: &str,
         params: &Value,
         timeout: std::time::Duration,
-    ) -> Result<super::Reply, Upstream> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let id = lock(&self.pending).own_request(Waiter::Proxy(reply)).map_err(Upstream::Failed)?;
+    ) -> Result<Reply, Unanswered> {
+        let (reply, answer) = oneshot::channel();
+        let id = lock(&self.pending).own_request(Waiter::Proxy(reply)).map_err(Unanswered::Failed)?;
         if !self.send(jsonrpc::request(&id, method, params)) {
             lock(&self.pending).answered(&id);
-            return Err(Upstream::Failed(self.down_reason()));
+            return Err(Unanswered::Failed(self.down_reason()));
         }
         match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(error))) => Err(Upstream::Refused(error)),
-            Ok(Err(_)) => Err(Upstream::Failed(self.down_reason())),
+            Ok(Ok(Err(error))) => Err(Unanswered::Refused(error)),
+            Ok(Err(_)) => Err(Unanswered::Failed(self.down_reason())),
             Err(_) => {
                 lock(&self.pending).answered(&id);
                 let reason = format!("{} did not answer {method} within {}s", self.label, timeout.as_secs_f64());
@@ -218,7 +277,7 @@ impl Link {
                 if !self.busy() {
                     self.fault(reason.clone());
                 }
-                Err(Upstream::Failed(reason))
+                Err(Unanswered::Failed(reason))
             }
         }
     }

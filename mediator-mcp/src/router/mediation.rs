@@ -55,7 +55,7 @@ impl Router {
     }
 
     /// Lists every page of a server's tools, as the server wrote them.
-    pub(super) async fn fetch(&self, link: &Link, meta: Option<Value>) -> Result<Fetched, Upstream> {
+    pub(super) async fn fetch(&self, link: &Link, meta: Option<Value>) -> Result<Fetched, Unanswered> {
         let meta = meta.or_else(|| lock(&self.protocol).envelope());
         let mut pages = Vec::new();
         let mut listed_bytes = 0usize;
@@ -67,14 +67,14 @@ impl Router {
             // limit of one message.
             listed_bytes += raw.get().len();
             if listed_bytes > self.max_message_bytes {
-                return Err(Upstream::Failed(format!(
+                return Err(Unanswered::Failed(format!(
                     "{}'s tools/list passed {} bytes over its pages, the proxy's limit \
                      for one message (--max-message-size)",
                     link.label, self.max_message_bytes
                 )));
             }
             let unusable = |error: serde_json::Error| {
-                Upstream::Failed(format!("the server's tools/list result is not a JSON object: {error}"))
+                Unanswered::Failed(format!("the server's tools/list result is not a JSON object: {error}"))
             };
             let mut page = Map::new();
             let mut has_tools = false;
@@ -86,7 +86,7 @@ impl Router {
                 }
             }
             if !has_tools {
-                return Err(Upstream::Failed("the server's tools/list result has no `tools` array".to_owned()));
+                return Err(Unanswered::Failed("the server's tools/list result has no `tools` array".to_owned()));
             }
             pages.push(raw);
             let next = page.shift_remove("nextCursor");
@@ -113,7 +113,7 @@ impl Router {
         self: &Arc<Self>,
         link: &Link,
         meta: Option<Value>,
-    ) -> Result<Map<String, Value>, Upstream> {
+    ) -> Result<Map<String, Value>, Unanswered> {
         let asked = link.listings_started.load(std::sync::atomic::Ordering::SeqCst);
         let mut finished = link.listing_gate.lock().await;
         if *finished > asked
@@ -167,7 +167,7 @@ impl Router {
     /// server's result. A server that announces its tool list changes is not asked again while
     /// the list it gave last stands. With several servers, one that fails to list is left out
     /// (its tools as they were) with a warning; with one, its failure is the answer.
-    pub(super) async fn list_all(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Upstream> {
+    pub(super) async fn list_all(self: &Arc<Self>, meta: Option<Value>) -> Result<Map<String, Value>, Unanswered> {
         self.list_where(meta, |_| true).await
     }
 
@@ -177,7 +177,7 @@ impl Router {
         self: &Arc<Self>,
         meta: Option<Value>,
         wanted: impl Fn(&Link) -> bool,
-    ) -> Result<Map<String, Value>, Upstream> {
+    ) -> Result<Map<String, Value>, Unanswered> {
         self.joins_settled().await;
         let single = self.single().is_some();
         // The proxy's one server is asked even if it did not say it has tools: its answer is
@@ -196,7 +196,7 @@ impl Router {
         });
         let listed = futures_util::future::join_all(listings).await;
         if self.single().is_some() {
-            let failed = || Upstream::Failed(self.links[0].down_reason());
+            let failed = || Unanswered::Failed(self.links[0].down_reason());
             return listed.into_iter().next().map_or_else(|| Err(failed()), |(_, listed)| listed);
         }
         let mut rest = None;

@@ -3,7 +3,7 @@
 //! set and says which server a call goes to. With one server, everything else passes through as
 //! its sender wrote it; with several, what names a server (a resource's URI, a prompt's name)
 //! goes to that server, what concerns them all is sent to each, and the rest is refused (see
-//! `aggregate`).
+//! `aggregate`). Every line, from either side, takes one path in (`incoming`).
 //!
 //! Ids: a request the client sends keeps its id upstream (so cancellations and progress need no
 //! mapping); the proxy's own requests use ids of their own (`"tool-mediator-N"`). Requests a
@@ -18,24 +18,25 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
-use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
-use crate::lines::{Line, Outbox, Ready};
+use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
+use crate::lines::{Outbox, Ready};
 use crate::options::ProxyOptions;
-use crate::pending::{MAX_WAITING, Refusal, Tasks};
-use crate::revision::{PROTOCOL_VERSION_KEY, Protocol, SUBSCRIPTION_ID_KEY};
+use crate::pending::{Refusal, Tasks};
+use crate::revision::{PROTOCOL_VERSION_KEY, Protocol};
 use crate::warnings::Warnings;
 use tool_mediator::session::{ListChanged, Route, Session};
 use tool_mediator_core::sync::lock;
 use tool_mediator_core::{SourceType, Tool, ToolContext};
 
 mod aggregate;
+mod incoming;
 mod link;
 mod mediation;
 
-use link::Joining;
 pub use link::LinkSettings;
+use link::{Joining, Purpose, Reply, Unanswered, Waiter};
 pub(crate) use link::{Link, label_of};
 pub(super) use mediation::LEFT_OUT;
 
@@ -57,44 +58,6 @@ const JOIN_GRACE: Duration = Duration::from_secs(2);
 
 /// `tools/list` and `tools/call` requests served at once; the client is not read meanwhile.
 const TOOL_TASKS: usize = 64;
-
-/// Why a request the proxy made upstream got no result.
-enum Upstream {
-    /// The server answered with this JSON-RPC error object.
-    Refused(Box<RawValue>),
-    /// The server is gone, or its answer made no sense.
-    Failed(String),
-}
-
-/// What a client request waiting upstream needs when its answer comes.
-pub(super) enum Purpose {
-    /// A `subscriptions/listen` stream (2026-07-28) that asked for tool list changes.
-    Listen,
-    Other,
-}
-
-pub(super) enum Waiter {
-    Client(Purpose),
-    Proxy(oneshot::Sender<Result<Reply, Box<RawValue>>>),
-}
-
-/// A result the server sent the proxy, in the line it came in.
-pub(super) struct Reply {
-    line: String,
-    result: std::ops::Range<usize>,
-}
-
-impl Reply {
-    /// Where `result` lies in `line`, which it was read from.
-    fn place(line: &[u8], result: &RawValue) -> std::ops::Range<usize> {
-        let start = (result.get().as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
-        start..start + result.get().len()
-    }
-
-    fn get(&self) -> &str {
-        self.line.get(self.result.clone()).unwrap_or_default()
-    }
-}
 
 /// The client's next line can be taken on when every outbox has room and a tool request
 /// could be served.
@@ -248,318 +211,6 @@ impl Router {
         self.warnings.flush();
     }
 
-    /// Why a line was skipped for its length, for the log and for its sender.
-    fn too_long(&self, length: usize) -> String {
-        format!(
-            "a message of {length} bytes is longer than the proxy's limit of {} bytes (--max-message-size)",
-            self.max_message_bytes
-        )
-    }
-
-    /// One line from the client.
-    pub(super) fn from_client(self: &Arc<Self>, line: Line<'_>) {
-        let line = match line {
-            Line::Whole(line) => line,
-            Line::TooLong { head, length } => {
-                let reason = self.too_long(length);
-                self.warnings.warn("client-too-long", || format!("skipped a line from the client: {reason}"));
-                let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
-                let answer = salvaged.is_answer(|id| self.server_request_of(id).is_some());
-                if let Some(id) = salvaged.id {
-                    self.unusable_from_client(id, answer, INVALID_REQUEST, &reason);
-                }
-                return;
-            }
-        };
-        let message = match Message::parse(line) {
-            Ok(message) => message,
-            Err(malformed) => {
-                self.warnings.warn("client-malformed", || {
-                    format!("malformed line from the client: {} ({} bytes)", malformed.reason, line.len())
-                });
-                if let Some(id) = malformed.id {
-                    self.unusable_from_client(id, false, malformed.code, &malformed.reason);
-                }
-                if let Some(id) = malformed.answers {
-                    self.unusable_from_client(id, true, malformed.code, &malformed.reason);
-                }
-                return;
-            }
-        };
-        match message {
-            Message::Batch(items) => {
-                if self.batches_allowed() {
-                    // Each message on its own, answered on its own as its answer comes.
-                    return items
-                        .iter()
-                        .for_each(|item| self.from_client(Line::Whole(&mut item.get().as_bytes().to_vec())));
-                }
-                self.warnings.warn("client-batch", || {
-                    format!("the client sent a JSON-RPC batch of {} messages; refused", items.len())
-                });
-                if let Some(answer) = jsonrpc::batch_refusal(&items) {
-                    self.to_client(answer);
-                }
-            }
-            Message::Request { id, method, params } => {
-                self.note_protocol(params);
-                match &*method {
-                    "tools/list" => {
-                        let cursor = params.and_then(|raw| cursor_of(raw.get()));
-                        let meta = params.and_then(|raw| meta_of(raw.get()));
-                        self.spawn_tool_task(id.clone(), self.clone().list_tools(id, cursor, meta));
-                    }
-                    "tools/call" => {
-                        let params = params.map(|raw| raw.get().to_owned());
-                        self.spawn_tool_task(id.clone(), self.clone().call_tool(id, params, line.to_vec()));
-                    }
-                    "initialize" | "server/discover" => {
-                        let params = params
-                            .and_then(|raw| tool_mediator_core::json::from_str(raw.get()).ok())
-                            .unwrap_or(json!({}));
-                        let method = method.into_owned();
-                        self.spawn_tool_task(id.clone(), self.clone().handshake(id, method, params));
-                    }
-                    "subscriptions/listen" => {
-                        let wants_tools = params.is_some_and(|raw| {
-                            serde_json::from_str::<Value>(raw.get()).is_ok_and(|params| {
-                                params.pointer("/notifications/toolsListChanged") == Some(&Value::Bool(true))
-                            })
-                        });
-                        match self.single() {
-                            Some(link) => {
-                                let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
-                                if self.forward(link, id.clone(), purpose, lossless(line)) && wants_tools {
-                                    lock(&self.protocol).listen(id);
-                                }
-                            }
-                            // Several servers' streams cannot be one: the gateway keeps the
-                            // stream open itself, for the tool list changes it makes.
-                            None => self.listen_here(id, wants_tools),
-                        }
-                    }
-                    _ => match self.single() {
-                        Some(link) => self.forward_request(link, id, Purpose::Other, line),
-                        None => self.aggregate(id, &method, params, line),
-                    },
-                }
-            }
-            Message::Notification { method, .. } if !method.starts_with("notifications/") => {
-                // A request without an id (`tools/call`, `prompts/get`, `resources/read`): MCP has
-                // no such notification, and it would pass the session's screen unrouted.
-                self.warnings.warn("client-no-id", || {
-                    format!("the client sent `{method}` without an id; a request needs one, so it was dropped")
-                });
-            }
-            Message::Notification { method, params } => {
-                if method == "notifications/cancelled"
-                    && let Some(id) = jsonrpc::cancelled_request(params)
-                {
-                    // A cancelled request may never be answered: it waits no more, and one still
-                    // worked on here is not sent. The server working on it hears of it.
-                    lock(&self.tasks).cancel(&id);
-                    let working = self.links.iter().find(|link| {
-                        lock(&link.pending).client_cancelled(&id, |waiter| matches!(waiter, Waiter::Client(_)))
-                    });
-                    if let Some(link) = working.or(self.single()) {
-                        link.send(lossless(line));
-                    }
-                    return;
-                }
-                // Anything else (initialized, roots changed, progress) concerns every server.
-                for link in &self.links {
-                    link.send(lossless(line));
-                }
-            }
-            Message::Response { id, .. } => {
-                let Some((link, asked)) = self.server_request_of(&id) else {
-                    self.warnings.warn("client-unasked", || {
-                        format!("the client answered {id}, which no server asked; passed on anyway")
-                    });
-                    if let Some(link) = self.single() {
-                        link.send(lossless(line));
-                    }
-                    return;
-                };
-                lock(&link.pending).server_request_ended(&asked);
-                if asked == id {
-                    link.send(lossless(line));
-                } else {
-                    link.send(with_id(line, "/id", &asked));
-                }
-            }
-        }
-    }
-
-    /// The server that asked the client `id` (as the client sees it), and its own id for it.
-    fn server_request_of(&self, id: &Id) -> Option<(&Arc<Link>, Id)> {
-        let (link, asked) = match self.single() {
-            Some(link) => (link, id.clone()),
-            None => {
-                let (index, asked) = id.untagged()?;
-                (self.links.get(index)?, asked)
-            }
-        };
-        lock(&link.pending).waits_downstream(&asked).then_some((link, asked))
-    }
-
-    /// One line from server `link`.
-    pub(super) fn from_server(self: &Arc<Self>, link: &Arc<Link>, line: Line<'_>) {
-        let line = match line {
-            Line::Whole(line) => line,
-            Line::TooLong { head, length } => {
-                let reason = self.too_long(length);
-                self.warnings.warn("server-too-long", || format!("skipped a line from {}: {reason}", link.label));
-                let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
-                let answer = salvaged.is_answer(|id| lock(&link.pending).waits_upstream(id));
-                if let Some(id) = salvaged.id {
-                    self.unusable_from_server(link, id, answer, INVALID_REQUEST, &reason);
-                }
-                return;
-            }
-        };
-        let message = match Message::parse(line) {
-            Ok(message) => message,
-            Err(malformed) => {
-                self.warnings.warn("server-malformed", || {
-                    format!(
-                        "malformed line from {}: {} ({} bytes): {}",
-                        link.label,
-                        malformed.reason,
-                        line.len(),
-                        String::from_utf8_lossy(&line[..line.len().min(200)])
-                    )
-                });
-                if let Some(id) = malformed.id {
-                    self.unusable_from_server(link, id, false, malformed.code, &malformed.reason);
-                }
-                if let Some(id) = malformed.answers {
-                    self.unusable_from_server(link, id, true, malformed.code, &malformed.reason);
-                }
-                return;
-            }
-        };
-        match message {
-            Message::Batch(items) => {
-                if self.batches_allowed() {
-                    return items
-                        .iter()
-                        .for_each(|item| self.from_server(link, Line::Whole(&mut item.get().as_bytes().to_vec())));
-                }
-                self.warnings.warn("server-batch", || {
-                    format!("{} sent a JSON-RPC batch of {} messages; refused", link.label, items.len())
-                });
-                if let Some(answer) = jsonrpc::batch_refusal(&items) {
-                    link.send(answer);
-                }
-            }
-            Message::Response { id, result, error } => {
-                let waiter = lock(&link.pending).answered(&id);
-                match waiter {
-                    Some(Waiter::Proxy(reply)) => {
-                        let answer = match (result, error) {
-                            (_, Some(error)) => Err(error.to_owned()),
-                            (Some(result), None) => Ok(Reply::place(line, result)),
-                            (None, None) => unreachable!("a response has a result or an error"),
-                        };
-                        // The line is handed over rather than copied. It is UTF-8: it parsed.
-                        let answer = answer.map(|result| {
-                            let line = String::from_utf8(std::mem::take(line))
-                                .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
-                            Reply { line, result }
-                        });
-                        let _ = reply.send(answer);
-                    }
-                    Some(Waiter::Client(purpose)) => match (purpose, result) {
-                        (Purpose::Listen, None) => {
-                            // The server cannot listen: the proxy keeps the stream open itself,
-                            // for the tool list changes it makes.
-                            self.listen_here(id, true);
-                        }
-                        (Purpose::Listen, Some(_)) => {
-                            lock(&self.protocol).stop_listening(&id);
-                            self.to_client(lossless(line));
-                        }
-                        _ => self.to_client(lossless(line)),
-                    },
-                    None => {
-                        self.warnings.warn("server-unasked", || {
-                            format!(
-                                "{} answered {id}, which nobody asked (or asked too long ago); \
-                                 dropped",
-                                link.label
-                            )
-                        });
-                    }
-                }
-            }
-            Message::Request { id, .. } => {
-                if !lock(&link.pending).server_request(&id) {
-                    let reason = format!("{MAX_WAITING} requests are already waiting for the client");
-                    link.send(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
-                    return;
-                }
-                match self.single() {
-                    Some(_) => self.to_client(lossless(line)),
-                    None => self.to_client(with_id(line, "/id", &id.tagged(link.index))),
-                }
-            }
-            Message::Notification { method, params } if method == "notifications/cancelled" => {
-                let Some(id) = jsonrpc::cancelled_request(params) else {
-                    return self.to_client(lossless(line));
-                };
-                lock(&link.pending).server_request_ended(&id);
-                match self.single() {
-                    Some(_) => self.to_client(lossless(line)),
-                    None => self.to_client(with_id(line, "/params/requestId", &id.tagged(link.index))),
-                }
-            }
-            Message::Notification { method, params } => match &*method {
-                // A server not given the handshake yet is asked nothing: the join lists it after.
-                "notifications/tools/list_changed" if !self.serving(link) => {}
-                "notifications/tools/list_changed" => self.relist_soon(link),
-                "notifications/subscriptions/acknowledged" => self.acknowledge(params, line),
-                "notifications/resources/list_changed" | "notifications/prompts/list_changed" => {
-                    self.catalog_changed();
-                    self.to_client(lossless(line));
-                }
-                _ => self.to_client(lossless(line)),
-            },
-        }
-    }
-
-    /// A line from the client that could not be used but carries `id`: a broken request is
-    /// answered; a broken answer to a server's request is reported to that server.
-    fn unusable_from_client(&self, id: Id, answer: bool, code: i64, reason: &str) {
-        if !answer {
-            return self.to_client(jsonrpc::error_response(&id, code, reason));
-        }
-        if let Some((link, asked)) = self.server_request_of(&id)
-            && lock(&link.pending).server_request_ended(&asked)
-        {
-            let reason = format!("the client's answer was unusable: {reason}");
-            link.send(jsonrpc::error_response(&asked, INTERNAL_ERROR, &reason));
-        }
-    }
-
-    /// A line from a server that could not be used but carries `id`: a broken request is
-    /// answered; whoever waits for a broken answer hears of it.
-    fn unusable_from_server(&self, link: &Link, id: Id, answer: bool, code: i64, reason: &str) {
-        if !answer {
-            link.send(jsonrpc::error_response(&id, code, reason));
-            return;
-        }
-        let waiter = lock(&link.pending).answered(&id);
-        match waiter {
-            Some(Waiter::Client(_)) => {
-                let reason = format!("the MCP server's answer was unusable: {reason}");
-                self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
-            }
-            Some(Waiter::Proxy(reply)) => drop(reply),
-            None => {}
-        }
-    }
-
     /// Sends a client request to `link` as it came, waiting for its answer under its own id.
     fn forward_request(&self, link: &Link, id: Id, purpose: Purpose, line: &[u8]) {
         self.forward(link, id, purpose, lossless(line));
@@ -588,14 +239,14 @@ impl Router {
     }
 
     /// A request of the proxy's own to `link`, and its result.
-    async fn ask(&self, link: &Link, method: &str, params: Value) -> Result<Reply, Upstream> {
+    async fn ask(&self, link: &Link, method: &str, params: Value) -> Result<Reply, Unanswered> {
         link.ask(method, &params, self.request_timeout).await
     }
 
-    fn fail(&self, id: &Id, failure: Upstream) {
+    fn fail(&self, id: &Id, failure: Unanswered) {
         self.to_client(match failure {
-            Upstream::Refused(error) => jsonrpc::raw_error_response(id, error.get()),
-            Upstream::Failed(reason) => jsonrpc::error_response(id, INTERNAL_ERROR, &reason),
+            Unanswered::Refused(error) => jsonrpc::raw_error_response(id, error.get()),
+            Unanswered::Failed(reason) => jsonrpc::error_response(id, INTERNAL_ERROR, &reason),
         });
     }
 
@@ -614,62 +265,11 @@ impl Router {
             self.catalog_changed();
         }
     }
-
-    /// The client's side of the protocol revision, and its `_meta` envelope.
-    fn note_protocol(&self, params: Option<&RawValue>) {
-        if let Some(meta) = params.and_then(|raw| meta_of(raw.get())) {
-            lock(&self.protocol).note_meta(meta);
-        }
-    }
-
-    /// The router keeps the listen stream `id` open itself, acknowledging tool list changes
-    /// (when asked for) and nothing else.
-    fn listen_here(&self, id: Id, wants_tools: bool) {
-        let stream: Value = serde_json::from_str(id.as_raw()).unwrap_or(Value::Null);
-        let params = json!({
-            "notifications": {"toolsListChanged": wants_tools},
-            "_meta": {SUBSCRIPTION_ID_KEY: stream},
-        });
-        if wants_tools {
-            lock(&self.protocol).listen(id);
-        }
-        self.to_client(jsonrpc::notification("notifications/subscriptions/acknowledged", Some(&params)));
-    }
-
-    /// A stream's acknowledgment: the proxy honours tool list changes itself.
-    fn acknowledge(&self, params: Option<&RawValue>, line: &[u8]) {
-        let parsed = params.and_then(|raw| tool_mediator_core::json::from_str(raw.get()).ok());
-        let stream = parsed.as_ref().and_then(|params| {
-            params.pointer(&format!("/_meta/{}", tool_mediator_core::schema::escape(SUBSCRIPTION_ID_KEY)))
-        });
-        let listens = stream.is_some_and(|stream| lock(&self.protocol).is_listening(stream));
-        match parsed {
-            Some(mut params) if listens => {
-                if let Some(honoured) = params.get_mut("notifications").and_then(Value::as_object_mut) {
-                    honoured.insert("toolsListChanged".to_owned(), Value::Bool(true));
-                }
-                self.to_client(jsonrpc::notification("notifications/subscriptions/acknowledged", Some(&params)));
-            }
-            _ => self.to_client(lossless(line)),
-        }
-    }
 }
 
 /// A line that parsed as JSON-RPC, as text; parsing checked it is UTF-8.
 fn lossless(line: &[u8]) -> String {
     String::from_utf8_lossy(line).into_owned()
-}
-
-/// `line` with the id at `pointer` (`/id`, `/params/requestId`) replaced by `id`; everything
-/// else kept as written.
-fn with_id(line: &[u8], pointer: &str, id: &Id) -> String {
-    let Ok(mut message) = tool_mediator_core::json::from_str(&String::from_utf8_lossy(line)) else {
-        return lossless(line);
-    };
-    if let (Some(slot), Ok(id)) = (message.pointer_mut(pointer), tool_mediator_core::json::from_str(id.as_raw())) {
-        *slot = id;
-    }
-    message.to_string()
 }
 
 /// The params of one page of a listing the proxy asks for: the cursor, and the client's `_meta`
@@ -683,21 +283,4 @@ fn page_params(cursor: Option<&str>, meta: Option<&Value>) -> Value {
         params.insert("_meta".to_owned(), meta.clone());
     }
     Value::Object(params)
-}
-
-fn cursor_of(params: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Params {
-        cursor: Option<String>,
-    }
-    serde_json::from_str::<Params>(params).ok()?.cursor
-}
-
-fn meta_of(params: &str) -> Option<Value> {
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(rename = "_meta")]
-        meta: Option<Value>,
-    }
-    serde_json::from_str::<Params>(params).ok()?.meta
 }
