@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use tool_mediator::{PROVENANCE_KEY, schema};
-use tool_mediator_tests::{fixture, root, run, run_in, shared_manifest, stderr, stdout};
+use tool_mediator_tests::{fixture, real_manifest, root, run, run_in, stderr, stdout};
 
 fn json_out(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout)
@@ -69,7 +69,7 @@ fn real_manifests_keep_every_tool_and_every_untouched_field() {
     for name in
         ["everything.json", "fetch.json", "filesystem.json", "git.json", "github.json", "memory.json", "time.json"]
     {
-        let path = shared_manifest(name);
+        let path = real_manifest(name);
         let input: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         let output = run(&["enhance", path.to_str().unwrap()], None);
         assert!(output.status.success(), "{name}: {}", stderr(&output));
@@ -154,7 +154,7 @@ fn real_manifests_pass_check_as_they_are() {
     for name in
         ["everything.json", "fetch.json", "filesystem.json", "git.json", "github.json", "memory.json", "time.json"]
     {
-        let path = shared_manifest(name);
+        let path = real_manifest(name);
         let output = run(&["enhance", "--check", path.to_str().unwrap()], None);
         assert_eq!(output.status.code(), Some(0), "{name}:\n{}", stdout(&output));
     }
@@ -435,8 +435,8 @@ fn jsonl_manifests_keep_one_tool_per_line() {
 
 #[test]
 fn several_inputs_need_somewhere_to_go() {
-    let a = shared_manifest("time.json");
-    let b = shared_manifest("fetch.json");
+    let a = real_manifest("time.json");
+    let b = real_manifest("fetch.json");
     let output = run(&["enhance", a.to_str().unwrap(), b.to_str().unwrap()], None);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--in-place, -o DIR, --check or --diff"));
@@ -477,7 +477,7 @@ fn report_says_what_changed_and_by_whom() {
 
 #[test]
 fn hidden_tools_are_left_out_and_renamed_arguments_recorded() {
-    let path = shared_manifest("filesystem.json");
+    let path = real_manifest("filesystem.json");
     let output = run(
         &["enhance", path.to_str().unwrap(), "--source", "secure-filesystem-server", "--overrides", "overrides"],
         None,
@@ -491,7 +491,7 @@ fn hidden_tools_are_left_out_and_renamed_arguments_recorded() {
     let output = run(
         &[
             "enhance",
-            shared_manifest("fetch.json").to_str().unwrap(),
+            real_manifest("fetch.json").to_str().unwrap(),
             "--source",
             "mcp-fetch",
             "--overrides",
@@ -586,7 +586,7 @@ fn user_dictionary_extends_the_rules() {
 
 #[test]
 fn filter_and_categorize_use_the_enhanced_tools() {
-    let github = shared_manifest("github.json");
+    let github = real_manifest("github.json");
     let output = run(
         &["filter", github.to_str().unwrap(), "--category", "pull_request", "--exclude", "merge_pull_request"],
         None,
@@ -622,7 +622,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn tokens_counts_the_listing_with_and_without_disclosure() {
-    let github = shared_manifest("github.json");
+    let github = real_manifest("github.json");
     let output = run(&["tokens", github.to_str().unwrap(), "--threshold", "2", "--json"], None);
     assert!(output.status.success(), "{}", stderr(&output));
     let report = json_out(&output);

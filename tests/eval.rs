@@ -1,4 +1,4 @@
-//! Measures the rules on `shared/eval/dev` (real data written by others) and keeps floors so
+//! Measures the rules on `tests/data/eval` (real data written by others) and keeps floors so
 //! the figures cannot silently fall. The README's figures come from this file:
 //!
 //! ```sh
@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use tool_mediator::{Json, Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
-use tool_mediator_tests::{eval_dir, root};
+use tool_mediator_tests::{eval_dir, external_eval_file, root};
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -70,8 +70,15 @@ const RECALL_FLOOR: f64 = 25.0;
 /// Loyola oracle: does splitting give exactly the oracle's words?
 #[test]
 fn identifier_splitting_on_loyola_oracle() {
-    let dir = eval_dir();
-    let text = std::fs::read_to_string(dir.join("idsplit_ludiso.tsv")).unwrap();
+    // Not ours to redistribute (see tests/data/eval/README.md): measured where it is kept.
+    let Some(path) = external_eval_file("idsplit_ludiso.tsv") else {
+        println!(
+            "Loyola identifier splitting: not run, idsplit_ludiso.tsv is not in the repository; set \
+             TOOL_MEDIATOR_EVAL_DIR to a folder that holds it"
+        );
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
     let rules = RuleTransformer::new();
     let (mut total, mut exact) = (0, 0);
     let mut misses = Vec::new();
@@ -209,7 +216,7 @@ const RENAME_CEILING: f64 = 0.5;
 
 /// Suspected poisoning: how many of the poisoned descriptions in `tests/fixtures/poisoned.jsonl`
 /// (written after public reports of tool poisoning, shadowing and hidden text) are flagged, and
-/// how many of the real tools in `../shared/eval/dev` are flagged for nothing (false alarms).
+/// how many of the real tools in `tests/data/eval` are flagged for nothing (false alarms).
 #[test]
 fn poisoning_flags_catch_the_attacks_and_spare_real_tools() {
     const FLAGS: [&str; 2] = ["instructions-to-the-model", "hidden-text"];

@@ -18,9 +18,9 @@ pub fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures").join(name)
 }
 
-/// `shared/fixtures/manifests/<name>`: real `tools/list` results.
-pub fn shared_manifest(name: &str) -> PathBuf {
-    root().join("../shared/fixtures/manifests").join(name)
+/// `tests/fixtures/manifests/<name>`: real `tools/list` results of real servers.
+pub fn real_manifest(name: &str) -> PathBuf {
+    root().join("tests/fixtures/manifests").join(name)
 }
 
 /// The `tool-mediator` binary, built once for this test run in the profile the tests use.
@@ -81,20 +81,17 @@ pub fn run_with(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &s
     child.wait_with_output().expect("the binary finishes")
 }
 
-/// The evaluation data set: `shared/eval/dev` beside the checkout, or `TOOL_MEDIATOR_EVAL_DIR`.
-/// A test that needs it and cannot find it fails, saying where it looked: a test that did not
-/// run never shows as passed.
+/// The evaluation data set, in the repository (`tests/data/eval`, see its README).
 pub fn eval_dir() -> PathBuf {
-    let dir = std::env::var_os("TOOL_MEDIATOR_EVAL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/eval/dev"));
-    assert!(
-        dir.is_dir(),
-        "the evaluation data is missing at {}: it sits beside the checkout (../shared/eval), or set \
-         TOOL_MEDIATOR_EVAL_DIR",
-        dir.display()
-    );
-    dir
+    root().join("tests/data/eval")
+}
+
+/// A file of evaluation data that is not ours to redistribute: from `TOOL_MEDIATOR_EVAL_DIR`, or
+/// from `../shared/eval/dev` beside the checkout (where the project's machines keep it); `None`
+/// when neither has it, and the test that wanted it says so.
+pub fn external_eval_file(name: &str) -> Option<PathBuf> {
+    let dirs = std::env::var_os("TOOL_MEDIATOR_EVAL_DIR").map(PathBuf::from).into_iter();
+    dirs.chain([root().join("../shared/eval/dev")]).map(|dir| dir.join(name)).find(|path| path.is_file())
 }
 
 pub fn stdout(output: &Output) -> String {

@@ -37,7 +37,7 @@ fn the_inspector_lists_enhanced_tools_and_hidden_ones_are_gone() {
     let listed: Value = serde_json::from_str(&stdout(&output)).expect("the Inspector prints the list");
     let tools = listed["tools"].as_array().unwrap();
     let listed_names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
-    // shared/fixtures/manifests/filesystem.json lists 14 tools; the override hides read_file.
+    // tests/fixtures/manifests/filesystem.json lists 14 tools; the override hides read_file.
     assert!(!listed_names.contains(&"read_file"), "{listed_names:?}");
     assert!(listed_names.contains(&"read_text_file") && listed_names.len() >= 13, "{listed_names:?}");
     let edit = tools.iter().find(|tool| tool["name"] == "edit_file").unwrap();

@@ -1,5 +1,5 @@
 //! Tool search and disclosure, measured: retrieval on real queries written by others (RestBench,
-//! `../shared/eval/dev`) side by side with FastMCP's BM25SearchTransform over the same tools in
+//! `tests/data/eval`) side by side with FastMCP's BM25SearchTransform over the same tools in
 //! one run; every tool of every real manifest reachable in at most two calls; and what the first
 //! listing costs in each mode.
 //!
@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tool_mediator::search::{Document, ToolIndex};
 use tool_mediator::session::{DisclosureMode, Route, Session, SessionPolicy, WHOLE_BELOW};
 use tool_mediator::{Mediator, RuleTransformer, SourceType, Tool, ToolContext};
-use tool_mediator_tests::{eval_dir, fastmcp_venv, root, run, shared_manifest, stderr};
+use tool_mediator_tests::{eval_dir, fastmcp_venv, real_manifest, root, run, stderr};
 
 /// `search_tools`'s default limit, and the most it returns.
 const LIMIT: usize = 5;
@@ -162,8 +162,11 @@ fn search_finds_restbench_apis_better_than_fastmcps_bm25() {
 fn manifests() -> Vec<(String, Vec<Tool>)> {
     let mut all = Vec::new();
     let mut each = Vec::new();
-    for entry in std::fs::read_dir(shared_manifest("")).unwrap() {
+    for entry in std::fs::read_dir(real_manifest("")).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "json") {
+            continue; // its README
+        }
         let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let tools: Vec<Tool> = serde_json::from_value(manifest["tools"].clone()).unwrap();
         all.extend(tools.clone());
@@ -265,7 +268,7 @@ fn the_default_first_listing_costs_at_least_ninety_percent_less() {
     std::fs::write(merged.path(), json!({"tools": all}).to_string()).unwrap();
     println!("| manifest | tools | off | categories | search | both (default) |");
     println!("|---|---|---|---|---|---|");
-    for (name, path) in [("github", shared_manifest("github.json")), ("all seven merged", merged.path().to_owned())] {
+    for (name, path) in [("github", real_manifest("github.json")), ("all seven merged", merged.path().to_owned())] {
         let report = tokens(&path);
         let modes = &report["modes"];
         let cell = |mode: &str| {
