@@ -401,6 +401,48 @@ fn a_tool_suspected_of_poisoning_is_reported_and_with_quarantine_hidden() {
     }
 }
 
+/// Six tools of one kind, which fold into one category tool.
+const WIDGET_TOOLS: &str = r#"[
+    {"name": "list_widgets", "description": "List the widgets of a shop, newest first."},
+    {"name": "get_widget", "description": "Get one widget by its id."},
+    {"name": "create_widget", "description": "Create a widget with a name and a price."},
+    {"name": "update_widget", "description": "Update a widget's name or price."},
+    {"name": "delete_widget", "description": "Delete a widget by its id."},
+    {"name": "rename_widget", "description": "Rename a widget, keeping its id."}
+]"#;
+
+#[test]
+fn a_folded_tool_called_by_its_name_reaches_the_server_unless_calls_must_follow_disclosure() {
+    let peers = peers();
+    let python = peers.bin("python").display().to_string();
+    let listed = listed_peer();
+    for follow in [false, true] {
+        let mut arguments = vec!["--disclosure", "2", "--whole-below", "0", "--disclosure-mode", "categories"];
+        if follow {
+            arguments.push("--calls-follow-disclosure");
+        }
+        arguments.extend(["--", &python, &listed, WIDGET_TOOLS]);
+        let mut raw = Raw::start(&peers, &arguments);
+        raw.initialize();
+        let names = raw.list_names(1);
+        assert!(!names.iter().any(|name| name == "delete_widget"), "folded: {names:?}");
+        raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_widget","arguments":{}}}"#);
+        let called = raw.answer(json!(2));
+        raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#);
+        let unknown = raw.answer(json!(3));
+        let (status, stderr, _) = raw.finish();
+        assert!(status.success(), "{stderr}");
+        assert_eq!(unknown["error"]["message"], "Unknown tool: no_such_tool", "{unknown}");
+        if follow {
+            assert_eq!(called["result"]["isError"], true, "{called}");
+            let told = called["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(told.contains("call `widget_tools`") || told.contains("_tools` to see"), "{told} ({names:?})");
+        } else {
+            assert_eq!(called["result"]["content"][0]["text"], "called delete_widget", "{called}");
+        }
+    }
+}
+
 #[test]
 fn a_tool_changed_since_it_was_pinned_is_hidden_until_the_lock_is_updated() {
     let peers = peers();

@@ -185,6 +185,12 @@ pub struct MediationArgs {
     #[arg(long)]
     pub quarantine: bool,
 
+    /// Answer a call to a tool folded into a category tool (or not found by search yet) with an
+    /// error naming the category tool to call first, instead of calling it. By default such a
+    /// call reaches the tool: its name shows the caller knows it.
+    #[arg(long)]
+    pub calls_follow_disclosure: bool,
+
     /// Tools per tools/list page; 0 answers with every tool in one page (for clients that do
     /// not follow `nextCursor`).
     #[arg(long, value_name = "N", default_value_t = 100)]

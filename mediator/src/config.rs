@@ -53,6 +53,9 @@ pub struct MediatorConfig {
     /// Leave out the tools the screen suspects of poisoning, in every session (the proxy, the
     /// gateway, the Node binding); without it they are listed, with a warning.
     pub quarantine: bool,
+    /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
+    /// search yet) with an error saying how to see it, instead of calling it.
+    pub calls_follow_disclosure: bool,
     /// Directories of override files, in order (later ones refine earlier ones).
     pub override_dirs: Vec<PathBuf>,
     /// A remote override collection, fetched over HTTPS and revalidated with its ETag.
@@ -76,6 +79,7 @@ impl Default for MediatorConfig {
             disclosure_mode: DisclosureMode::default(),
             whole_below: WHOLE_BELOW,
             quarantine: false,
+            calls_follow_disclosure: false,
             override_dirs: Vec::new(),
             overrides_url: None,
         }
@@ -182,7 +186,11 @@ impl MediatorConfig {
     /// the settings first.
     pub fn session_policy(&self) -> SessionPolicy {
         let threshold = self.grouping_threshold.max(2);
-        let policy = SessionPolicy { quarantine: self.quarantine, ..SessionPolicy::mediated(threshold) };
+        let policy = SessionPolicy {
+            quarantine: self.quarantine,
+            calls_follow_disclosure: self.calls_follow_disclosure,
+            ..SessionPolicy::mediated(threshold)
+        };
         self.disclosure_mode.apply(policy, threshold, self.whole_below)
     }
 

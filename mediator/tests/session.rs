@@ -72,8 +72,14 @@ async fn categories_fold_into_category_tools_that_expand_on_call() {
     sorted.sort();
     assert_eq!(names, sorted, "listed by name");
 
-    // A tool of a folded category answers as an unknown tool does.
-    assert_eq!(session.route_call("create_pull_request", no_args()).await, Route::NotFound);
+    // A tool of a folded category is called all the same: the caller knows its name. Nothing
+    // about the listing changes for it.
+    let Route::Upstream { name, .. } = session.route_call("create_pull_request", no_args()).await else {
+        panic!("routed to the server")
+    };
+    assert_eq!(name, "create_pull_request");
+    assert!(events.try_recv().is_err(), "a call by name expands nothing");
+    assert_eq!(session.route_call("no_such_tool", no_args()).await, Route::NotFound);
 
     let Route::Local(result) = session.route_call("pull_request_tools", no_args()).await else {
         panic!("a local tool")
@@ -493,4 +499,31 @@ async fn a_session_screens_what_it_takes_in_so_every_front_door_does() {
         let route = session.route_call("add", no_args()).await;
         assert_eq!(matches!(route, Route::Upstream { .. }), !quarantine, "a quarantined tool cannot be called");
     }
+}
+
+#[tokio::test]
+async fn calls_that_must_follow_disclosure_are_told_how_to_see_a_folded_tool() {
+    let policy = SessionPolicy { calls_follow_disclosure: true, page_size: None, ..SessionPolicy::mediated(5) };
+    let session = Session::new(rules(), context(), policy);
+    let tools = github();
+    session.list_tools(&tools, None).await.unwrap();
+    let Route::Local(told) = session.route_call("create_pull_request", no_args()).await else {
+        panic!("answered here")
+    };
+    assert_eq!(told["isError"], true, "{told}");
+    let text = told["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("call `pull_request_tools`"), "{text}");
+    assert_eq!(session.route_call("no_such_tool", no_args()).await, Route::NotFound, "unknown stays unknown");
+    session.route_call("pull_request_tools", no_args()).await;
+    assert!(matches!(session.route_call("create_pull_request", no_args()).await, Route::Upstream { .. }));
+
+    // Search alone: told to search.
+    let searching =
+        DisclosureMode::Search.apply(SessionPolicy { calls_follow_disclosure: true, ..SessionPolicy::default() }, 5, 0);
+    let session = Session::new(rules(), context(), searching);
+    session.list_tools(&tools, None).await.unwrap();
+    let Route::Local(told) = session.route_call("create_pull_request", no_args()).await else {
+        panic!("answered here")
+    };
+    assert!(told["content"][0]["text"].as_str().unwrap().contains("find it with `search_tools`"), "{told}");
 }

@@ -93,6 +93,7 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
         settings.whole_below = whole_below;
     }
     settings.quarantine |= args.quarantine;
+    settings.calls_follow_disclosure |= args.calls_follow_disclosure;
     let policy = SessionPolicy {
         prefix,
         page_size: (args.page_size > 0).then_some(args.page_size),

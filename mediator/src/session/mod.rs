@@ -77,6 +77,12 @@ pub struct SessionPolicy {
     pub search: bool,
     /// Fewer visible tools than this are listed whole: no category folded, no search (0: never).
     pub whole_below: usize,
+    /// Answer a call to a tool the client may see but that is folded away (in a category tool
+    /// not expanded, or not found by search yet) with an error saying how to see it, instead of
+    /// calling it. Off by default: a client that calls a tool by its name knows it (an agent, a
+    /// saved prompt, an allowlist), and a tool that does not exist or is hidden is unknown
+    /// either way.
+    pub calls_follow_disclosure: bool,
     /// Leave out the tools the screen suspects of poisoning ([`crate::screen`]): text that
     /// speaks to the model or hides text, and with several sources, text that names another
     /// source's tool (shadowing). Without it such a tool is listed, and a warning logged.
@@ -98,6 +104,7 @@ impl Default for SessionPolicy {
             prefix: false,
             search: false,
             whole_below: 0,
+            calls_follow_disclosure: false,
             quarantine: false,
         }
     }
@@ -436,8 +443,15 @@ impl Session {
                 Some(local) => local.clone(),
                 None => {
                     let tools = state.tools.as_deref().unwrap_or_default();
-                    let Some(&index) = derived.callable.get(name) else {
-                        return Route::NotFound;
+                    // A tool folded away is still called by its name (the call shows the model
+                    // knows it), unless calls must follow disclosure: then it is told how to see it.
+                    let index = match (derived.callable.get(name), derived.folded.get(name)) {
+                        (Some(&index), _) => index,
+                        (None, Some(&index)) if !self.policy.calls_follow_disclosure => index,
+                        (None, Some(&index)) => {
+                            return Route::Local(text_result(self.how_to_see(&state, &derived, &tools[index]), true));
+                        }
+                        (None, None) => return Route::NotFound,
                     };
                     let tool = &tools[index];
                     for (parameter, allowed) in self.filtered_enums(&state, tool) {

@@ -22,8 +22,12 @@ pub(super) struct Derived {
     /// Names, and the schemas whose enums follow the state: what the client sees.
     pub(super) signature: Vec<String>,
     pub(super) locals: BTreeMap<String, Local>,
-    /// Exposed name -> index into the enhanced tools, for the tools callable now.
+    /// Exposed name -> index into the enhanced tools, for the tools listed now.
     pub(super) callable: HashMap<String, usize>,
+    /// The same, for the tools the client may see but that are not listed now: folded into a
+    /// category tool, or (search alone) not found yet. A call by name still reaches them unless
+    /// [`SessionPolicy::calls_follow_disclosure`](super::SessionPolicy::calls_follow_disclosure).
+    pub(super) folded: HashMap<String, usize>,
     /// Each enhanced tool as listed, made on its first listing and kept while the view stands,
     /// for the tools whose listing does not follow the state.
     pub(super) consumers: Vec<std::sync::OnceLock<Tool>>,
@@ -69,13 +73,13 @@ impl Session {
         // Search alone: only what was found, and tools always shown, are listed.
         let search_only = self.policy.search && self.policy.disclosure.is_none() && !self.is_small(state);
         let mut callable = HashMap::with_capacity(tools.len());
-        for (index, tool) in tools.iter().enumerate() {
+        let mut unlisted = HashMap::new();
+        for (index, tool) in tools.iter().enumerate().filter(|(_, tool)| self.is_visible(state, tool)) {
             let listed = state.found.contains(tool.name())
                 || (!folded.contains(self.shelf(state, tool))
                     && (!search_only || matches!(self.visibility_of(tool), Some(Visibility::Always))));
-            if listed && self.is_visible(state, tool) {
-                callable.entry(tool.name().to_owned()).or_insert(index);
-            }
+            let names = if listed { &mut callable } else { &mut unlisted };
+            names.entry(tool.name().to_owned()).or_insert(index);
         }
         let listed = self.listing(state, &locals, &callable);
         let mut signature: Vec<String> = listed
@@ -94,13 +98,34 @@ impl Session {
             .collect();
         signature.sort();
         let consumers = std::iter::repeat_with(std::sync::OnceLock::new).take(tools.len()).collect();
-        let derived = Arc::new(Derived { listed, signature, locals, callable, consumers });
+        let derived = Arc::new(Derived { listed, signature, locals, callable, folded: unlisted, consumers });
         state.derived = Some(derived.clone());
         derived
     }
 
     pub(super) fn visibility_of<'p>(&'p self, tool: &EnhancedTool) -> Option<&'p Visibility> {
         self.policy.visibility.get(tool.name()).or_else(|| self.policy.visibility.get(&tool.original_name))
+    }
+
+    /// What a client that calls `tool` while it is folded away is told, to see it first: the
+    /// category tool to call, or to search.
+    pub(super) fn how_to_see(&self, state: &State, derived: &Derived, tool: &EnhancedTool) -> String {
+        let shelf = self.shelf(state, tool);
+        let category_tool = derived.locals.iter().find_map(|(name, local)| match local {
+            Local::Category(category) if category == shelf => Some(name),
+            _ => None,
+        });
+        match category_tool {
+            Some(category_tool) => format!(
+                "`{}` is in the category `{shelf}`, not listed yet: call `{category_tool}` to see its tools, then call it",
+                tool.name()
+            ),
+            None => format!(
+                "`{}` is not listed yet: find it with `{}` first, then call it",
+                tool.name(),
+                search::SEARCH_TOOL
+            ),
+        }
     }
 
     pub(super) fn is_visible(&self, state: &State, tool: &EnhancedTool) -> bool {
