@@ -140,7 +140,13 @@ describe('session', () => {
       ['user_tools'],
     )
     assert.equal(first.nextCursor, undefined)
-    assert.deepEqual(await session.routeCall('get_user', { userId: 7 }), { route: 'notFound' })
+    // Folded, a tool is still called by its name (the caller knows it); nothing is expanded.
+    assert.deepEqual(await session.routeCall('get_user', { userId: 7 }), {
+      route: 'upstream',
+      name: 'gt_usr',
+      arguments: { uid: 7 },
+    })
+    assert.deepEqual(await session.routeCall('no_such_tool', {}), { route: 'notFound' })
 
     const expansion = await session.routeCall('user_tools', {})
     assert.equal(expansion.route, 'local')
