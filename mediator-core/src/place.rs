@@ -33,6 +33,16 @@ impl Place {
         Place::at(text, offset_of_json_error(text, error))
     }
 
+    /// The place in words, for a message that does not follow a file's name: `line 3, column
+    /// 14`, `line 7` or `` `/tools/0` ``.
+    pub fn in_words(&self) -> String {
+        match self {
+            Place::At { line, column } => format!("line {line}, column {column}"),
+            Place::Line(line) => format!("line {line}"),
+            Place::Pointer(pointer) => format!("`{pointer}`"),
+        }
+    }
+
     /// Where the text of a document starts, after leading whitespace.
     pub fn start_of(text: &str) -> Place {
         Place::at(text, text.len() - text.trim_start().len())
@@ -100,5 +110,7 @@ mod tests {
         assert_eq!(format!("a.json{}", at(3, 14)), "a.json:3:14");
         assert_eq!(format!("a.jsonl{}", Place::Line(7)), "a.jsonl:7");
         assert_eq!(format!("a.json{}", Place::Pointer("/tools/0".into())), "a.json: `/tools/0`");
+        assert_eq!(at(3, 14).in_words(), "line 3, column 14");
+        assert_eq!(Place::Pointer("/tools/0".into()).in_words(), "`/tools/0`");
     }
 }

@@ -52,7 +52,7 @@ impl From<ReadError> for std::io::Error {
                 format!("larger than the limit of {}", Bytes(limit)),
             ),
             ReadError::NotUtf8 { place, .. } => {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{place}: not UTF-8 text"))
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: not UTF-8 text", place.in_words()))
             }
         }
     }
@@ -96,7 +96,18 @@ pub fn read_text_from(input: impl std::io::Read, length: u64, path: &Path, limit
 
 #[cfg(test)]
 mod tests {
-    use super::Bytes;
+    use super::{Bytes, ReadError, read_text_from};
+    use std::path::Path;
+
+    #[test]
+    fn text_that_is_not_utf8_is_placed_in_characters_and_in_words_for_an_io_error() {
+        // Ten characters (eleven bytes) before the bad byte on its line.
+        let bytes: &[u8] = b"{\n  \"caf\xc3\xa9\": \xff}";
+        let error = read_text_from(bytes, 0, Path::new("c.json"), 1024).unwrap_err();
+        assert_eq!(error.to_string(), "c.json:2:11: not UTF-8 text");
+        assert!(matches!(error, ReadError::NotUtf8 { .. }));
+        assert_eq!(std::io::Error::from(error).to_string(), "line 2, column 11: not UTF-8 text");
+    }
 
     #[test]
     fn sizes_read_as_people_write_them() {

@@ -43,9 +43,7 @@ pub fn suspicions(tool: &Tool) -> Vec<Suspicion> {
 /// Why `tool` is suspected of poisoning (text addressing the model, or hidden text), naming the
 /// field: what a session warns of, and with a quarantine leaves out.
 pub fn suspicion(tool: &Tool) -> Option<String> {
-    texts(tool).into_iter().find_map(|Text { field, text, .. }| {
-        addresses_the_model(&text).or_else(|| hidden_text(&text)).map(|what| format!("{field}: {what}"))
-    })
+    suspicions(tool).into_iter().next().map(|Suspicion { field, why, .. }| format!("{field}: {why}"))
 }
 
 /// One source's tools screened: each suspected of poisoning is reported (naming `source`), and

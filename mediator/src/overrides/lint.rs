@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use super::file::{OverrideError, OverrideFile, override_files};
 use tool_mediator_core::NameRules;
-use tool_mediator_core::Place;
 use tool_mediator_core::schema::escape;
 
 /// One problem in an override file, at a JSON pointer.
@@ -29,11 +28,7 @@ impl From<OverrideError> for LintFinding {
         match error {
             OverrideError::Schema { pointer, message, .. } => LintFinding { path, pointer, message },
             OverrideError::Syntax { place, message, .. } => {
-                let message = match place {
-                    Place::At { line, column } => format!("line {line}, column {column}: {message}"),
-                    place => format!("{place}: {message}"),
-                };
-                LintFinding { path, pointer: String::new(), message }
+                LintFinding { path, pointer: String::new(), message: format!("{}: {message}", place.in_words()) }
             }
             OverrideError::Read { source, .. } => {
                 LintFinding { path, pointer: String::new(), message: source.to_string() }

@@ -286,9 +286,8 @@ impl Session {
 
     /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
     /// the client sees it merged with the other sources' lists, and is told if that changed.
-    pub async fn take_in_from(&self, source: usize, context: &ToolContext, mut upstream: Vec<Tool>) {
-        screen::screen(&context.source, &mut upstream, self.policy.quarantine);
-        let enhanced = self.mediator.enhance(upstream, context).await;
+    pub async fn take_in_from(&self, source: usize, context: &ToolContext, upstream: Vec<Tool>) {
+        let enhanced = self.screened_and_enhanced(upstream, context).await;
         self.settle(source, Some(enhanced), None);
     }
 
@@ -300,10 +299,16 @@ impl Session {
     }
 
     /// [`Session::take_in`], keeping `kept` as the list given last, under the same lock.
-    async fn take_in_keeping(&self, mut upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
-        screen::screen(&self.context.source, &mut upstream, self.policy.quarantine);
-        let enhanced = self.mediator.enhance(upstream, &self.context).await;
+    async fn take_in_keeping(&self, upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
+        let enhanced = self.screened_and_enhanced(upstream, &self.context).await;
         self.settle(0, Some(enhanced), kept);
+    }
+
+    /// What every list taken in goes through: the screen (suspects reported, and with a
+    /// quarantine left out), then the chain with `context`.
+    async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Vec<EnhancedTool> {
+        screen::screen(&context.source, &mut upstream, self.policy.quarantine);
+        self.mediator.enhance(upstream, context).await
     }
 
     /// Puts `enhanced` in as source `source`'s tools and works out what the client sees.
