@@ -35,7 +35,7 @@ fn a_webmcp_page_reaches_the_client_enhanced_through_the_relay_and_the_proxy() {
         binary().display().to_string(),
         "proxy".into(),
         "--overrides".into(),
-        "overrides".into(),
+        "mediator/overrides".into(),
         "--source".into(),
         "example.com".into(),
         "--".into(),

@@ -32,7 +32,7 @@ fn assert_golden(name: &str, actual: &str) {
 #[test]
 fn readme_example_enhances_the_seed_page() {
     let output = run(
-        &["enhance", "tests/fixtures/example.com.json", "--overrides", "overrides", "--source", "example.com"],
+        &["enhance", "tests/fixtures/example.com.json", "--overrides", "mediator/overrides", "--source", "example.com"],
         None,
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -134,7 +134,7 @@ fn enhancing_twice_changes_nothing_the_second_time() {
             "--source",
             "example.com",
             "--overrides",
-            "overrides",
+            "mediator/overrides",
             "-o",
             once.to_str().unwrap(),
         ],
@@ -142,7 +142,7 @@ fn enhancing_twice_changes_nothing_the_second_time() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let check = run(
-        &["enhance", once.to_str().unwrap(), "--source", "example.com", "--overrides", "overrides", "--check"],
+        &["enhance", once.to_str().unwrap(), "--source", "example.com", "--overrides", "mediator/overrides", "--check"],
         None,
     );
     assert_eq!(check.status.code(), Some(0), "{}{}", stdout(&check), stderr(&check));
@@ -454,7 +454,7 @@ fn report_says_what_changed_and_by_whom() {
             "enhance",
             "tests/fixtures/example.com.json",
             "--overrides",
-            "overrides",
+            "mediator/overrides",
             "--source",
             "example.com",
             "--report",
@@ -479,7 +479,7 @@ fn report_says_what_changed_and_by_whom() {
 fn hidden_tools_are_left_out_and_renamed_arguments_recorded() {
     let path = real_manifest("filesystem.json");
     let output = run(
-        &["enhance", path.to_str().unwrap(), "--source", "secure-filesystem-server", "--overrides", "overrides"],
+        &["enhance", path.to_str().unwrap(), "--source", "secure-filesystem-server", "--overrides", "mediator/overrides"],
         None,
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -495,7 +495,7 @@ fn hidden_tools_are_left_out_and_renamed_arguments_recorded() {
             "--source",
             "mcp-fetch",
             "--overrides",
-            "overrides",
+            "mediator/overrides",
         ],
         None,
     );
@@ -518,16 +518,16 @@ fn bad_override_files_are_named_with_their_pointer() {
 
 #[test]
 fn shipped_override_files_pass_lint() {
-    let output = run(&["overrides", "lint", "overrides"], None);
+    let output = run(&["overrides", "lint", "mediator/overrides"], None);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
-    let strict = run(&["overrides", "lint", "overrides", "--client-profile", "strict"], None);
+    let strict = run(&["overrides", "lint", "mediator/overrides", "--client-profile", "strict"], None);
     assert!(strict.status.success(), "{}{}", stdout(&strict), stderr(&strict));
 }
 
 #[test]
 fn scaffolded_override_file_lints_clean_and_applies() {
     let dir = tempfile::tempdir().unwrap();
-    fs::copy(root().join("overrides/schema.json"), dir.path().join("schema.json")).unwrap();
+    fs::copy(root().join("mediator/overrides/schema.json"), dir.path().join("schema.json")).unwrap();
     let file = dir.path().join("example.org.json");
     let output = run(
         &[

@@ -1,4 +1,5 @@
 //! Shared pieces of the end-to-end tests: the built binary, fixtures, the evaluation data.
+//! The README's Rust examples are compiled and run as this crate's doc tests.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpListener;
@@ -490,3 +491,9 @@ pub fn read_pid_file(pid_file: &Path) -> u32 {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The README's Rust examples, compiled and run as doc tests (here, in the crate that is not
+/// published, so that a packaged library needs nothing outside its own folder).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

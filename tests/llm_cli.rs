@@ -152,7 +152,7 @@ fn a_missing_key_is_named_and_a_configured_key_never_printed() {
     let output = run_with(dir.path(), &["config"], None, &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("tool-mediator.toml:2:"), "{}", stderr(&output));
-    assert!(root().join("prompts/enhance.md").is_file());
+    assert!(root().join("mediator/prompts/enhance.md").is_file());
     assert!(fixture("example.com.json").is_file());
 }
 

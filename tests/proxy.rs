@@ -30,7 +30,7 @@ fn the_inspector_lists_enhanced_tools_and_hidden_ones_are_gone() {
     std::fs::write(files.path().join("note.txt"), "through the proxy\n").unwrap();
     let server = peers.bin("mcp-server-filesystem").display().to_string();
     let dir = files.path().display().to_string();
-    let target = proxy(&["--overrides", "overrides", "--no-disclosure", &server, &dir]);
+    let target = proxy(&["--overrides", "mediator/overrides", "--no-disclosure", &server, &dir]);
 
     let output = peers.inspector(&strs(&target), &["--method", "tools/list"]);
     assert!(output.status.success(), "{}", tool_mediator_tests::stderr(&output));

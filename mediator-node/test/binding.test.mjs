@@ -13,7 +13,7 @@ import { seedTools } from './dist/test/seed-tools.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '../..')
-const overrides = join(root, 'overrides')
+const overrides = join(root, 'mediator/overrides')
 const scratch = mkdtempSync(join(tmpdir(), 'tool-mediator-node-'))
 after(() => rmSync(scratch, { recursive: true, force: true }))
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '../..')
-const server = [process.execPath, join(here, 'dist/test/seed-server.mjs'), join(root, 'overrides')]
+const server = [process.execPath, join(here, 'dist/test/seed-server.mjs'), join(root, 'mediator/overrides')]
 
 /** Runs a scenario of the Python client against `command`; returns what it printed. */
 function client(scenario, args, command) {

@@ -36,8 +36,6 @@ pub mod manifest;
 pub mod overrides;
 pub mod pin;
 pub mod read;
-#[cfg(doctest)]
-mod readme;
 mod rules;
 pub mod screen;
 pub mod search;

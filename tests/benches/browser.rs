@@ -92,7 +92,7 @@ fn measure(peers: &Peers, driver: &Driver, home: &Path, proxied_tab_first: bool,
     let mut proxied = {
         let mut command = peers.command(binary());
         command
-            .args(["proxy", "--overrides", "overrides", "--source", "example.com", "--"])
+            .args(["proxy", "--overrides", "mediator/overrides", "--source", "example.com", "--"])
             .args(relay_command(peers, proxied_port, &proxied_id, &driver.origin))
             .env("HOME", home);
         JsonRpcClient::start(command)

@@ -45,7 +45,7 @@ fn measure(peers: &Peers, label: &str, program: &str, tool: &str, arguments: imp
     let mut direct = JsonRpcClient::start(peers.command(&server));
     let mut proxied = {
         let mut command = peers.command(binary());
-        command.args(["proxy", "--overrides", "overrides"]).arg(&server);
+        command.args(["proxy", "--overrides", "mediator/overrides"]).arg(&server);
         JsonRpcClient::start(command)
     };
     let call = |client: &mut JsonRpcClient, n: usize| {

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-const ENHANCE: &str = include_str!("../../../prompts/enhance.md");
-const CATEGORIZE: &str = include_str!("../../../prompts/categorize.md");
+const ENHANCE: &str = include_str!("../../prompts/enhance.md");
+const CATEGORIZE: &str = include_str!("../../prompts/categorize.md");
 
 /// Which template a transformer sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

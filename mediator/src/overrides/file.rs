@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use tool_mediator_core::Place;
 
-/// The JSON Schema every override file must meet (`overrides/schema.json`).
-pub const SCHEMA: &str = include_str!("../../../overrides/schema.json");
+/// The JSON Schema every override file must meet (`mediator/overrides/schema.json`).
+pub const SCHEMA: &str = include_str!("../../overrides/schema.json");
 
 static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     let schema: Value = serde_json::from_str(SCHEMA).expect("overrides/schema.json is JSON");
