@@ -67,8 +67,10 @@ export interface MediatorOptions {
   /** A configuration file (TOML, or JSON by its extension), as the CLI's `--config`. None is
    * read unless named. */
   config?: string
-  /** Directories of override files, after the configuration's (`--overrides`). */
+  /** Directories of override files, after the configuration's (`--overrides`); they refine the built-in ones. */
   overrides?: string[]
+  /** The curated override files built into the package: on unless `false` (`--no-builtin-overrides`). */
+  builtinOverrides?: boolean
   /** The rule-based transformer; on unless `false` (`--no-rules`). */
   rules?: boolean
   /** Dictionary files extending the built-in one (`--dictionary`). */

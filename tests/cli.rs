@@ -61,6 +61,41 @@ fn readme_example_enhances_the_seed_page() {
     assert_golden("example.com.enhanced.json", &stdout(&output));
 }
 
+/// What `cargo install` puts on a machine is the binary alone: the curated override files come
+/// with it, outside any checkout, unless they are turned off.
+#[test]
+fn the_built_in_overrides_apply_outside_the_checkout_unless_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.json");
+    fs::copy(fixture("example.com.json"), &page).unwrap();
+    let home = dir.path().to_str().unwrap();
+    let env = [("HOME", home), ("XDG_CONFIG_HOME", home)];
+    let enhance = |extra: &[&str]| {
+        let mut args = vec!["enhance", "page.json", "--source", "example.com"];
+        args.extend(extra);
+        let output = tool_mediator_tests::run_with(dir.path(), &args, None, &env);
+        assert!(output.status.success(), "{}", stderr(&output));
+        json_out(&output)
+    };
+    let built_in = enhance(&[]);
+    assert_eq!(built_in["tools"][1]["name"], "delete_user");
+    assert_eq!(built_in["tools"][1]["_meta"][PROVENANCE_KEY]["enhancedBy"], "overrides");
+    let without = enhance(&["--no-builtin-overrides"]);
+    assert_eq!(without["tools"][1]["_meta"][PROVENANCE_KEY]["enhancedBy"], "rules");
+
+    let config = tool_mediator_tests::run_with(dir.path(), &["config"], None, &env);
+    assert!(config.status.success(), "{}", stderr(&config));
+    let text = stdout(&config);
+    assert!(text.contains("# looked for (in order): ./tool-mediator.toml, ./tool-mediator.json"), "{text}");
+    assert!(text.contains("built-in:example.com.json: example.com (3 tools)"), "{text}");
+    assert!(text.contains("builtin_overrides = true"), "{text}");
+    fs::write(dir.path().join("tool-mediator.toml"), "builtin_overrides = false\n").unwrap();
+    let config = tool_mediator_tests::run_with(dir.path(), &["config"], None, &env);
+    let text = stdout(&config);
+    assert!(text.contains("# read from tool-mediator.toml") && text.contains("are left out"), "{text}");
+    assert_eq!(enhance(&[])["tools"][1]["_meta"][PROVENANCE_KEY]["enhancedBy"], "rules");
+}
+
 #[test]
 fn real_manifests_keep_every_tool_and_every_untouched_field() {
     // What changed, tool by tool, in a golden a reviewer can read; a manifest nothing changed
@@ -479,7 +514,14 @@ fn report_says_what_changed_and_by_whom() {
 fn hidden_tools_are_left_out_and_renamed_arguments_recorded() {
     let path = real_manifest("filesystem.json");
     let output = run(
-        &["enhance", path.to_str().unwrap(), "--source", "secure-filesystem-server", "--overrides", "mediator/overrides"],
+        &[
+            "enhance",
+            path.to_str().unwrap(),
+            "--source",
+            "secure-filesystem-server",
+            "--overrides",
+            "mediator/overrides",
+        ],
         None,
     );
     assert!(output.status.success(), "{}", stderr(&output));

@@ -38,6 +38,9 @@ pub fn effective(chain: &ChainArgs) -> Result<(MediatorConfig, Option<PathBuf>)>
     }
     apply_cache_flags(&mut config, &chain.cache);
     config.override_dirs.extend(chain.overrides.iter().cloned());
+    if chain.no_builtin_overrides {
+        config.builtin_overrides = false;
+    }
     Ok((config, file))
 }
 

@@ -32,9 +32,15 @@ pub struct ChainArgs {
     #[arg(long, value_enum, default_value_t = SourceTypeArg::File)]
     pub source_type: SourceTypeArg,
 
-    /// A directory of override files; repeat to add more (later ones refine earlier ones).
+    /// A directory of override files; repeat to add more (later ones refine earlier ones, and
+    /// all of them the curated files built into the program).
     #[arg(long = "overrides", value_name = "DIR")]
     pub overrides: Vec<PathBuf>,
+
+    /// Leave out the curated override files built into the program (`tool-mediator config`
+    /// lists them); only the `--overrides` directories and the configuration's apply.
+    #[arg(long)]
+    pub no_builtin_overrides: bool,
 
     /// Do not run the rule-based transformer.
     #[arg(long)]

@@ -14,7 +14,7 @@ function run(name: string, args: Record<string, unknown>) {
   return { content: [{ type: 'text' as const, text: `${name} ran with ${JSON.stringify(args)}` }] }
 }
 
-const mediator = await Mediator.create({ overrides: ['overrides'], source: 'example.com', sourceType: 'web' })
+const mediator = await Mediator.create({ source: 'example.com', sourceType: 'web' }) // the curated example.com overrides are built in
 const session = mediator.session()
 const server = new Server({ name: 'example.com', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } })
 session.onListChanged(() => server.sendToolListChanged())

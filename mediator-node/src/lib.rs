@@ -39,8 +39,11 @@ pub struct MediatorOptions {
     /// A configuration file (TOML, or JSON by extension), as the CLI's `--config`. None is read
     /// unless named: a library does not look around the working directory.
     pub config: Option<String>,
-    /// Override directories, after the file's (`--overrides`).
+    /// Override directories, after the file's (`--overrides`), refining the built-in ones.
     pub overrides: Option<Vec<String>>,
+    /// The curated override files built into the package (on by default;
+    /// `--no-builtin-overrides`).
+    pub builtin_overrides: Option<bool>,
     /// The rule-based transformer (on by default; `--no-rules`).
     pub rules: Option<bool>,
     /// Dictionary files extending the built-in one (`--dictionary`).
@@ -110,6 +113,9 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
         settings.cache_ttl_hours = u64::from(hours).max(1);
     }
     settings.override_dirs.extend(options.overrides.into_iter().flatten().map(PathBuf::from));
+    if let Some(built_in) = options.builtin_overrides {
+        settings.builtin_overrides = built_in;
+    }
     let names = match options.client_profile.as_deref() {
         None | Some("mcp") => NameRules::MCP,
         Some("strict") => NameRules::STRICT,

@@ -54,6 +54,15 @@ describe('enhance', () => {
     assert.deepEqual(Object.keys(tools[0].inputSchema.properties), ['userId', 'email'])
   })
 
+  test('the curated override files are built into the package, unless turned off', async () => {
+    const builtIn = await Mediator.create({ source: 'example.com', sourceType: 'web' })
+    const tools = await builtIn.enhance(seedTools)
+    assert.equal(tools[1].name, 'delete_user')
+    assert.equal(tools[1]._meta[PROVENANCE].enhancedBy, 'overrides')
+    const without = await Mediator.create({ source: 'example.com', sourceType: 'web', builtinOverrides: false })
+    assert.equal((await without.enhance(seedTools))[1]._meta[PROVENANCE].enhancedBy, 'rules')
+  })
+
   test('what the CLI writes for the same file, the binding returns', async () => {
     const file = join(root, 'tests/fixtures/example.com.json')
     const written = JSON.parse(

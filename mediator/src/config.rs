@@ -56,7 +56,11 @@ pub struct MediatorConfig {
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
     /// search yet) with an error saying how to see it, instead of calling it.
     pub calls_follow_disclosure: bool,
-    /// Directories of override files, in order (later ones refine earlier ones).
+    /// Apply the curated override files built into the program (on by default). A remote
+    /// collection and `override_dirs` refine them.
+    pub builtin_overrides: bool,
+    /// Directories of override files, in order (later ones refine earlier ones, and all of them
+    /// the built-in files and the remote collection).
     pub override_dirs: Vec<PathBuf>,
     /// A remote override collection, fetched over HTTPS and revalidated with its ETag.
     pub overrides_url: Option<String>,
@@ -80,6 +84,7 @@ impl Default for MediatorConfig {
             whole_below: WHOLE_BELOW,
             quarantine: false,
             calls_follow_disclosure: false,
+            builtin_overrides: true,
             override_dirs: Vec::new(),
             overrides_url: None,
         }
@@ -141,17 +146,22 @@ impl MediatorConfig {
     /// `tool-mediator.toml`/`.json`, else the user's `tool-mediator/config.toml`/`.json`, else
     /// the defaults. Returns the file it read.
     pub fn discover() -> Result<(MediatorConfig, Option<PathBuf>), ConfigError> {
-        let mut candidates = vec![PathBuf::from("tool-mediator.toml"), PathBuf::from("tool-mediator.json")];
-        if let Some(dir) = dirs::config_dir() {
-            candidates.push(dir.join("tool-mediator/config.toml"));
-            candidates.push(dir.join("tool-mediator/config.json"));
-        }
-        for path in candidates {
+        for path in MediatorConfig::search_path() {
             if path.is_file() {
                 return Ok((MediatorConfig::from_file(&path)?, Some(path)));
             }
         }
         Ok((MediatorConfig::default(), None))
+    }
+
+    /// Where [`MediatorConfig::discover`] looks, in order.
+    pub fn search_path() -> Vec<PathBuf> {
+        let mut candidates = vec![PathBuf::from("tool-mediator.toml"), PathBuf::from("tool-mediator.json")];
+        if let Some(dir) = dirs::config_dir() {
+            candidates.push(dir.join("tool-mediator/config.toml"));
+            candidates.push(dir.join("tool-mediator/config.json"));
+        }
+        candidates
     }
 
     /// A front door's choice of language model over the file's: `Some(None)` turns it off,
@@ -205,27 +215,26 @@ impl MediatorConfig {
         let wants_cache = options.cache && (self.llm_provider.is_some() || self.overrides_url.is_some());
         let cache = if wants_cache { self.open_cache(ttl) } else { None };
 
-        let mut overrides = OverrideSet::new();
+        // The local directories are read first, so a broken file is reported before any fetch.
+        let mut local = OverrideSet::new();
         for dir in &self.override_dirs {
-            overrides.load_dir(dir)?;
+            local.load_dir(dir)?;
         }
+        // Layered from the most general to the most particular: the built-in files, the
+        // community's remote collection, the user's own directories.
+        let mut overrides = if self.builtin_overrides { OverrideSet::built_in() } else { OverrideSet::new() };
         if let Some(url) = &self.overrides_url {
             let fetched = remote::fetch(url, cache.as_deref(), &remote::http_client()).await;
             if let Some(warning) = &fetched.warning {
                 tracing::warn!("{warning}");
             }
             if fetched.state != remote::RemoteState::Unavailable {
-                // Local directories refine the community's collection.
-                let mut merged = OverrideSet::new();
                 for file in fetched.files {
-                    merged.add(file, PathBuf::from(url));
+                    overrides.add(file, PathBuf::from(url));
                 }
-                for dir in &self.override_dirs {
-                    merged.load_dir(dir)?;
-                }
-                overrides = merged;
             }
         }
+        overrides.extend(local);
         let overrides = (!overrides.is_empty()).then_some(overrides);
 
         let rules = match options.rules {
@@ -431,8 +440,37 @@ mod tests {
         assert_eq!(tools[0].name(), "get_user");
 
         let options = ChainOptions { rules: false, ..ChainOptions::default() };
-        let bare = MediatorConfig::default().build(&options).await.unwrap().mediator(NameRules::MCP, 0.0);
+        let without = MediatorConfig { builtin_overrides: false, ..MediatorConfig::default() };
+        let bare = without.build(&options).await.unwrap().mediator(NameRules::MCP, 0.0);
         assert_eq!(bare.transformers().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_built_in_overrides_apply_by_default_under_the_users_own() {
+        let options = ChainOptions { rules: false, ..ChainOptions::default() };
+        let example = ToolContext::new("example.com", SourceType::Web);
+        let enhance = |settings: MediatorConfig| {
+            let example = example.clone();
+            let options = options.clone();
+            async move {
+                let mediator = settings.build(&options).await.unwrap().mediator(NameRules::MCP, 0.0);
+                let tools = mediator.enhance(vec![Tool::new("gt_usr"), Tool::new("del")], &example).await;
+                tools.iter().map(|tool| tool.name().to_owned()).collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(enhance(MediatorConfig::default()).await, ["get_user", "delete_user"]);
+
+        // A user's directory refines the built-in file: its entry replaces the built-in one.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("mine.json"),
+            r#"{"source": "example.com", "tools": {"gt_usr": {"name": "fetch_user"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(enhance(settings(dir.path())).await, ["fetch_user", "delete_user"]);
+
+        let off = MediatorConfig { builtin_overrides: false, ..settings(dir.path()) };
+        assert_eq!(enhance(off).await, ["fetch_user", "del"]);
     }
 
     #[tokio::test]

@@ -170,10 +170,11 @@ pub fn unreadable(index: usize, name: &str, reason: &str) -> Finding {
 
 /// What is wrong with each of `tools`.
 pub fn lint(tools: &[Tool]) -> Vec<Finding> {
-    let rules = RuleTransformer::new();
+    // Read in their list, as `enhance` reads them, so both say the same of a name.
+    let readings = RuleTransformer::new().read_names(tools);
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut findings = Vec::new();
-    for (index, tool) in tools.iter().enumerate() {
+    for (index, (tool, reading)) in tools.iter().zip(&readings).enumerate() {
         let mut found = |rule: &'static str, field: &str, message: String| {
             let severity = self::rule(rule).map_or(Severity::Warning, |rule| rule.severity);
             findings.push(Finding { rule, severity, index, tool: tool.name.clone(), field: field.to_owned(), message });
@@ -190,7 +191,6 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
         if let Some(first) = seen.insert(&tool.name, index) {
             found("duplicate-name", "name", format!("tool {first} has the name `{}` too", tool.name));
         }
-        let reading = rules.read_name(&tool.name);
         if reading.renames() && NameRules::MCP.is_valid(&tool.name) {
             found("cryptic-name", "name", format!("`{}` reads as `{}`", tool.name, reading.name));
         }
@@ -224,6 +224,23 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_name_reads_as_what_enhance_renames_it_to() {
+        // `cfg` alone is `config`; the description says `configuration`, and enhance uses it.
+        let tools = [
+            Tool::new("get_cfg").with_description("Returns the page's configuration as JSON."),
+            Tool::new("gt_usr").with_description("gets user"),
+        ];
+        let answers = RuleTransformer::new().answers(&tools);
+        for finding in lint(&tools).iter().filter(|finding| finding.rule == "cryptic-name") {
+            let renamed =
+                answers.iter().find(|answer| answer.index == finding.index).and_then(|a| a.patch.name.clone());
+            let renamed = renamed.expect("enhance renames what lint calls cryptic");
+            assert!(finding.message.ends_with(&format!("reads as `{renamed}`")), "{} vs {renamed}", finding.message);
+        }
+        assert!(lint(&tools)[0].message.ends_with("`get_configuration`"));
+    }
 
     fn ids(tools: &[Tool]) -> Vec<&'static str> {
         lint(tools).into_iter().map(|finding| finding.rule).collect()

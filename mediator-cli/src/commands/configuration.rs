@@ -1,8 +1,12 @@
-//! `tool-mediator config`: the effective configuration, keys masked.
+//! `tool-mediator config`: the effective configuration, keys masked, with where it was looked
+//! for and the curated override files built into the program.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use tool_mediator::MediatorConfig;
+use tool_mediator::overrides::built_in;
 
 use crate::config;
 use crate::flags::ConfigArgs;
@@ -13,18 +17,46 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
     if effective.cache_dir.is_none() {
         effective.cache_dir = effective.cache_directory();
     }
-    let source = match &file {
-        Some(path) => format!("# read from {}\n", output::shown(path)),
-        None => "# no configuration file found; these are the defaults\n".to_owned(),
-    };
-    let key = match effective.api_key() {
-        Some(_) => "# an API key is set (not shown)\n",
-        None => "# no API key is set\n",
-    };
+    let mut text = String::new();
+    match &file {
+        Some(path) => writeln!(text, "# read from {}", output::shown(path))?,
+        None => {
+            let looked: Vec<String> = MediatorConfig::search_path()
+                .iter()
+                .map(|path| match path.is_relative() {
+                    true => format!("./{}", output::shown(path)),
+                    false => output::shown(path),
+                })
+                .collect();
+            writeln!(text, "# no configuration file found; these are the defaults")?;
+            writeln!(text, "# looked for (in order): {}", looked.join(", "))?;
+        }
+    }
+    match effective.api_key() {
+        Some(_) => writeln!(text, "# an API key is set (not shown)")?,
+        None => writeln!(text, "# no API key is set")?,
+    }
+    if effective.builtin_overrides {
+        writeln!(
+            text,
+            "# built-in override files (`builtin_overrides = false` or --no-builtin-overrides leaves them out):"
+        )?;
+        for (path, file) in built_in() {
+            let sources: Vec<&str> = file.patterns().collect();
+            let tools = match file.tools.len() {
+                1 => "1 tool".to_owned(),
+                count => format!("{count} tools"),
+            };
+            writeln!(text, "#   {}: {} ({tools})", path.display(), sources.join(", "))?;
+        }
+    } else {
+        writeln!(text, "# the built-in override files are left out (builtin_overrides = false)")?;
+    }
     let mut shown = effective.masked();
     if shown.api_key_env.as_deref().is_some_and(|name| !tool_mediator::is_variable_name(name)) {
         shown.api_key_env = Some("******** (not a variable name; is this a key?)".into());
     }
-    output::print(&format!("{source}{key}{}", toml::to_string_pretty(&shown)?))?;
+    text.push_str(&toml::to_string_pretty(&shown)?);
+    output::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -209,6 +209,16 @@ impl OverrideSet {
             .map(|(_, tools)| tools)
     }
 
+    /// Adds every file of `later`, as if added here in its order: its entries replace these.
+    pub fn extend(&mut self, later: OverrideSet) {
+        for (table, entries) in [(&mut self.exact, later.exact), (&mut self.wildcards, later.wildcards)] {
+            for (key, tools) in entries {
+                table.entry(key).or_default().extend(tools);
+            }
+        }
+        self.files.extend(later.files);
+    }
+
     /// The files loaded, in load order.
     pub fn files(&self) -> &[PathBuf] {
         &self.files
@@ -291,5 +301,13 @@ mod tests {
         let tools = set.for_source("s").unwrap();
         assert_eq!(tools["a"].description.as_deref(), Some("two"));
         assert!(tools["b"].hidden);
+
+        let mut later = OverrideSet::new();
+        later.add(parse(r#"{"source": "s", "tools": {"b": {"description": "three"}}}"#).unwrap(), "3".into());
+        set.extend(later);
+        let tools = set.for_source("s").unwrap();
+        assert_eq!(tools["a"].description.as_deref(), Some("two"));
+        assert_eq!((tools["b"].description.as_deref(), tools["b"].hidden), (Some("three"), false));
+        assert_eq!(set.files(), [PathBuf::from("1"), "2".into(), "3".into()]);
     }
 }

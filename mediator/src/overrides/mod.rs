@@ -1,5 +1,6 @@
 //! Curated override files: deterministic corrections for one source's tools, confidence 1.
 
+mod built_in;
 mod file;
 mod lint;
 pub mod remote;
@@ -14,6 +15,7 @@ use tool_mediator_core::json::Json;
 use tool_mediator_core::{Answer, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
 
+pub use built_in::{BUILT_IN_PREFIX, built_in};
 pub use file::{ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride, override_files};
 pub use lint::{LintFinding, lint};
 pub use scaffold::{DuplicateTool, scaffold};

@@ -55,8 +55,10 @@ impl RuleTransformer {
         NameReading::read(name, &self.dictionary, &Context::default())
     }
 
-    /// Answers for each tool the rules can improve.
-    pub fn answers(&self, tools: &[Tool]) -> Vec<Answer> {
+    /// How the rules read each of `tools`' names in its list: with the tool's own text and its
+    /// siblings' names as context, agreeing on one spelling out per abbreviation. What
+    /// `enhance` renames a tool to, `lint` says its name reads as.
+    pub fn read_names(&self, tools: &[Tool]) -> Vec<NameReading> {
         let mut siblings = SiblingWords::default();
         for tool in tools {
             siblings.add_name(&identifier::words(&tool.name));
@@ -80,6 +82,12 @@ impl RuleTransformer {
                 }
             }
         }
+        readings
+    }
+
+    /// Answers for each tool the rules can improve.
+    pub fn answers(&self, tools: &[Tool]) -> Vec<Answer> {
+        let readings = self.read_names(tools);
         // What answering needs of each reading is kept while the categories are counted; the
         // rest of it (words, senses, a sentence the tool does not need) goes at once.
         let gists: Vec<Gist> = tools.iter().zip(readings).map(|(tool, reading)| Gist::of(tool, reading)).collect();
