@@ -1803,3 +1803,70 @@ fn a_dangling_ref_fails_overrides_lint_lint_and_is_dropped_by_enhance() {
     assert_eq!(tool["inputSchema"]["properties"]["user"], json!({"description": "Who"}), "{tool}");
     assert!(schema::is_valid(&tool["inputSchema"]));
 }
+
+/// `lint` or `enhance` typed alone at a terminal says what it wants instead of waiting for a
+/// manifest to be typed in (standard input is a pseudo-terminal here, as in a shell).
+#[test]
+fn without_input_at_a_terminal_the_commands_say_so_instead_of_waiting() {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    for command in ["lint", "enhance"] {
+        let (mut primary, mut secondary) = (0, 0);
+        // SAFETY: openpty writes two descriptors it opened, which are owned from here on.
+        let opened = unsafe {
+            libc::openpty(&mut primary, &mut secondary, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
+        };
+        assert_eq!(opened, 0, "a pseudo-terminal opens");
+        let (_primary, secondary) = unsafe { (OwnedFd::from_raw_fd(primary), OwnedFd::from_raw_fd(secondary)) };
+        let mut child = Command::new(tool_mediator_tests::binary())
+            .arg(command)
+            .current_dir(root())
+            .stdin(Stdio::from(secondary))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("`{command}` waited on the terminal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}: {}", stderr(&output));
+        assert!(stderr(&output).contains("no manifest given"), "{command}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn proxy_without_a_server_names_both_ways_to_give_one() {
+    let output = run(&["proxy"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("<--url <URL>|COMMAND>"), "{}", stderr(&output));
+}
+
+/// The example configuration shows every key the program reads, at its default value, so
+/// copying it changes nothing until a value is edited.
+#[test]
+fn the_example_configuration_names_every_key_at_its_default() {
+    use tool_mediator::MediatorConfig;
+    let path = root().join("examples/tool-mediator.toml");
+    let example = MediatorConfig::from_file(&path).unwrap();
+    assert_eq!(example, MediatorConfig::default());
+    let text = fs::read_to_string(&path).unwrap();
+    let every: MediatorConfig = toml::from_str(
+        "llm_provider = \"openai\"\nmodel = \"m\"\nllm_url = \"u\"\napi_key_env = \"K\"\napi_key = \"k\"\n\
+         cache_dir = \"c\"\noverrides_url = \"o\"\n",
+    )
+    .unwrap();
+    let every = toml::to_string(&every).unwrap();
+    for key in every.lines().filter_map(|line| line.split_once(" = ").map(|(key, _)| key)) {
+        let shown = text.lines().any(|line| line.trim_start_matches("# ").starts_with(&format!("{key} = ")));
+        assert!(shown, "examples/tool-mediator.toml does not show `{key}`");
+    }
+    let output = run(&["config", "--config", "examples/tool-mediator.toml"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+}

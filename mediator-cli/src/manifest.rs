@@ -41,9 +41,16 @@ pub fn read(origin: Origin, limit: u64) -> Result<(Manifest, Option<FileIdentity
 }
 
 /// Expands the command line's inputs: files as given, directories to their `.json` and
-/// `.jsonl` files (recursively, in name order), `-` or nothing to standard input.
+/// `.jsonl` files (recursively, in name order), `-` or nothing to standard input. Nothing, when
+/// standard input is a terminal, is a mistake said at once, not a wait for typing.
 pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<Origin>> {
     if inputs.is_empty() {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            bail!(
+                "no manifest given: name files or directories, or pipe one into standard input \
+                 (`-` reads it from the terminal, ended by Ctrl-D)"
+            );
+        }
         return Ok(vec![Origin::Stdin]);
     }
     let mut origins = Vec::new();

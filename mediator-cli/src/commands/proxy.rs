@@ -16,7 +16,9 @@ use crate::config::Setup;
 use crate::flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
 use crate::manifest::Dialect;
 
+/// The server is a command to start or a URL to reach: without either, both are named.
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("server").args(["url", "command"]).required(true))]
 pub struct ProxyArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
@@ -25,7 +27,7 @@ pub struct ProxyArgs {
     pub mediation: MediationArgs,
 
     /// A remote MCP server's Streamable HTTP endpoint, instead of a command to start.
-    #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command", required_unless_present = "command")]
+    #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command")]
     pub url: Option<reqwest::Url>,
 
     /// A header for every request to the remote server (`--header "Authorization: Bearer $T"`).

@@ -66,7 +66,7 @@ pub struct ClientFileArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClientArg {
     /// Claude Desktop: claude_desktop_config.json in ~/Library/Application Support/Claude
-    /// (macOS) or ~/.config/Claude (Linux).
+    /// (macOS), %APPDATA%\Claude (Windows) or ~/.config/Claude (Linux).
     ClaudeDesktop,
     /// Claude Code: .mcp.json in the project; ~/.claude.json with `--scope user`.
     ClaudeCode,

@@ -29,7 +29,7 @@ pub struct Locations<'a> {
     /// The user's home directory.
     pub home: &'a Path,
     /// The platform's configuration directory: `~/.config` (or `$XDG_CONFIG_HOME`) on Linux,
-    /// `~/Library/Application Support` on macOS.
+    /// `~/Library/Application Support` on macOS, `%APPDATA%` (`AppData\Roaming`) on Windows.
     pub config_dir: &'a Path,
     /// The project: the working directory.
     pub project: &'a Path,
@@ -58,7 +58,9 @@ impl Client {
         }
     }
 
-    /// The client's configuration file in `scope`, as its documentation places it:
+    /// The client's configuration file in `scope`, as its documentation places it (`<config>`
+    /// is [`Locations::config_dir`], so `%APPDATA%\Claude\claude_desktop_config.json` on
+    /// Windows); joined a name at a time, so the path has the platform's separators:
     ///
     /// | client | project | user |
     /// |---|---|---|
@@ -69,14 +71,14 @@ impl Client {
     /// | Windsurf | - | `~/.codeium/windsurf/mcp_config.json` |
     pub fn config_file(self, scope: Scope, at: &Locations<'_>) -> Result<PathBuf, ClientsError> {
         let path = match (self, scope) {
-            (Client::ClaudeDesktop, Scope::User) => at.config_dir.join("Claude/claude_desktop_config.json"),
+            (Client::ClaudeDesktop, Scope::User) => at.config_dir.join("Claude").join("claude_desktop_config.json"),
             (Client::ClaudeCode, Scope::Project) => at.project.join(".mcp.json"),
             (Client::ClaudeCode, Scope::User) => at.home.join(".claude.json"),
-            (Client::Cursor, Scope::Project) => at.project.join(".cursor/mcp.json"),
-            (Client::Cursor, Scope::User) => at.home.join(".cursor/mcp.json"),
-            (Client::Vscode, Scope::Project) => at.project.join(".vscode/mcp.json"),
-            (Client::Vscode, Scope::User) => at.config_dir.join("Code/User/mcp.json"),
-            (Client::Windsurf, Scope::User) => at.home.join(".codeium/windsurf/mcp_config.json"),
+            (Client::Cursor, Scope::Project) => at.project.join(".cursor").join("mcp.json"),
+            (Client::Cursor, Scope::User) => at.home.join(".cursor").join("mcp.json"),
+            (Client::Vscode, Scope::Project) => at.project.join(".vscode").join("mcp.json"),
+            (Client::Vscode, Scope::User) => at.config_dir.join("Code").join("User").join("mcp.json"),
+            (Client::Windsurf, Scope::User) => at.home.join(".codeium").join("windsurf").join("mcp_config.json"),
             (Client::ClaudeDesktop | Client::Windsurf, Scope::Project) => {
                 return Err(ClientsError::NoProjectScope { client: self });
             }
