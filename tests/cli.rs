@@ -1193,7 +1193,7 @@ fn lint_names_each_finding_with_its_rule_file_and_pointer_and_fails_on_errors() 
     assert!(said.contains("warning[cryptic-name] `gt_usr`: `gt_usr` reads as `get_user`"), "{said}");
     assert!(said.contains("`/tools/1/description`: note[description-too-short]"), "{said}");
     assert!(!said.contains("`get_weather`"), "a good tool has no findings: {said}");
-    assert!(said.contains("1 manifests, 3 tools: 1 errors"), "{said}");
+    assert!(said.contains("1 manifest, 3 tools: 1 error,"), "{said}");
 
     assert_eq!(run(&["lint", file, "--fail-on", "never"], None).status.code(), Some(0));
     let clean = dir.path().join("clean.json");
@@ -1771,7 +1771,7 @@ fn lint_server_fails_on_a_tool_it_cannot_read() {
         );
     }
     let text = run_with_server(&["lint", "--server"], &deep_server(70));
-    assert!(stdout(&text).contains("1 manifests, 3 tools: 1 errors"), "{}", stdout(&text));
+    assert!(stdout(&text).contains("1 manifest, 3 tools: 1 error,"), "{}", stdout(&text));
     // Not deep: nothing is left out.
     let fine = run_with_server(&["lint", "--format", "json", "--server"], &deep_server(3));
     assert!(!stdout(&fine).contains("unreadable-tool"), "{}", stdout(&fine));

@@ -98,11 +98,11 @@ pub enum Command {
     ///
     /// Each stdio server (or each SERVER named) runs through `tool-mediator proxy -- <its
     /// command>`, keeping its `env`, `cwd` and every other key; HTTP servers are left as they
-    /// are. With `--gateway` the servers move into `<file>.tool-mediator.json` beside the
-    /// configuration, and one `tool-mediator` entry runs the gateway over them. Only the wrapped
-    /// entries' text changes: comments and formatting stay. The file is written atomically,
-    /// after a copy of it is kept as `<file>.bak`; an entry that already runs tool-mediator is
-    /// left alone. `tool-mediator unwrap` gives the same bytes back.
+    /// are. With `--gateway` the servers move into `<stem>.tool-mediator.json` (the file's name
+    /// without `.json`) beside the configuration, and one `tool-mediator` entry runs the gateway
+    /// over them. Only the wrapped entries' text changes: comments and formatting stay. The file
+    /// is written atomically, after a copy of it is kept as `<file>.bak`; an entry that already
+    /// runs tool-mediator is left alone. `tool-mediator unwrap` gives the same bytes back.
     ///
     /// Exit codes: 0 done (or nothing to do); 2 bad usage, a file that cannot be read or
     /// parsed, a SERVER the file does not name. Nothing is written then.

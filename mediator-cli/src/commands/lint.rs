@@ -144,13 +144,22 @@ fn text(linted: &[Linted]) -> String {
     let tools: usize = linted.iter().map(|linted| linted.tools).sum();
     let _ = writeln!(
         out,
-        "{} manifests, {tools} tools: {} errors, {} warnings, {} notes",
-        linted.len(),
-        counts[2],
-        counts[1],
-        counts[0]
+        "{}, {}: {}, {}, {}",
+        counted(linted.len(), "manifest"),
+        counted(tools, "tool"),
+        counted(counts[2], "error"),
+        counted(counts[1], "warning"),
+        counted(counts[0], "note")
     );
     out
+}
+
+/// `1 tool`, `2 tools`.
+fn counted(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ => format!("{count} {noun}s"),
+    }
 }
 
 /// The place as a JSON pointer, or the line of a JSON Lines file.

@@ -17,8 +17,8 @@ use crate::output;
 pub enum OverridesCommand {
     /// Check every override file in a directory: schema, names, rename collisions, schemas.
     Lint {
-        /// The directory of override files.
-        #[arg(default_value = "overrides")]
+        /// The directory of override files (the built-in ones are in the checkout's
+        /// `mediator/overrides`).
         dir: PathBuf,
 
         /// The tool names the consuming client accepts.

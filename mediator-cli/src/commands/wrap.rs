@@ -18,7 +18,7 @@ pub struct WrapArgs {
     #[command(flatten)]
     pub file: ClientFileArgs,
 
-    /// Move the servers into one gateway (`tool-mediator gateway --config <file>.tool-mediator.json`)
+    /// Move the servers into one gateway (`tool-mediator gateway --config <stem>.tool-mediator.json`, the file's name without `.json`)
     /// instead of a proxy each; HTTP servers move too.
     #[arg(long)]
     pub gateway: bool,
