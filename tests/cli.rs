@@ -1484,16 +1484,7 @@ fn listed_subcommands(parent: &[&str]) -> Vec<String> {
     args.push("--help");
     let output = run(&args, None);
     assert!(output.status.success(), "{}", stderr(&output));
-    let help = stdout(&output);
-    let Some((_, commands)) = help.split_once("\nCommands:\n") else { return Vec::new() };
-    commands
-        .lines()
-        .take_while(|line| !line.trim().is_empty())
-        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_owned)
-        .collect()
+    tool_mediator_tests::subcommands(&stdout(&output))
 }
 
 /// Whether `program` is on PATH.

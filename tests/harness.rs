@@ -95,6 +95,19 @@ pub fn external_eval_file(name: &str) -> Option<PathBuf> {
     dirs.chain([root().join("../shared/eval/dev")]).map(|dir| dir.join(name)).find(|path| path.is_file())
 }
 
+/// The subcommands a `--help` text lists under `Commands:` (`help` aside).
+pub fn subcommands(help: &str) -> Vec<String> {
+    let Some((_, commands)) = help.split_once("\nCommands:\n") else { return Vec::new() };
+    commands
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -41,7 +41,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use tool_mediator_tests::{binary, root};
+use tool_mediator_tests::{binary, root, subcommands};
 
 /// The longest a README command may take.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -621,19 +621,6 @@ fn help(path: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// The subcommands a help lists (under `Commands:`), `help` left out.
-fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|line| line.trim() != "Commands:")
-        .skip(1)
-        .take_while(|line| !line.trim().is_empty())
-        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_owned)
-        .collect()
-}
-
 /// The options a help lists, long and short (`--output`, `-o`), each with the values it
 /// takes when the help names them.
 fn options(help: &str) -> BTreeMap<String, Vec<String>> {
@@ -818,6 +805,12 @@ fn the_synopsis_names_only_what_the_tool_takes() {
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
 
+/// The lines (from 1) of `document` inside code blocks, fences included.
+fn code_lines(document: &Path) -> BTreeSet<usize> {
+    let (blocks, _) = parse(document);
+    blocks.iter().flat_map(|block| block.line..=block.line + block.body.len() + 1).collect()
+}
+
 #[test]
 fn every_command_named_in_the_text_takes_the_flags_it_is_shown_with() {
     let commands = subcommands(&help(&[]));
@@ -825,9 +818,7 @@ fn every_command_named_in_the_text_takes_the_flags_it_is_shown_with() {
     let mut checked = 0;
     for document in documents() {
         let text = fs::read_to_string(root().join(&document)).unwrap();
-        let (blocks, _) = parse(&document);
-        let in_code: BTreeSet<usize> =
-            blocks.iter().flat_map(|block| block.line..=block.line + block.body.len() + 1).collect();
+        let in_code = code_lines(&document);
         // The prose, one line, so that code spans broken across lines are whole.
         let prose: Vec<&str> = text
             .lines()
@@ -936,9 +927,7 @@ fn every_link_and_anchor_points_somewhere() {
     let mut checked = 0;
     for document in documents() {
         let text = fs::read_to_string(root().join(&document)).unwrap();
-        let (blocks, _) = parse(&document);
-        let in_code: BTreeSet<usize> =
-            blocks.iter().flat_map(|block| block.line..=block.line + block.body.len() + 1).collect();
+        let in_code = code_lines(&document);
         for (index, line) in text.lines().enumerate() {
             if in_code.contains(&(index + 1)) {
                 continue;
