@@ -10,7 +10,8 @@ use clap::{Args, ValueEnum};
 /// Where manifests come from.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// Manifest files, directories (every .json and .jsonl file in them), or `-` for stdin.
+    /// Manifest files, directories (every .json, .jsonl and .ndjson file in them), or `-` for
+    /// stdin.
     /// Standard input when none is given.
     #[arg(value_name = "FILES|DIRS|-")]
     pub inputs: Vec<PathBuf>,
@@ -24,7 +25,8 @@ pub struct InputArgs {
 #[derive(Debug, Args)]
 pub struct ChainArgs {
     /// The source the tools come from (a domain, an MCP server name); chooses the override
-    /// file. Defaults to the manifest's file name without extension.
+    /// file. Defaults to the manifest's file name without extension; for a live server (the
+    /// proxy, the gateway, `--server`), to the name it gives itself in `serverInfo`.
     #[arg(long)]
     pub source: Option<String>,
 
@@ -100,9 +102,9 @@ pub enum SourceTypeArg {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ClientProfileArg {
-    /// MCP: 1-128 characters of A-Za-z0-9_-.
+    /// MCP: 1-128 characters, letters, digits, `_`, `-` and `.` (dots allowed)
     Mcp,
-    /// Clients that reject dots: 1-64 characters of A-Za-z0-9_-
+    /// Clients that reject dots: 1-64 characters, letters, digits, `_` and `-`
     Strict,
 }
 
