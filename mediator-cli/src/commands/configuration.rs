@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tool_mediator::MediatorConfig;
-use tool_mediator::overrides::built_in;
+use tool_mediator::overrides::built_in_files;
 
 use crate::config;
 use crate::flags::ConfigArgs;
@@ -41,7 +41,7 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
             text,
             "# built-in override files (`builtin_overrides = false` or --no-builtin-overrides leaves them out):"
         )?;
-        for (path, file) in built_in() {
+        for (path, file) in built_in_files() {
             let sources: Vec<&str> = file.patterns().collect();
             let tools = match file.tools.len() {
                 1 => "1 tool".to_owned(),

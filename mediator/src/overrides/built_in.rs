@@ -32,7 +32,7 @@ static PARSED: LazyLock<Vec<(PathBuf, OverrideFile)>> = LazyLock::new(|| {
 });
 
 /// The built-in override files: the name each is shown by, and the file.
-pub fn built_in() -> impl Iterator<Item = (&'static Path, &'static OverrideFile)> {
+pub fn built_in_files() -> impl Iterator<Item = (&'static Path, &'static OverrideFile)> {
     PARSED.iter().map(|(path, file)| (path.as_path(), file))
 }
 
@@ -40,7 +40,7 @@ impl OverrideSet {
     /// The curated files built into the program, to layer a user's own directories over.
     pub fn built_in() -> OverrideSet {
         let mut set = OverrideSet::new();
-        for (path, file) in built_in() {
+        for (path, file) in built_in_files() {
             set.add(file.clone(), path.to_owned());
         }
         set
@@ -65,7 +65,7 @@ mod tests {
         for (name, text) in FILES {
             assert_eq!(*text, std::fs::read_to_string(folder.join(name)).unwrap());
         }
-        assert_eq!(built_in().count(), FILES.len(), "every built-in file parses");
+        assert_eq!(built_in_files().count(), FILES.len(), "every built-in file parses");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use tool_mediator_core::json::Json;
 use tool_mediator_core::{Answer, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
 
-pub use built_in::{BUILT_IN_PREFIX, built_in};
+pub use built_in::{BUILT_IN_PREFIX, built_in_files};
 pub use file::{ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride, override_files};
 pub use lint::{LintFinding, lint};
 pub use scaffold::{DuplicateTool, scaffold};
