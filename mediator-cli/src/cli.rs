@@ -4,6 +4,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::commands::auth::AuthCommand;
 use crate::commands::cache::CacheCommand;
 use crate::commands::categorize::CategorizeArgs;
 use crate::commands::enhance::EnhanceArgs;
@@ -113,6 +114,14 @@ pub enum Command {
     ///
     /// Exit codes: as `wrap`.
     Unwrap(UnwrapArgs),
+    /// Sign in to remote MCP servers that ask for it (OAuth), see the sign-ins kept, forget
+    /// them: `tool-mediator auth login https://mcp.example.com/mcp`.
+    ///
+    /// The proxy and the gateway sign in by themselves when a server asks (the browser opens,
+    /// or the address is written to stderr); `auth login` does it ahead of time. Tokens are kept
+    /// in a file readable by you alone and never printed.
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// Print the effective configuration (keys masked) as TOML.
     Config {
         #[command(flatten)]

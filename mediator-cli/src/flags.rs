@@ -323,3 +323,44 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     };
     Ok(std::time::Duration::from_millis(number.saturating_mul(milliseconds)))
 }
+
+/// How to sign in to a remote server that asks (OAuth): none of it is needed where the
+/// authorization server registers clients on the spot.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SignInArgs {
+    /// The client id the authorization server issued you ahead of time (no registration then).
+    #[arg(long = "oauth-client-id", value_name = "ID")]
+    pub client_id: Option<String>,
+
+    /// The environment variable holding that client's secret (never the secret itself).
+    #[arg(long = "oauth-client-secret-env", value_name = "VAR", requires = "client_id")]
+    pub client_secret_env: Option<String>,
+
+    /// The HTTPS URL of a client ID metadata document of yours, used as the client id where the
+    /// authorization server takes one.
+    #[arg(long = "oauth-client-metadata-url", value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+
+    /// Scopes to ask for besides those the server asks for, space-separated.
+    #[arg(long = "oauth-scope", value_name = "SCOPES")]
+    pub scope: Option<String>,
+
+    /// Get tokens with the client credentials grant (a machine without a user): needs
+    /// `--oauth-client-id` and `--oauth-client-secret-env`.
+    #[arg(long = "oauth-client-credentials", requires = "client_secret_env")]
+    pub client_credentials: bool,
+}
+
+impl SignInArgs {
+    /// `base` (a servers file's `oauth`) with what these flags say over it.
+    pub fn over(&self, base: tool_mediator_mcp::auth::SignInOptions) -> tool_mediator_mcp::auth::SignInOptions {
+        use tool_mediator_mcp::auth::{Grant, SignInOptions};
+        SignInOptions {
+            client_id: self.client_id.clone().or(base.client_id),
+            client_secret_env: self.client_secret_env.clone().or(base.client_secret_env),
+            client_metadata_url: self.client_metadata_url.clone().or(base.client_metadata_url),
+            scope: self.scope.clone().or(base.scope),
+            grant: if self.client_credentials { Grant::ClientCredentials } else { base.grant },
+        }
+    }
+}

@@ -10,6 +10,7 @@
 //! - [`servers`]: the servers file the gateway reads; [`probe`]: a server's tools, listed once.
 //! - [`clients`]: MCP clients' configuration files, wrapped and unwrapped.
 
+pub mod auth;
 pub mod clients;
 pub mod jsonrpc;
 pub mod lines;

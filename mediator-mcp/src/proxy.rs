@@ -106,6 +106,11 @@ impl ServerSpec {
     /// A server of a servers file.
     pub fn from_config(config: &ServerConfig) -> ServerSpec {
         let transport = config.transport.clone();
+        // One sign-in for every connection to a remote server, restarts included.
+        let remote = match &transport {
+            Transport::Http { url, headers, oauth } => Some(Remote::new(url.clone(), headers.clone(), oauth.clone())),
+            Transport::Stdio { .. } => None,
+        };
         let start = move || {
             Some(match &transport {
                 Transport::Stdio { command, args, env, cwd } => {
@@ -116,9 +121,7 @@ impl ServerSpec {
                     }
                     Upstream::Process(server)
                 }
-                Transport::Http { url, headers } => {
-                    Upstream::Remote(Remote { url: url.clone(), headers: headers.clone() })
-                }
+                Transport::Http { .. } => Upstream::Remote(remote.clone()?),
             })
         };
         let settings = LinkSettings {

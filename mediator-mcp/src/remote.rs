@@ -27,14 +27,38 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStrea
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::auth::{Challenge, CredentialStore, SignIn, SignInOptions};
 use crate::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
 use tool_mediator_core::sync::lock;
 
-/// A remote MCP server: its endpoint and the headers that go with every request to it.
+/// A remote MCP server: its endpoint, the headers that go with every request to it, and how to
+/// sign in when it asks (none when the headers carry `Authorization` of their own).
 #[derive(Debug, Clone)]
 pub struct Remote {
     pub url: reqwest::Url,
     pub headers: Vec<(String, String)>,
+    pub sign_in: Option<Arc<SignIn>>,
+}
+
+impl Remote {
+    /// A server at `url` with `headers`, signing in as `options` say when it asks, its tokens
+    /// kept in the user's store. Not when the headers authorize the requests already, nor when
+    /// the server is not HTTPS (or on this machine): a token would travel in the clear.
+    pub fn new(url: reqwest::Url, headers: Vec<(String, String)>, options: SignInOptions) -> Remote {
+        let authorized = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+        let sign_in = (!authorized)
+            .then(|| {
+                let store = CredentialStore::user()
+                    .inspect_err(|error| tracing::info!("sign-ins are kept for this run only: {error}"))
+                    .ok();
+                SignIn::new(url.clone(), options, store)
+                    .inspect_err(|error| tracing::info!("no sign-in to {}: {error}", tool_mediator::http::shown(&url)))
+                    .ok()
+            })
+            .flatten()
+            .map(Arc::new);
+        Remote { url, headers, sign_in }
+    }
 }
 
 const SESSION: &str = "mcp-session-id";
@@ -121,6 +145,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
         url: remote.url,
         client,
         headers,
+        sign_in: remote.sign_in,
         session: Mutex::new(None),
         protocol: Mutex::new(None),
         messages,
@@ -139,6 +164,7 @@ struct Shared {
     shown: String,
     client: reqwest::Client,
     headers: HeaderMap,
+    sign_in: Option<Arc<SignIn>>,
     session: Mutex<Option<HeaderValue>>,
     protocol: Mutex<Option<HeaderValue>>,
     messages: mpsc::Sender<Vec<u8>>,
@@ -150,6 +176,9 @@ struct Shared {
     /// Connections refused in a row since it last answered.
     refused: std::sync::atomic::AtomicU32,
 }
+
+/// Sign-ins one request may cause (one, then a step-up or two) before its refusal stands.
+const SIGN_IN_TRIES: u32 = 3;
 
 /// Connections refused in a row after which a server that answered before is taken as gone.
 const GONE_AFTER: u32 = 3;
@@ -214,7 +243,9 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
         let sent = Sent::of(&line);
         if sent.is("initialize") {
             // What follows goes in the session its answer opens: nothing is sent meanwhile.
-            let answered = tokio::time::timeout(HANDSHAKE, shared.post(line, &sent)).await;
+            // Signing in, when the server asks, has its own time.
+            let within = if shared.sign_in.is_some() { HANDSHAKE + crate::auth::SIGN_IN_WAIT } else { HANDSHAKE };
+            let answered = tokio::time::timeout(within, shared.post(line, &sent)).await;
             match answered {
                 Ok(true) if listening.is_empty() => {
                     // The server may ask the client something as soon as it hears
@@ -227,7 +258,7 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
                 Ok(_) => {}
                 Err(_) => {
                     let reason =
-                        format!("the MCP server at {} did not answer initialize within {HANDSHAKE:?}", shared.shown);
+                        format!("the MCP server at {} did not answer initialize within {within:?}", shared.shown);
                     shared.fail(&sent, reason).await;
                 }
             }
@@ -264,26 +295,77 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
 }
 
 impl Shared {
-    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+    /// A request to the server with the session's headers; with the sign-in's `Authorization`
+    /// too, which is returned (to tell, on a refusal, which token was refused).
+    async fn request(&self, method: reqwest::Method) -> (reqwest::RequestBuilder, Option<String>) {
         let mut request = self.client.request(method, self.url.clone()).headers(self.headers.clone());
+        let authorization = match &self.sign_in {
+            Some(sign_in) => sign_in.authorization().await,
+            None => None,
+        };
+        if let Some(authorization) = &authorization
+            && let Ok(mut value) = HeaderValue::from_str(authorization)
+        {
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
         if let Some(session) = lock(&self.session).clone() {
             request = request.header(SESSION, session);
         }
         if let Some(protocol) = lock(&self.protocol).clone() {
             request = request.header(PROTOCOL, protocol);
         }
-        request
+        (request, authorization)
     }
 
     /// POSTs one message and passes on what comes back; whether the server took it.
     async fn post(&self, line: String, sent: &Sent) -> bool {
-        let request = self
-            .request(reqwest::Method::POST)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(line);
-        let response = match request.send().await {
-            Ok(response) => response,
+        let body = bytes::Bytes::from(line);
+        // Sent again after a sign-in the server's refusal asked for, a few times at most.
+        let mut sign_ins = 0;
+        let response = loop {
+            let (request, used) = self.request(reqwest::Method::POST).await;
+            let request = request
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            let response = self.send(request, sent).await;
+            let Some(response) = response else { return false };
+            let status = response.status();
+            let Some(sign_in) = &self.sign_in else { break response };
+            if status.is_success() && used.is_some() {
+                sign_in.accepted();
+            }
+            let forbidden = status == StatusCode::FORBIDDEN;
+            if !(status == StatusCode::UNAUTHORIZED || forbidden) || sign_ins >= SIGN_IN_TRIES {
+                break response;
+            }
+            sign_ins += 1;
+            let challenge = Challenge::of(
+                response
+                    .headers()
+                    .get_all(reqwest::header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|value| value.to_str().ok()),
+            );
+            match sign_in.refused(forbidden, &challenge, used.as_deref()).await {
+                Ok(true) => continue,
+                Ok(false) => break response,
+                Err(error) => {
+                    let reason = format!("the MCP server at {} asks to sign in, which failed: {error}", self.shown);
+                    tracing::warn!("{reason}");
+                    self.fail(sent, reason).await;
+                    return false;
+                }
+            }
+        };
+        self.took(response, sent).await
+    }
+
+    /// Sends `request`; `None`, once `sent` is failed, when the server cannot be reached.
+    async fn send(&self, request: reqwest::RequestBuilder, sent: &Sent) -> Option<reqwest::Response> {
+        match request.send().await {
+            Ok(response) => Some(response),
             Err(error) => {
                 // Its URL may hold a secret in its query; the origin is named below.
                 let error = error.without_url();
@@ -294,9 +376,13 @@ impl Shared {
                 );
                 self.unreachable(&error, &reason);
                 self.fail(sent, reason).await;
-                return false;
+                None
             }
-        };
+        }
+    }
+
+    /// Passes on what the server answered to `sent`; whether it took it.
+    async fn took(&self, response: reqwest::Response, sent: &Sent) -> bool {
         self.reached.store(true, Ordering::Relaxed);
         self.refused.store(0, Ordering::Relaxed);
         let status = response.status();
@@ -433,10 +519,8 @@ impl Shared {
         for _ in 0..RESUME_TRIES {
             let Some(last_event) = resume.last_event.clone() else { return false };
             tokio::time::sleep(resume.retry).await;
-            let request = self
-                .request(reqwest::Method::GET)
-                .header(ACCEPT, "text/event-stream")
-                .header("last-event-id", last_event);
+            let (request, _) = self.request(reqwest::Method::GET).await;
+            let request = request.header(ACCEPT, "text/event-stream").header("last-event-id", last_event);
             let response = match request.send().await {
                 Ok(response) if response.status().is_success() => response,
                 // Not resumable here: the answer is lost, and said so.
@@ -486,7 +570,8 @@ impl Shared {
         let mut opened = Some(opened);
         let mut failures = 0;
         while failures < LISTEN_TRIES {
-            let request = self.request(reqwest::Method::GET).header(ACCEPT, "text/event-stream");
+            let (request, _) = self.request(reqwest::Method::GET).await;
+            let request = request.header(ACCEPT, "text/event-stream");
             let response = request.send().await;
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());
@@ -540,7 +625,8 @@ impl Shared {
         if lock(&self.session).is_none() {
             return;
         }
-        let ending = self.request(reqwest::Method::DELETE).timeout(Duration::from_secs(2)).send();
+        let (request, _) = self.request(reqwest::Method::DELETE).await;
+        let ending = request.timeout(Duration::from_secs(2)).send();
         if let Err(error) = ending.await.map_err(reqwest::Error::without_url) {
             tracing::info!(
                 "could not end the session with the MCP server: {}",

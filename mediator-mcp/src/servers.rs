@@ -4,7 +4,8 @@
 //! A user points the gateway at the file their client uses, so what clients write is read:
 //! `servers` for `mcpServers` (VS Code), a `type` or `transport` of `stdio`, `http`,
 //! `streamable-http` or `streamable_http` (a `url` alone means HTTP), `${VAR}` and
-//! `${VAR:-default}` in `env` and `headers` (secrets stay in the environment). Per server, the
+//! `${VAR:-default}` in `env` and `headers` (secrets stay in the environment), `oauth` for how to
+//! sign in to a remote server that asks ([`SignInOptions`]). Per server, the
 //! mediator's own settings: `source` (the override source; the server's `serverInfo.name` by
 //! default), `include` and `exclude` (tool names), `disabled`. A key nobody here knows is kept
 //! out with a warning naming it, never an error: the file is the client's too.
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use tool_mediator_core::Place;
+
+use crate::auth::SignInOptions;
 
 /// A gateway's servers, in the file's order.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +48,9 @@ pub struct ServerConfig {
 pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on its standard streams.
     Stdio { command: String, args: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf> },
-    /// MCP's Streamable HTTP at `url`, with these headers on every request.
-    Http { url: reqwest::Url, headers: Vec<(String, String)> },
+    /// MCP's Streamable HTTP at `url`, with these headers on every request, signing in as
+    /// `oauth` says when the server asks.
+    Http { url: reqwest::Url, headers: Vec<(String, String)>, oauth: SignInOptions },
 }
 
 /// Why a servers file cannot be used: the file, the place in it (none when it cannot be read at
@@ -192,7 +196,8 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
                 Ok(_) => return Err(self.error(&format!("{at}/url"), format!("`{url}` is not an http(s) URL"))),
                 Err(error) => return Err(self.error(&format!("{at}/url"), format!("`{url}`: {error}"))),
             };
-            Transport::Http { url, headers: self.variables(entry, at, "headers", !disabled)? }
+            let headers = self.variables(entry, at, "headers", !disabled)?;
+            Transport::Http { url, headers, oauth: self.sign_in(entry, at)? }
         } else {
             let command =
                 self.string(entry, at, "command")?.ok_or_else(|| self.error(at, "a stdio server needs a `command`"))?;
@@ -213,6 +218,23 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
             include: self.strings(entry, at, "include")?,
             exclude: self.strings(entry, at, "exclude")?.unwrap_or_default(),
             disabled,
+        })
+    }
+
+    /// `oauth`: how to sign in when the server asks (`client_id`, `client_secret_env`,
+    /// `client_metadata_url`, `scope`, `grant`).
+    fn sign_in(&self, entry: &Map<String, Value>, at: &str) -> Result<SignInOptions, ServersError> {
+        let Some(value) = entry.get("oauth").filter(|value| !value.is_null()) else {
+            return Ok(SignInOptions::default());
+        };
+        serde_json::from_value(value.clone()).map_err(|error| {
+            let mut message = error.to_string();
+            if message.contains("`client_secret`") {
+                message = "a client secret is not written in the file: name the environment variable that holds it \
+                           with `client_secret_env`"
+                    .into();
+            }
+            self.error(&format!("{at}/oauth"), message)
         })
     }
 
@@ -272,7 +294,7 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
 }
 
 const STDIO_KEYS: [&str; 6] = ["type", "transport", "command", "args", "env", "cwd"];
-const HTTP_KEYS: [&str; 4] = ["type", "transport", "url", "headers"];
+const HTTP_KEYS: [&str; 5] = ["type", "transport", "url", "headers", "oauth"];
 const SETTINGS: [&str; 4] = ["source", "include", "exclude", "disabled"];
 
 /// `text` with each `${NAME}` replaced by the variable's value, or by `default` in
@@ -354,6 +376,7 @@ mod tests {
             Transport::Http {
                 url: "https://api.githubcopilot.com/mcp/".parse().unwrap(),
                 headers: vec![("Authorization".into(), "Bearer ghp_secret".into())],
+                oauth: Default::default(),
             }
         );
         assert_eq!(servers.servers[1].exclude, ["delete_repo"]);
@@ -459,5 +482,28 @@ mod tests {
             let error = parse(text).unwrap_err().to_string();
             assert!(error.starts_with(expected), "{text}\n  gave {error}\n  not {expected}");
         }
+    }
+
+    #[test]
+    fn an_http_server_says_how_to_sign_in_but_never_holds_a_secret() {
+        let servers = parse(
+            r#"{"mcpServers": {"x": {"url": "https://x.test/mcp", "oauth": {"client_id": "id", "client_secret_env": "X_SECRET", "scope": "read", "grant": "client_credentials"}}}}"#,
+        )
+        .unwrap();
+        let Transport::Http { oauth, .. } = &servers.servers[0].transport else { panic!("HTTP") };
+        assert_eq!(oauth.client_id.as_deref(), Some("id"));
+        assert_eq!(oauth.client_secret_env.as_deref(), Some("X_SECRET"));
+        assert_eq!(oauth.grant, crate::auth::Grant::ClientCredentials);
+        assert!(servers.warnings.is_empty(), "{:?}", servers.warnings);
+
+        let error = parse(r#"{"mcpServers": {"x": {"url": "https://x.test/mcp", "oauth": {"client_secret": "s3cret"}}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`/mcpServers/x/oauth`") && error.contains("client_secret_env"), "{error}");
+        assert!(!error.contains("s3cret"), "{error}");
+        let error = parse(r#"{"mcpServers": {"x": {"url": "https://x.test/mcp", "oauth": {"grant": "password"}}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`/mcpServers/x/oauth`") && error.contains("password"), "{error}");
     }
 }

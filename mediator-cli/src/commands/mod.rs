@@ -1,6 +1,7 @@
 //! One module per subcommand, its flags (clap types) beside what runs it; the flag groups
 //! several commands share are in `flags.rs`.
 
+pub mod auth;
 pub mod cache;
 pub mod categorize;
 pub mod configuration;

@@ -13,7 +13,7 @@ use tool_mediator_mcp::remote::Remote;
 use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
 use crate::config::Setup;
-use crate::flags::{ChainArgs, ListenArgs, MediationArgs, OnChange};
+use crate::flags::{ChainArgs, ListenArgs, MediationArgs, OnChange, SignInArgs};
 use crate::manifest::Dialect;
 
 /// The server is a command to start or a URL to reach: without either, both are named.
@@ -33,6 +33,9 @@ pub struct ProxyArgs {
     /// A header for every request to the remote server (`--header "Authorization: Bearer $T"`).
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url")]
     pub headers: Vec<(String, String)>,
+
+    #[command(flatten)]
+    pub sign_in: SignInArgs,
 
     #[command(flatten)]
     pub listen: ListenArgs,
@@ -61,10 +64,13 @@ fn header(text: &str) -> Result<(String, String), String> {
 pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
     let options = ProxyOptions { source: args.chain.source.clone(), ..options(&setup, &args.mediation, false)? };
-    let (url, headers, command) = (args.url.clone(), args.headers.clone(), args.command.clone());
+    // One sign-in for every connection to the server, restarts included.
+    let remote =
+        args.url.clone().map(|url| Remote::new(url, args.headers.clone(), args.sign_in.over(Default::default())));
+    let command = args.command.clone();
     let start = move || -> Option<Upstream> {
-        Some(match (&url, command.split_first()) {
-            (Some(url), _) => Remote { url: url.clone(), headers: headers.clone() }.into(),
+        Some(match (&remote, command.split_first()) {
+            (Some(remote), _) => remote.clone().into(),
             (None, Some((program, rest))) => {
                 let mut server = tokio::process::Command::new(program);
                 server.args(rest);

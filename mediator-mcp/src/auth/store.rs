@@ -1,0 +1,305 @@
+//! Where sign-ins are kept between runs: one file readable by the user alone,
+//! `<data dir>/tool-mediator/credentials.json` (on Linux `$XDG_DATA_HOME`, else
+//! `~/.local/share`), one entry per server. Written whole to a new file and renamed over the
+//! old one under a lock, so a reader never sees half of it and two processes refreshing at once
+//! do not lose each other's tokens; never through a link someone else put in its place.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::registration::Client;
+
+/// The file is read only up to this size: a sign-in entry is a few kilobytes.
+const MOST: u64 = 4 * 1024 * 1024;
+
+/// One server's sign-in: where its tokens come from, who asked, and the tokens.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Credentials {
+    /// The authorization server and its token endpoint (for refreshing without discovery).
+    pub issuer: String,
+    pub token_endpoint: String,
+    /// The resource indicator the tokens were made for.
+    pub resource: String,
+    pub client: Client,
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub expires_at: Option<u64>,
+    pub scope: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No token or secret ever reaches a log.
+        f.debug_struct("Credentials")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("client", &self.client)
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct File1 {
+    version: u32,
+    #[serde(default)]
+    servers: BTreeMap<String, Credentials>,
+}
+
+/// Why the credentials file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("no data directory to keep sign-ins in (set XDG_DATA_HOME or HOME)")]
+    NoDirectory,
+}
+
+/// The credentials file.
+#[derive(Debug, Clone)]
+pub struct CredentialStore {
+    path: PathBuf,
+}
+
+impl CredentialStore {
+    /// The user's credentials file.
+    pub fn user() -> Result<CredentialStore, StoreError> {
+        let dir = dirs::data_dir().ok_or(StoreError::NoDirectory)?;
+        Ok(CredentialStore { path: dir.join("tool-mediator").join("credentials.json") })
+    }
+
+    /// A credentials file at `path` (for tests, and for a profile of one's own).
+    pub fn at(path: impl Into<PathBuf>) -> CredentialStore {
+        CredentialStore { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The sign-in kept for `server`, if any.
+    pub fn get(&self, server: &str) -> Result<Option<Credentials>, StoreError> {
+        Ok(self.read()?.servers.remove(server))
+    }
+
+    /// Every sign-in kept, by server.
+    pub fn all(&self) -> Result<BTreeMap<String, Credentials>, StoreError> {
+        Ok(self.read()?.servers)
+    }
+
+    /// Keeps `credentials` for `server`, replacing what was kept.
+    pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        self.change(|file| {
+            file.servers.insert(server.to_owned(), credentials);
+            true
+        })
+        .map(|_| ())
+    }
+
+    /// Forgets the sign-in for `server`; whether there was one.
+    pub fn remove(&self, server: &str) -> Result<bool, StoreError> {
+        self.change(|file| file.servers.remove(server).is_some())
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> StoreError {
+        StoreError::File { path: self.path.clone(), reason: reason.to_string() }
+    }
+
+    fn read(&self) -> Result<File1, StoreError> {
+        let file = match open_no_follow(&self.path, false) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(File1::default()),
+            Err(_) if fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.file_type().is_symlink()) => {
+                return Err(self.error("a link; sign-ins are not kept through it"));
+            }
+            Err(error) => return Err(self.error(error)),
+        };
+        let mut text = String::new();
+        file.take(MOST + 1).read_to_string(&mut text).map_err(|error| self.error(error))?;
+        if text.len() as u64 > MOST {
+            return Err(self.error(format!("larger than {MOST} bytes; not a credentials file")));
+        }
+        if text.trim().is_empty() {
+            return Ok(File1::default());
+        }
+        // The error names the place, never the text (which holds tokens).
+        serde_json::from_str(&text).map_err(|error| {
+            self.error(format_args!("line {}, column {}: not a credentials file", error.line(), error.column()))
+        })
+    }
+
+    /// Reads, changes and writes the file under the lock; whether `change` changed anything.
+    fn change(&self, change: impl FnOnce(&mut File1) -> bool) -> Result<bool, StoreError> {
+        let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
+        private_dir(dir).map_err(|error| self.error(error))?;
+        let lock_path = dir.join("credentials.lock");
+        let lock = open_no_follow(&lock_path, true).map_err(|error| self.error(error))?;
+        locked(&lock).map_err(|error| self.error(error))?;
+        let mut file = self.read()?;
+        if !change(&mut file) {
+            return Ok(false);
+        }
+        file.version = 1;
+        let text = serde_json::to_string_pretty(&file).map_err(|error| self.error(error))?;
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fresh = dir.join(format!(".credentials.{}.{write}.tmp", std::process::id()));
+        let written = (|| {
+            let mut out = new_private_file(&fresh)?;
+            out.write_all(text.as_bytes())?;
+            out.write_all(b"\n")?;
+            out.sync_all()?;
+            // A link in the file's place is replaced, not written through.
+            fs::rename(&fresh, &self.path)
+        })();
+        if let Err(error) = written {
+            let _ = fs::remove_file(&fresh);
+            return Err(self.error(error));
+        }
+        Ok(true)
+    }
+}
+
+/// The directory, made readable by the user alone if it is new; one that is a link is refused.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            Err(std::io::Error::other(format!("{} is a link; sign-ins are not kept through it", dir.display())))
+        }
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let mut builder = fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn open_no_follow(path: &Path, create: bool) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if create {
+        options.write(true).create(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NOFOLLOW).mode(0o600);
+    }
+    options.open(path)
+}
+
+fn new_private_file(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Holds an exclusive lock on `file` until it is closed.
+fn locked(file: &File) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock takes a descriptor this process owns and open for as long as the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registration::TokenAuth;
+    use super::*;
+
+    fn credentials(token: &str) -> Credentials {
+        Credentials {
+            issuer: "https://auth.test".into(),
+            token_endpoint: "https://auth.test/token".into(),
+            resource: "https://mcp.test/mcp".into(),
+            client: Client {
+                id: "id".into(),
+                secret: Some("client-secret".into()),
+                token_auth: TokenAuth::ClientSecretBasic,
+                redirect_uri: None,
+                registered: true,
+            },
+            access_token: token.into(),
+            refresh_token: Some("refresh-secret".into()),
+            expires_at: Some(1),
+            scope: None,
+        }
+    }
+
+    #[test]
+    fn keeps_forgets_and_never_shows_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CredentialStore::at(dir.path().join("deep/tool-mediator/credentials.json"));
+        assert!(store.get("https://mcp.test/mcp").unwrap().is_none());
+        store.put("https://mcp.test/mcp", credentials("access-secret")).unwrap();
+        store.put("https://other.test/mcp", credentials("other")).unwrap();
+        let kept = store.get("https://mcp.test/mcp").unwrap().unwrap();
+        assert_eq!(kept.access_token, "access-secret");
+        let shown = format!("{kept:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(store.remove("https://mcp.test/mcp").unwrap());
+        assert!(!store.remove("https://mcp.test/mcp").unwrap());
+        assert_eq!(store.all().unwrap().len(), 1);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = fs::metadata(store.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+            let mode = fs::metadata(store.path().parent().unwrap()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_the_files_place_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        let path = dir.path().join("credentials.json");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let store = CredentialStore::at(&path);
+        // Neither read nor written through: the target is untouched.
+        let error = store.get("x").unwrap_err().to_string();
+        assert!(error.contains("a link"), "{error}");
+        assert!(store.put("x", credentials("t")).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+
+        let linked_dir = dir.path().join("linked");
+        std::os::unix::fs::symlink(dir.path(), &linked_dir).unwrap();
+        let error = CredentialStore::at(linked_dir.join("credentials.json")).put("x", credentials("t")).unwrap_err();
+        assert!(error.to_string().contains("is a link"), "{error}");
+    }
+
+    #[test]
+    fn a_damaged_file_is_named_with_the_place_and_no_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        fs::write(&path, "{\"version\": 1, \"servers\": {\"x\": \"secret-token\"}}").unwrap();
+        let error = CredentialStore::at(&path).get("x").unwrap_err().to_string();
+        assert!(error.contains("credentials.json") && error.contains("line 1"), "{error}");
+        assert!(!error.contains("secret-token"), "{error}");
+    }
+}
