@@ -4,7 +4,10 @@
 //   node harness.mjs port                      a free TCP port on 127.0.0.1
 //   node harness.mjs wait URL SECONDS PID      wait until URL answers HTTP at all (any status),
 //                                              at most SECONDS; fail at once if PID has exited
-//   node harness.mjs scenarios LIST_OUTPUT     the scenario names of `conformance list --server`
+//   node harness.mjs scenarios LIST_OUTPUT [server|auth]
+//                                              the scenario names of `conformance list`: the
+//                                              server ones, or the client authorization ones
+//                                              `client --suite auth` runs
 //   node harness.mjs judge COMBINATION RESULTS_DIR SCENARIOS_FILE DIRECT_RESULTS_DIR EXPECTATIONS
 //                                              judge one combination's results (the direct one's
 //                                              against the scenarios alone, any other against the
@@ -17,7 +20,8 @@
 // one folder per scenario run, DIR/server-<scenario>-<ISO time with : and . as ->/checks.json,
 // an array of checks {id, name, description, status, errorMessage?, details?} whose status is
 // SUCCESS, FAILURE, WARNING (a SHOULD not met) or INFO (a log of what was sent and received). A
-// scenario that throws before its checks are written has no folder. The suite's exit code says
+// scenario that throws before its checks are written has no folder. `client -o DIR` writes
+// DIR/auth/<scenario without auth/>-<time>/checks.json the same way. The suite's exit code says
 // only whether some check failed, so each scenario is judged here from its checks.json.
 import fs from 'node:fs';
 import net from 'node:net';
@@ -74,29 +78,43 @@ async function wait(url, seconds, pid) {
 
 // ---- scenarios --------------------------------------------------------------------------------
 
-function scenarios(listOutput) {
+function scenarios(listOutput, kind = 'server') {
   const names = [];
-  let inServer = false;
+  const heading = kind === 'server' ? /^Server scenarios/i : /^Client scenarios/i;
+  let inside = false;
   for (const line of fs.readFileSync(listOutput, 'utf8').split('\n')) {
-    if (/^Server scenarios/i.test(line)) inServer = true;
-    else if (/^\S/.test(line)) inServer = false;
-    else if (inServer) {
-      const match = /^\s+-\s+(\S+)/.exec(line);
-      if (match) names.push(match[1]);
+    if (heading.test(line)) inside = true;
+    else if (/^\S/.test(line)) inside = false;
+    else if (inside) {
+      const match = /^\s+-\s+(\S+)\s*(?:\[([^\]]*)\])?/.exec(line);
+      if (!match) continue;
+      // auth: the client authorization scenarios of `--suite auth`, those of a dated revision
+      // since 2025-06-18 (not the 2025-03-26 compatibility ones, drafts or extensions).
+      const revisions = (match[2] ?? '').split(',');
+      if (kind === 'auth' && !(match[1].startsWith('auth/') && revisions.some((r) => /^\d{4}-\d{2}-\d{2}$/.test(r) && r >= '2025-06-18'))) continue;
+      names.push(match[1]);
     }
   }
-  if (names.length === 0) fail(`no server scenario found in ${listOutput}`);
+  if (names.length === 0) fail(`no ${kind} scenario found in ${listOutput}`);
   console.log(names.join('\n'));
 }
 
 // ---- judging ----------------------------------------------------------------------------------
 
-/** scenario name -> its checks, from a results folder; a scenario run twice is an error. */
+/**
+ * scenario name -> its checks, from a results folder (`server-NAME-TIME/` for server scenarios,
+ * `auth/NAME-TIME/` for client ones); a scenario run twice is an error.
+ */
 function readResults(dir) {
   const results = new Map();
   if (!fs.existsSync(dir)) return results;
-  for (const entry of fs.readdirSync(dir)) {
-    const match = /^server-(.+)-(\d{4}-\d{2}-\d{2}T[\d-]+Z)$/.exec(entry);
+  const entries = fs.readdirSync(dir).flatMap((entry) =>
+    fs.statSync(path.join(dir, entry)).isDirectory() && !entry.startsWith('server-')
+      ? fs.readdirSync(path.join(dir, entry)).map((inner) => `${entry}/${inner}`)
+      : [entry]
+  );
+  for (const entry of entries) {
+    const match = /^(?:server-)?(.+)-(\d{4}-\d{2}-\d{2}T[\d-]+Z)$/.exec(entry);
     if (!match) continue;
     const file = path.join(dir, entry, 'checks.json');
     let checks;
@@ -262,8 +280,10 @@ switch (command) {
     await wait(...args);
     break;
   case 'scenarios':
-    if (args.length !== 1) fail('usage: scenarios LIST_OUTPUT');
-    scenarios(args[0]);
+    if (args.length < 1 || args.length > 2 || !['server', 'auth', undefined].includes(args[1])) {
+      fail('usage: scenarios LIST_OUTPUT [server|auth]');
+    }
+    scenarios(args[0], args[1]);
     break;
   case 'judge':
     if (args.length !== 5) fail('usage: judge COMBINATION RESULTS_DIR SCENARIOS_FILE DIRECT_RESULTS_DIR EXPECTATIONS');
