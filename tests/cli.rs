@@ -1861,3 +1861,45 @@ fn the_example_configuration_names_every_key_at_its_default() {
     let output = run(&["config", "--config", "examples/tool-mediator.toml"], None);
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+#[test]
+fn auth_status_and_logout_never_print_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("data/tool-mediator");
+    fs::create_dir_all(&kept).unwrap();
+    let entry = serde_json::json!({
+        "issuer": "https://auth.example.com",
+        "token_endpoint": "https://auth.example.com/token",
+        "resource": "https://mcp.example.com/mcp",
+        "client": {"id": "client-1", "secret": "client-SECRET-3", "token_auth": "client_secret_basic",
+                   "redirect_uri": "http://127.0.0.1:4999/callback", "registered": true},
+        "access_token": "access-SECRET-1", "refresh_token": "refresh-SECRET-2",
+        "expires_at": 4_000_000_000u64, "scope": "repo read:org"
+    });
+    let file = serde_json::json!({"version": 1, "servers": {"https://mcp.example.com/mcp": entry}});
+    fs::write(kept.join("credentials.json"), file.to_string()).unwrap();
+    let home = dir.path().to_str().unwrap().to_owned();
+    let data = dir.path().join("data");
+    let env = [("HOME", home.as_str()), ("XDG_DATA_HOME", data.to_str().unwrap())];
+    let run = |args: &[&str]| tool_mediator_tests::run_with(dir.path(), args, None, &env);
+
+    let status = run(&["auth", "status"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let shown = format!("{}{}", stdout(&status), stderr(&status));
+    for expected in
+        ["https://mcp.example.com/mcp", "https://auth.example.com", "client-1", "repo read:org", "refreshable"]
+    {
+        assert!(shown.contains(expected), "{expected} in {shown}");
+    }
+    assert!(!shown.contains("SECRET"), "{shown}");
+
+    let unusable = run(&["auth", "login", "mcp.example.com"]);
+    assert_eq!(unusable.status.code(), Some(2), "{}", stderr(&unusable));
+    assert!(stderr(&unusable).contains("not an http(s) URL"), "{}", stderr(&unusable));
+
+    let logout = run(&["auth", "logout", "https://mcp.example.com/mcp?key=ignored"]);
+    assert!(logout.status.success(), "{}", stderr(&logout));
+    assert!(!stderr(&logout).contains("SECRET"));
+    let status = run(&["auth", "status"]);
+    assert!(stderr(&status).contains("not signed in to any server"), "{}", stderr(&status));
+}

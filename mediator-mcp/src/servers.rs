@@ -496,9 +496,10 @@ mod tests {
         assert_eq!(oauth.grant, crate::auth::Grant::ClientCredentials);
         assert!(servers.warnings.is_empty(), "{:?}", servers.warnings);
 
-        let error = parse(r#"{"mcpServers": {"x": {"url": "https://x.test/mcp", "oauth": {"client_secret": "s3cret"}}}}"#)
-            .unwrap_err()
-            .to_string();
+        let error =
+            parse(r#"{"mcpServers": {"x": {"url": "https://x.test/mcp", "oauth": {"client_secret": "s3cret"}}}}"#)
+                .unwrap_err()
+                .to_string();
         assert!(error.contains("`/mcpServers/x/oauth`") && error.contains("client_secret_env"), "{error}");
         assert!(!error.contains("s3cret"), "{error}");
         let error = parse(r#"{"mcpServers": {"x": {"url": "https://x.test/mcp", "oauth": {"grant": "password"}}}}"#)

@@ -255,6 +255,8 @@ pub struct SignIn {
     /// One sign-in or refresh at a time; the others wait and use what it got.
     flow: tokio::sync::Mutex<()>,
     in_a_row: AtomicU32,
+    /// Opens an authorization URL for the user; whether it could.
+    browser: Box<dyn Fn(&str) -> bool + Send + Sync>,
 }
 
 impl std::fmt::Debug for SignIn {
@@ -286,7 +288,16 @@ impl SignIn {
             held: Mutex::new(held),
             flow: tokio::sync::Mutex::new(()),
             in_a_row: AtomicU32::new(0),
+            browser: Box::new(callback::open),
         })
+    }
+
+    /// Opens authorization URLs with `browser` instead of the system's (`$BROWSER`, else the
+    /// platform's opener): for a host with a browser of its own, and for tests.
+    #[must_use]
+    pub fn with_browser(mut self, browser: impl Fn(&str) -> bool + Send + Sync + 'static) -> SignIn {
+        self.browser = Box::new(browser);
+        self
     }
 
     /// The store's key for a server: its URL without user, password, query or fragment.
@@ -471,7 +482,7 @@ impl SignIn {
         let client = registration::client(&self.web, &found.server, &self.options, &redirect_uri, kept).await?;
         let authorization =
             grant::authorization(&client, &authorization_endpoint, &redirect_uri, &found.resource, scope)?;
-        let opened = callback::open(authorization.url.as_str());
+        let opened = (self.browser)(authorization.url.as_str());
         // Always said: the browser may not be where the user is.
         eprintln!(
             "tool-mediator: {} asks you to sign in{}: {}",
