@@ -151,7 +151,7 @@ async fn signs_in_refreshes_a_rotated_token_and_signs_in_again_once_the_refresh_
 
     let signed = sign_in.login().await.unwrap();
     assert_eq!(signed.access_token, "access-2");
-    assert_eq!(world.lock().unwrap().token_resources, [server.clone()], "the resource indicator names the server");
+    assert_eq!(world.lock().unwrap().token_resources, [server.as_str()], "the resource indicator names the server");
 
     // About to expire: refreshed before use, and the rotated refresh token is the one kept.
     assert_eq!(sign_in.authorization().await.as_deref(), Some("Bearer access-3"));
