@@ -445,3 +445,19 @@ fn a_request_the_client_cancels_stops_waiting_on_a_server_that_never_answers() {
     drop(input);
     let _ = proxy.wait();
 }
+
+#[test]
+fn a_refusal_without_a_bearer_challenge_starts_no_sign_in() {
+    // A server that wants an API key, not OAuth: its 401 passes to the client as before, and
+    // nothing is asked of anyone (no metadata fetched, no browser).
+    let (port, seen) = recording_server(|_, _| {
+        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"keys\"\r\nContent-Length: 11\r\nConnection: close\r\n\r\nwant a key\n"
+            .to_owned()
+    });
+    let (answer, log) = initialize_through(&format!("http://127.0.0.1:{port}/mcp"), &[]);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("401") && message.contains("want a key"), "{answer}");
+    assert!(!log.contains("sign in"), "{log}");
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().all(|head| head.starts_with("POST /mcp")), "only the request itself: {seen:?}");
+}

@@ -341,13 +341,16 @@ impl Shared {
                 break response;
             }
             sign_ins += 1;
-            let challenge = Challenge::of(
+            // A refusal without a Bearer challenge asks for something else (an API key): not ours.
+            let Some(challenge) = Challenge::of(
                 response
                     .headers()
                     .get_all(reqwest::header::WWW_AUTHENTICATE)
                     .iter()
                     .filter_map(|value| value.to_str().ok()),
-            );
+            ) else {
+                break response;
+            };
             match sign_in.refused(forbidden, &challenge, used.as_deref()).await {
                 Ok(true) => continue,
                 Ok(false) => break response,

@@ -165,11 +165,11 @@ async fn signs_in_refreshes_a_rotated_token_and_signs_in_again_once_the_refresh_
         world.access.clear();
         world.refresh.clear();
     }
-    let challenge = Challenge::of([format!(
-        "Bearer resource_metadata=\"{server_root}/.well-known/oauth-protected-resource/mcp\"",
-        server_root = server.trim_end_matches("/mcp")
-    )
-    .as_str()]);
+    let header = format!(
+        "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        server.trim_end_matches("/mcp")
+    );
+    let challenge = Challenge::of([header.as_str()]).unwrap();
     assert!(sign_in.refused(false, &challenge, Some("Bearer access-3")).await.unwrap());
     assert_eq!(world.lock().unwrap().authorizations.len(), 2);
     let kept = store.get(&SignIn::key(&server.parse().unwrap())).unwrap().unwrap();

@@ -14,9 +14,10 @@ pub struct Challenge {
 
 impl Challenge {
     /// The `Bearer` challenge among the header values (a header may hold several challenges,
-    /// and a response several headers); an empty one when there is none.
-    pub fn of<'a>(values: impl IntoIterator<Item = &'a str>) -> Challenge {
-        values.into_iter().find_map(bearer).unwrap_or_default()
+    /// and a response several headers); `None` when there is none: the server does not ask for
+    /// an OAuth token (an API key, Basic), and no sign-in is started for it.
+    pub fn of<'a>(values: impl IntoIterator<Item = &'a str>) -> Option<Challenge> {
+        values.into_iter().find_map(bearer)
     }
 
     /// The server asks for more scope than the token has (a step-up).
@@ -100,23 +101,24 @@ mod tests {
     #[test]
     fn reads_the_bearer_challenge_with_quoted_and_bare_parameters() {
         let header = r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp", error_description="Scope \"x\" needed""#;
-        let challenge = Challenge::of([header]);
+        let challenge = Challenge::of([header]).unwrap();
         assert_eq!(challenge.scope.as_deref(), Some("mcp:basic mcp:write"));
         assert_eq!(
             challenge.resource_metadata.as_deref(),
             Some("http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp")
         );
         assert!(challenge.wants_more_scope());
-        assert_eq!(Challenge::of(["Bearer error=invalid_token"]).error.as_deref(), Some("invalid_token"));
+        assert_eq!(Challenge::of(["Bearer error=invalid_token"]).unwrap().error.as_deref(), Some("invalid_token"));
     }
 
     #[test]
     fn finds_bearer_among_other_schemes_and_headers() {
-        let challenge = Challenge::of(["Basic realm=\"x\", Bearer scope=\"a b\"", "DPoP algs=\"ES256\""]);
+        let challenge = Challenge::of(["Basic realm=\"x\", Bearer scope=\"a b\"", "DPoP algs=\"ES256\""]).unwrap();
         assert_eq!(challenge.scope.as_deref(), Some("a b"));
-        let challenge = Challenge::of(["Basic realm=\"x\"", "bearer resource_metadata=\"https://h/m\""]);
+        let challenge = Challenge::of(["Basic realm=\"x\"", "bearer resource_metadata=\"https://h/m\""]).unwrap();
         assert_eq!(challenge.resource_metadata.as_deref(), Some("https://h/m"));
-        assert_eq!(Challenge::of(["Basic realm=\"x\""]), Challenge::default());
+        assert_eq!(Challenge::of(["Basic realm=\"x\""]), None);
+        assert_eq!(Challenge::of(["Bearer"]), Some(Challenge::default()));
     }
 
     #[test]
@@ -133,6 +135,6 @@ mod tests {
         ] {
             let _ = Challenge::of([header]);
         }
-        assert_eq!(Challenge::of(["Bearer scope=\"unclosed"]).scope.as_deref(), Some("unclosed"));
+        assert_eq!(Challenge::of(["Bearer scope=\"unclosed"]).unwrap().scope.as_deref(), Some("unclosed"));
     }
 }

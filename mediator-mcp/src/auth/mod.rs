@@ -112,6 +112,8 @@ pub enum AuthError {
     TooMany,
     #[error("the server did not ask for sign-in (HTTP {0})")]
     NotAsked(u16),
+    #[error("the server refused (HTTP {0}) without a Bearer challenge: it does not sign users in with OAuth")]
+    NotOAuth(u16),
     #[error("{0}")]
     Web(#[from] WebError),
     #[error("cannot listen for the sign-in's redirect on 127.0.0.1: {0}")]
@@ -409,7 +411,8 @@ impl SignIn {
                 .get_all(reqwest::header::WWW_AUTHENTICATE)
                 .iter()
                 .filter_map(|value| value.to_str().ok()),
-        );
+        )
+        .ok_or(AuthError::NotOAuth(status.as_u16()))?;
         let _flow = self.flow.lock().await;
         let credentials = self.sign_in(&challenge, challenge.scope.clone()).await?;
         self.keep(credentials.clone());
