@@ -293,7 +293,12 @@ impl Front {
         let (session, pending) = self.new_session(true);
         let mut options = self.proxy.clone();
         // Any replica answers a call by name, whichever of them listed a category's tools.
-        options.policy.calls_follow_disclosure = false;
+        if options.policy.calls_follow_disclosure {
+            tracing::info!(
+                "stateless requests may call a folded tool by name: calls follow the disclosure in sessions only"
+            );
+            options.policy.calls_follow_disclosure = false;
+        }
         self.start(&session, pending, "stateless".to_owned(), None, options);
         *shared = Some(session.clone());
         Some(session)
