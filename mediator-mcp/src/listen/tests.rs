@@ -116,7 +116,7 @@ impl Drop for Front {
 
 /// The JSON-RPC answer in a body: the body itself, or the last `data:` of an SSE stream.
 fn answer_in(text: &str) -> Value {
-    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).last();
+    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
     serde_json::from_str(last.unwrap_or(text).trim()).unwrap_or(Value::Null)
 }
 
