@@ -360,6 +360,8 @@ impl Session {
             let answered = lock(&self.waiting).remove(id);
             match answered {
                 Some(stream) => send_or_hold(stream.sender, line),
+                // A stateless client that closed its stream cancelled the request: expected.
+                None if self.shared => tracing::debug!("an answer to {id}, whose stream has closed; dropped"),
                 None => tracing::warn!("an answer to {id}, which no client request waits for; dropped"),
             }
             return;

@@ -88,9 +88,7 @@ pub(super) async fn answer(front: &Arc<Front>, headers: &HeaderMap, request: Req
     if let Err(mismatch) = standard_headers(headers, method, params.as_ref()) {
         return answer_at_once(&jsonrpc::error_response(&id, HEADER_MISMATCH, &mismatch));
     }
-    let Some(session) = front.shared_session() else {
-        return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy cannot start"));
-    };
+    let session = front.shared_session();
     let (exchange, line) = Exchange::of(&id, method, params);
     let wants_stream = wants_stream(headers);
     let Some(waiting) = session.wait_for(&exchange.ours, wants_stream, logs) else {
@@ -284,11 +282,11 @@ impl Drop for Answering {
 
 impl Front {
     /// The proxy stateless requests share, started when there is none or it has ended.
-    fn shared_session(self: &Arc<Self>) -> Option<Arc<Session>> {
+    fn shared_session(self: &Arc<Self>) -> Arc<Session> {
         let mut shared = lock(&self.shared);
         if let Some(session) = shared.as_ref().filter(|session| !session.is_closed()) {
             session.used();
-            return Some(session.clone());
+            return session.clone();
         }
         let (session, pending) = self.new_session(true);
         let mut options = self.proxy.clone();
@@ -301,7 +299,7 @@ impl Front {
         }
         self.start(&session, pending, "stateless".to_owned(), None, options);
         *shared = Some(session.clone());
-        Some(session)
+        session
     }
 }
 

@@ -15,7 +15,7 @@ use crate::upstream::Upstream;
 use tool_mediator::session::SessionPolicy;
 
 /// Answers by the last `"id":` of each line (the tests send no other); a start is a line in
-/// `$STARTS`.
+/// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three.
 const SERVER: &str = r#"
 echo started >> "$STARTS"
 while IFS= read -r line; do
@@ -27,7 +27,8 @@ while IFS= read -r line; do
     *'"method":"server/discover"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" ;;
     *'"method":"tools/list"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","description":"Says hello.","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+      if [ -n "$MANY" ]; then more=',{"name":"hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'; else more=''; fi
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","description":"Says hello.","inputSchema":{"type":"object"}}%s]}}\n' "$id" "$more" ;;
     *'"method":"tools/call"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hello"}]}}\n' "$id" ;;
     *'"method":'*)
@@ -57,19 +58,27 @@ struct Front {
 
 impl Front {
     async fn start() -> Front {
+        Front::start_with(SessionPolicy::default(), false).await
+    }
+
+    /// A front whose sessions follow `policy`, its server listing three tools when `many`.
+    async fn start_with(policy: SessionPolicy, many: bool) -> Front {
         let dir = tempfile::tempdir().unwrap();
         let starts = dir.path().join("starts");
         let (script, starts_at) = (SERVER.to_owned(), starts.clone());
         let start = move || {
             let mut command = Command::new("sh");
             command.arg("-c").arg(&script).env("STARTS", &starts_at);
+            if many {
+                command.env("MANY", "1");
+            }
             Some(Upstream::from(command))
         };
         let spec = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
-        let proxy = ProxyOptions::new(mediator, SessionPolicy::default());
+        let proxy = ProxyOptions::new(mediator, policy);
         let task = tokio::spawn(serve(listener, ListenOptions::new(address), proxy, vec![spec]));
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap();
         Front { url: format!("http://{address}/mcp"), http, task, _dir: dir, starts }
@@ -225,4 +234,31 @@ async fn stateless_errors_get_the_status_the_revision_prescribes() {
     let bare = json!({"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {}});
     let (status, _, answer) = front.post(&bare, Some(REVISION), None).await;
     assert_eq!((status, &answer["error"]["code"], &answer["id"]), (400, &json!(-32602), &json!(10)), "{answer}");
+}
+
+#[tokio::test]
+async fn get_and_delete_of_the_stateless_revision_are_not_allowed() {
+    let front = Front::start().await;
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = front.http.request(method.clone(), &front.url).header("mcp-protocol-version", REVISION);
+        let response = response.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 405, "{method}");
+        assert_eq!(response.headers().get("allow").map(|allow| allow.to_str().unwrap()), Some("POST"));
+    }
+}
+
+/// Any replica answers a stateless call: a folded tool is called by its name with no expansion
+/// seen first, even where a session's calls must follow the disclosure.
+#[tokio::test]
+async fn a_stateless_call_reaches_a_folded_tool_without_an_expansion_first() {
+    let policy = SessionPolicy { calls_follow_disclosure: true, ..SessionPolicy::mediated(2) };
+    let front = Front::start_with(policy, true).await;
+    let (status, _, listed) = front.post(&stateless(1, "tools/list", json!({})), Some(REVISION), None).await;
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(!names.contains(&"hello"), "folded: {names:?}");
+    let call = stateless(2, "tools/call", json!({"name": "hello", "arguments": {}}));
+    let (status, _, answer) = front.post(&call, Some(REVISION), None).await;
+    assert_eq!((status, &answer["result"]["content"][0]["text"]), (200, &json!("hello")), "{answer}");
 }
