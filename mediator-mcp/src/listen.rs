@@ -463,10 +463,6 @@ impl Front {
         Ok(())
     }
 
-    /// Whether `host` (a `Host` header: a name or an address, and perhaps this port) is served
-    /// here. A page on a site whose name an attacker points at this machine (DNS rebinding)
-    /// names that site: only `localhost`, a name allowed, or an IP address (which no DNS answer
-    /// can rebind) is taken.
     /// A revision nobody has written is refused, as the 2025 revisions ask (400); a stateless
     /// request is answered for its revision with the error that revision prescribes instead.
     fn check_revision(headers: &HeaderMap) -> Result<(), Refused> {
@@ -479,6 +475,10 @@ impl Front {
         Ok(())
     }
 
+    /// Whether `host` (a `Host` header: a name or an address, and perhaps this port) is served
+    /// here. A page on a site whose name an attacker points at this machine (DNS rebinding)
+    /// names that site: only `localhost`, a name allowed, or an IP address (which no DNS answer
+    /// can rebind) is taken.
     fn serves_host(&self, host: &str) -> bool {
         let Ok(authority) = host.parse::<axum::http::uri::Authority>() else { return false };
         if authority.port_u16().is_some_and(|port| port != self.port) {
