@@ -11,6 +11,10 @@
 //! `tools/list_changed`) goes on the session's GET stream, or on a POST stream still open when
 //! there is none. DELETE ends the session, and with it its server.
 //!
+//! The stateless revision (2026-07-28) is served on the same endpoint: a request whose `_meta`
+//! envelope (or `MCP-Protocol-Version` header) says so needs no handshake and no session, and
+//! goes to one proxy shared by every stateless request (see [`stateless`]).
+//!
 //! As the specification asks, it binds where it is told (loopback unless told otherwise),
 //! refuses a browser's request from another origin (403), and, with a token, any request
 //! without it (401). A body that is not JSON-RPC gets a parse error, a session nobody issued
@@ -44,7 +48,12 @@ use crate::options::ProxyOptions;
 use crate::proxy::{Client, ServerSpec};
 use tool_mediator_core::sync::lock;
 
+mod stateless;
+#[cfg(test)]
+mod tests;
+
 const SESSION: &str = "mcp-session-id";
+const REVISION_HEADER: &str = "mcp-protocol-version";
 /// Client sessions at once, at most; past the cap a new one is refused (503). Fewer when the
 /// process may open few files (see [`session_cap`]).
 const MAX_SESSIONS: usize = 256;
@@ -102,7 +111,8 @@ pub async fn serve(
     let port = listener.local_addr()?.port();
     let max_sessions = session_cap(servers.len());
     let sessions = Mutex::new(HashMap::new());
-    let state = Arc::new(Front { listen, proxy, servers, port, max_sessions, sessions });
+    let shared = Mutex::new(None);
+    let state = Arc::new(Front { listen, proxy, servers, port, max_sessions, sessions, shared });
     let app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
@@ -163,7 +173,8 @@ pub async fn serve(
     drop(listener);
     janitor.abort();
     let sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, session)| session).collect();
-    for session in sessions {
+    let shared = lock(&state.shared).take();
+    for session in sessions.into_iter().chain(shared) {
         session.end().await;
     }
     // Answers under way are finished; a stream still open is not waited for long.
@@ -210,6 +221,8 @@ struct Front {
     proxy: ProxyOptions,
     servers: Vec<ServerSpec>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The proxy every stateless request shares, once one has come.
+    shared: Mutex<Option<Arc<Session>>>,
 }
 
 /// Where an answer or a message of the server's goes: a POST's stream, or the GET stream.
@@ -220,6 +233,8 @@ struct Stream {
     carries_messages: bool,
     /// Which POST it is, so the POST takes out its own entry and no later one's.
     post: u64,
+    /// Its request asked for log messages (`_meta` `logLevel`, in the stateless revision).
+    logs: bool,
 }
 
 /// Numbers the POSTs waiting for an answer.
@@ -244,6 +259,9 @@ struct Session {
     last_used: Mutex<Instant>,
     /// How long the proxy has to end its server.
     grace: Duration,
+    /// It is the proxy stateless requests share: what the server sends of its own accord goes
+    /// to the request it relates to, never to whichever stream is open.
+    shared: bool,
 }
 
 /// Ends, every so often, the sessions idle for longer than the options allow.
@@ -312,7 +330,7 @@ impl Session {
 
     /// A POST's stream for the answer to `id`, taken out of the waiting list when dropped;
     /// none while a request with this id still waits.
-    fn wait_for(self: &Arc<Self>, id: &Id, carries_messages: bool) -> Option<Waiting> {
+    fn wait_for(self: &Arc<Self>, id: &Id, carries_messages: bool, logs: bool) -> Option<Waiting> {
         let (sender, answers) = mpsc::channel(STREAM_QUEUE);
         let mut waiting = lock(&self.waiting);
         if self.is_closed() {
@@ -325,7 +343,7 @@ impl Session {
             return None;
         }
         let post = POSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        waiting.insert(id.clone(), Stream { sender, carries_messages, post });
+        waiting.insert(id.clone(), Stream { sender, carries_messages, post, logs });
         Some(Waiting { answers, id: id.clone(), post, session: self.clone() })
     }
 
@@ -342,9 +360,14 @@ impl Session {
             let answered = lock(&self.waiting).remove(id);
             match answered {
                 Some(stream) => send_or_hold(stream.sender, line),
+                // A stateless client that closed its stream cancelled the request: expected.
+                None if self.shared => tracing::debug!("an answer to {id}, whose stream has closed; dropped"),
                 None => tracing::warn!("an answer to {id}, which no client request waits for; dropped"),
             }
             return;
+        }
+        if self.shared {
+            return self.deliver_related(line, request);
         }
         // Of the server's own accord: the GET stream, else a POST stream still open.
         let listening = lock(&self.listening).clone().filter(|stream| !stream.is_closed());
@@ -430,18 +453,23 @@ impl Front {
                 return Err(Refused(StatusCode::FORBIDDEN, "requests from other origins are refused"));
             }
         }
-        // A revision nobody has written is refused, as the specification asks (400).
-        if let Some(revision) = headers.get("mcp-protocol-version") {
-            let known = revision.to_str().is_ok_and(|revision| crate::revision::REVISIONS.contains(&revision));
-            if !known {
-                return Err(Refused(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version"));
-            }
-        }
         if let Some(token) = &self.listen.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
             let given = given.and_then(bearer_token).unwrap_or_default();
             if !same_secret(given.as_bytes(), token.as_bytes()) {
                 return Err(Refused(StatusCode::UNAUTHORIZED, "a bearer token is required"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A revision nobody has written is refused, as the 2025 revisions ask (400); a stateless
+    /// request is answered for its revision with the error that revision prescribes instead.
+    fn check_revision(headers: &HeaderMap) -> Result<(), Refused> {
+        if let Some(revision) = headers.get(REVISION_HEADER) {
+            let known = revision.to_str().is_ok_and(|revision| crate::revision::REVISIONS.contains(&revision));
+            if !known {
+                return Err(Refused(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version"));
             }
         }
         Ok(())
@@ -479,6 +507,20 @@ impl Front {
     fn open(self: &Arc<Self>, initialize: &Id) -> Result<(String, Arc<Session>), Refused> {
         let id =
             session_id().map_err(|_| Refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session id"))?;
+        let (session, pending) = self.new_session(false);
+        {
+            let mut sessions = lock(&self.sessions);
+            if sessions.len() >= self.max_sessions {
+                return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "too many sessions at once"));
+            }
+            sessions.insert(id.clone(), session.clone());
+        }
+        self.start(&session, pending, id.clone(), Some(initialize.clone()), self.proxy.clone());
+        Ok((id, session))
+    }
+
+    /// A session not yet started, and the receiving end of its input.
+    fn new_session(&self, shared: bool) -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
         let (input, pending) = mpsc::channel::<Vec<u8>>(STREAM_QUEUE);
         let (ended, _) = tokio::sync::watch::channel(false);
         let session = Arc::new(Session {
@@ -491,14 +533,21 @@ impl Front {
             failure: Mutex::new(None),
             last_used: Mutex::new(Instant::now()),
             grace: self.proxy.grace,
+            shared,
         });
-        {
-            let mut sessions = lock(&self.sessions);
-            if sessions.len() >= self.max_sessions {
-                return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "too many sessions at once"));
-            }
-            sessions.insert(id.clone(), session.clone());
-        }
+        (session, pending)
+    }
+
+    /// Starts `session`'s proxy (named `id` in logs and in the sessions it leaves when it ends)
+    /// with its servers; if it cannot start, `initialize`, when there is one, is answered with why.
+    fn start(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        pending: mpsc::Receiver<Vec<u8>>,
+        id: String,
+        initialize: Option<Id>,
+        options: ProxyOptions,
+    ) {
         let (proxy_in, writer) = tokio::io::duplex(PIPE);
         let (proxy_out, output) = tokio::io::duplex(PIPE);
         tokio::spawn(write_messages(pending, writer, session.ended.subscribe()));
@@ -507,9 +556,8 @@ impl Front {
             let _ = ended.wait_for(|ended| *ended).await;
         };
         let client = Client { input: proxy_in, output: proxy_out, gone };
-        let (options, servers) = (self.proxy.clone(), self.servers.clone());
-        let (front, name, started) = (self.clone(), id.clone(), session.clone());
-        let initialize = initialize.clone();
+        let servers = self.servers.clone();
+        let (front, name, started) = (self.clone(), id, session.clone());
         // Says that the proxy's ending is known (why it could not start, if it could not).
         let (ended, ending_known) = tokio::sync::oneshot::channel::<()>();
         let proxy = tokio::spawn(async move {
@@ -524,7 +572,9 @@ impl Front {
                 Err(error) => {
                     tracing::warn!("session {name} could not start its server: {error}");
                     *lock(&started.failure) = Some(tool_mediator_core::error::with_causes(&error));
-                    started.deliver(jsonrpc::error_response(&initialize, INTERNAL_ERROR, &error.to_string()));
+                    if let Some(initialize) = &initialize {
+                        started.deliver(jsonrpc::error_response(initialize, INTERNAL_ERROR, &error.to_string()));
+                    }
                 }
             }
             let _ = ended.send(());
@@ -551,7 +601,6 @@ impl Front {
             drop(waiting);
             lock(&reader.listening).take();
         });
-        Ok((id, session))
     }
 }
 
@@ -631,6 +680,12 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
         }
         _ => (None, false),
     };
+    if let Some(request) = stateless::Request::of(&headers, &message) {
+        return stateless::answer(&front, &headers, request).await;
+    }
+    if let Err(refused) = Front::check_revision(&headers) {
+        return refused.into_response();
+    }
     let found = match (front.session(&headers), &id) {
         (Err(refused), _) => return refused.into_response(),
         (Ok(Some((_, session))), id) if session.is_closed() => {
@@ -656,11 +711,8 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
             false => refusal(StatusCode::NOT_FOUND, "the session has ended"),
         };
     };
-    let wants_stream = headers
-        .get(header::ACCEPT)
-        .and_then(|accept| accept.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
-    let Some(waiting) = session.wait_for(&id, wants_stream) else {
+    let wants_stream = wants_stream(&headers);
+    let Some(waiting) = session.wait_for(&id, wants_stream, false) else {
         let reason = "a request with this id is already waiting";
         return json_error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, reason);
     };
@@ -676,6 +728,14 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
         response.headers_mut().insert(SESSION, value);
     }
     response
+}
+
+/// Whether the client takes an SSE stream for its answer.
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|accept| accept.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"))
 }
 
 /// Whether reading a body failed on its length limit.
@@ -719,6 +779,12 @@ async fn answer_as_json(mut waiting: Waiting) -> Response {
 }
 
 async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = stateless::refuse_other_methods(&headers) {
+        return refused;
+    }
+    if let Err(refused) = Front::check_revision(&headers) {
+        return refused.into_response();
+    }
     let session = match front.session(&headers) {
         Err(refused) => return refused.into_response(),
         Ok(Some((_, session))) if session.is_closed() => {
@@ -733,6 +799,12 @@ async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response
 }
 
 async fn on_delete(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = stateless::refuse_other_methods(&headers) {
+        return refused;
+    }
+    if let Err(refused) = Front::check_revision(&headers) {
+        return refused.into_response();
+    }
     match front.session(&headers) {
         Err(refused) => refused.into_response(),
         Ok(None) => refusal(StatusCode::BAD_REQUEST, "no session named"),

@@ -1,15 +1,26 @@
 //! The protocol revision a client speaks, and what it asks of the proxy. The stateless revision
 //! (2026-07-28) carries a `_meta` envelope on every request and hears of tool list changes on
 //! `subscriptions/listen` streams; the peers of 2025-03-26 must accept JSON-RPC batches.
+//! Over HTTP, [`Envelope::check`] says whether a request's envelope is one the proxy serves.
 
 use serde_json::{Value, json};
 
-use crate::jsonrpc::{self, Id};
+use crate::jsonrpc::{self, INVALID_PARAMS, Id};
 
 /// `_meta` keys of the stateless protocol revision (2026-07-28).
 pub(super) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 pub(super) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 pub(super) const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(super) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+
+/// The revisions served without a handshake, each request carrying its `_meta` envelope.
+pub const STATELESS_REVISIONS: [&str; 1] = ["2026-07-28"];
+
+/// The HTTP headers do not match the body (2026-07-28, `HeaderMismatch`).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// The request names a revision not served here (2026-07-28, `UnsupportedProtocolVersion`).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// The protocol revisions there are, oldest first: what the proxy passes between peers that
 /// agree on one of them.
@@ -94,9 +105,140 @@ impl Protocol {
     }
 }
 
+/// What a request says of its protocol revision over HTTP: its `MCP-Protocol-Version` header
+/// and the `_meta` of its params.
+pub struct Envelope<'a> {
+    pub header: Option<&'a str>,
+    pub meta: Option<&'a Value>,
+}
+
+/// Why a stateless request is refused before it reaches a server: its JSON-RPC error.
+#[derive(Debug, PartialEq)]
+pub struct Refusal {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl Envelope<'_> {
+    /// Whether the request is of the stateless revision: its `_meta` claims a protocol version,
+    /// or its header names a stateless revision (then a missing envelope is its error).
+    pub fn is_stateless(&self) -> bool {
+        self.claimed().is_some() || self.header.is_some_and(|header| STATELESS_REVISIONS.contains(&header))
+    }
+
+    fn claimed(&self) -> Option<&Value> {
+        self.meta.and_then(|meta| meta.get(PROTOCOL_VERSION_KEY))
+    }
+
+    /// Checks a stateless request as the revision asks, in its order: the envelope is whole
+    /// (`-32602`), the header says what the body says (`-32020`), and the revision is served
+    /// here (`-32022`, with the revisions that are).
+    pub fn check(&self) -> Result<(), Refusal> {
+        let refused = |code, message: &str, data| Err(Refusal { code, message: message.to_owned(), data });
+        let Some(meta) = self.meta.filter(|meta| meta.is_object()) else {
+            return refused(INVALID_PARAMS, "the request has no `_meta` envelope", None);
+        };
+        let Some(claimed) = meta.get(PROTOCOL_VERSION_KEY) else {
+            return refused(INVALID_PARAMS, &format!("`_meta` has no `{PROTOCOL_VERSION_KEY}`"), None);
+        };
+        let Some(claimed) = claimed.as_str() else {
+            return refused(INVALID_PARAMS, &format!("`_meta.{PROTOCOL_VERSION_KEY}` is not a string"), None);
+        };
+        if !meta.get(CLIENT_CAPABILITIES_KEY).is_some_and(Value::is_object) {
+            return refused(INVALID_PARAMS, &format!("`_meta` has no `{CLIENT_CAPABILITIES_KEY}` object"), None);
+        }
+        match self.header {
+            None => return refused(HEADER_MISMATCH, "the MCP-Protocol-Version header is missing", None),
+            Some(header) if header != claimed => {
+                let message = format!(
+                    "Header mismatch: MCP-Protocol-Version header value '{header}' does not match body value '{claimed}'"
+                );
+                return refused(HEADER_MISMATCH, &message, None);
+            }
+            Some(_) => {}
+        }
+        if !STATELESS_REVISIONS.contains(&claimed) {
+            let data = json!({"supported": STATELESS_REVISIONS, "requested": claimed});
+            return refused(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", Some(data));
+        }
+        Ok(())
+    }
+}
+
+/// A mirrored header's value (`Mcp-Name`, `Mcp-Param-*`) as the client meant it: the text in a
+/// `=?base64?…?=` sentinel decoded (standard alphabet, padding optional), any other as it is;
+/// `None` for a sentinel that is not base64 of UTF-8.
+pub fn decode_header_value(value: &str) -> Option<String> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
+        return Some(value.to_owned());
+    };
+    let sextet = |byte: u8| match byte {
+        b'A'..=b'Z' => Some(byte - b'A'),
+        b'a'..=b'z' => Some(byte - b'a' + 26),
+        b'0'..=b'9' => Some(byte - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let digits = encoded.trim_end_matches('=').as_bytes();
+    if digits.len() % 4 == 1 {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let mut bits = 0u32;
+        for (place, &digit) in chunk.iter().enumerate() {
+            bits |= u32::from(sextet(digit)?) << (18 - 6 * place);
+        }
+        let whole = [(bits >> 16) as u8, (bits >> 8) as u8, bits as u8];
+        bytes.extend_from_slice(&whole[..chunk.len() - 1]);
+    }
+    String::from_utf8(bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_base64_header_value_is_decoded_and_a_plain_one_kept() {
+        assert_eq!(decode_header_value("us-west1").as_deref(), Some("us-west1"));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(), Some("Hello, 世界"));
+        assert_eq!(decode_header_value("=?base64?IHBhZGRlZCA=?=").as_deref(), Some(" padded "));
+        assert_eq!(decode_header_value("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=").as_deref(), Some("=?base64?literal?="));
+        assert_eq!(decode_header_value("=?base64?not*base64?="), None);
+    }
+
+    fn envelope(version: &str) -> Value {
+        json!({PROTOCOL_VERSION_KEY: version, CLIENT_CAPABILITIES_KEY: {}})
+    }
+
+    #[test]
+    fn a_stateless_envelope_is_checked_in_the_revisions_order() {
+        let code = |header: Option<&str>, meta: Option<&Value>| Envelope { header, meta }.check().err().map(|r| r.code);
+        let good = envelope("2026-07-28");
+        assert_eq!(code(Some("2026-07-28"), Some(&good)), None);
+        assert_eq!(code(Some("2026-07-28"), None), Some(INVALID_PARAMS), "no envelope");
+        assert_eq!(code(Some("2026-07-28"), Some(&json!({CLIENT_CAPABILITIES_KEY: {}}))), Some(INVALID_PARAMS));
+        assert_eq!(code(Some("2026-07-28"), Some(&json!({PROTOCOL_VERSION_KEY: "2026-07-28"}))), Some(INVALID_PARAMS));
+        assert_eq!(code(Some("2025-11-25"), Some(&good)), Some(HEADER_MISMATCH));
+        assert_eq!(code(None, Some(&good)), Some(HEADER_MISMATCH));
+        let unknown = envelope("v9");
+        assert_eq!(code(Some("2026-07-28"), Some(&unknown)), Some(HEADER_MISMATCH), "a mismatch comes first");
+        let refusal = Envelope { header: Some("v9"), meta: Some(&unknown) }.check().unwrap_err();
+        assert_eq!(refusal.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(refusal.data, Some(json!({"supported": ["2026-07-28"], "requested": "v9"})));
+    }
+
+    #[test]
+    fn a_request_is_stateless_by_its_envelope_or_its_header() {
+        let good = envelope("2026-07-28");
+        assert!(Envelope { header: None, meta: Some(&good) }.is_stateless());
+        assert!(Envelope { header: Some("2026-07-28"), meta: None }.is_stateless());
+        assert!(!Envelope { header: Some("2025-06-18"), meta: Some(&json!({"progressToken": 1})) }.is_stateless());
+        assert!(!Envelope { header: None, meta: None }.is_stateless());
+    }
 
     #[test]
     fn list_changes_go_where_the_revision_says() {

@@ -248,8 +248,10 @@ impl Router {
             && let Some(id) = jsonrpc::cancelled_request(params)
         {
             // A cancelled request may never be answered: it waits no more, and one still worked
-            // on here is not sent. The server working on it hears of it.
+            // on here is not sent. The server working on it hears of it. A listen stream
+            // cancelled (closed, behind the HTTP front) is listened for no more.
             lock(&self.tasks).cancel(&id);
+            lock(&self.protocol).stop_listening(&id);
             let working = self
                 .links
                 .iter()
@@ -445,4 +447,37 @@ fn meta_of(params: &str) -> Option<Value> {
         meta: Option<Value>,
     }
     serde_json::from_str::<Params>(params).ok()?.meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::ProxyOptions;
+    use crate::router::LinkSettings;
+
+    fn take(router: &Arc<Router>, line: &str) {
+        router.from_client(Line::Whole(&mut line.as_bytes().to_vec()));
+    }
+
+    /// Behind the HTTP front every stateless client shares one router: a stream a client closed
+    /// (the front cancels it) must stop being listened for, or the list of streams only grows.
+    #[tokio::test]
+    async fn a_cancelled_listen_stream_is_listened_for_no_more() {
+        let mediator = Arc::new(tool_mediator::Mediator::builder().build());
+        let options = ProxyOptions::new(mediator, tool_mediator::session::SessionPolicy::default());
+        let (outbox, _lines) = crate::lines::Outbox::new(1 << 20);
+        let two = vec![
+            LinkSettings { name: "a".into(), ..LinkSettings::default() },
+            LinkSettings { name: "b".into(), ..LinkSettings::default() },
+        ];
+        let router = Router::new(options, two, outbox);
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let listen = format!(
+            r#"{{"jsonrpc":"2.0","id":"s1","method":"subscriptions/listen","params":{{{meta},"notifications":{{"toolsListChanged":true}}}}}}"#
+        );
+        take(&router, &listen);
+        assert_eq!(lock(&router.protocol).list_changed().len(), 1, "the gateway listens for the stream itself");
+        take(&router, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}}"#);
+        assert!(lock(&router.protocol).list_changed().is_empty(), "a cancelled stream hears nothing more");
+    }
 }

@@ -1,0 +1,264 @@
+//! The front against a small MCP server written in `sh` (it answers `initialize`,
+//! `server/discover`, `tools/list` and `tools/call` by the id it reads, and notes each start in a
+//! file): both protocol eras on one endpoint.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use super::{ListenOptions, serve};
+use crate::options::ProxyOptions;
+use crate::proxy::ServerSpec;
+use crate::router::LinkSettings;
+use crate::upstream::Upstream;
+use tool_mediator::session::SessionPolicy;
+
+/// Answers by the last `"id":` of each line (the tests send no other); a start is a line in
+/// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three.
+const SERVER: &str = r#"
+echo started >> "$STARTS"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9-]*\).*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" ;;
+    *'"method":"server/discover"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      if [ -n "$MANY" ]; then more=',{"name":"hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'; else more=''; fi
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","description":"Says hello.","inputSchema":{"type":"object"}}%s]}}\n' "$id" "$more" ;;
+    *'"method":"tools/call"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hello"}]}}\n' "$id" ;;
+    *'"method":'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+const REVISION: &str = "2026-07-28";
+
+/// The `_meta` envelope of the stateless revision.
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": REVISION,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+struct Front {
+    url: String,
+    http: reqwest::Client,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+    starts: std::path::PathBuf,
+}
+
+impl Front {
+    async fn start() -> Front {
+        Front::start_with(SessionPolicy::default(), false).await
+    }
+
+    /// A front whose sessions follow `policy`, its server listing three tools when `many`.
+    async fn start_with(policy: SessionPolicy, many: bool) -> Front {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        let (script, starts_at) = (SERVER.to_owned(), starts.clone());
+        let start = move || {
+            let mut command = Command::new("sh");
+            command.arg("-c").arg(&script).env("STARTS", &starts_at);
+            if many {
+                command.env("MANY", "1");
+            }
+            Some(Upstream::from(command))
+        };
+        let spec = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mediator = Arc::new(tool_mediator::Mediator::builder().build());
+        let proxy = ProxyOptions::new(mediator, policy);
+        let task = tokio::spawn(serve(listener, ListenOptions::new(address), proxy, vec![spec]));
+        let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap();
+        Front { url: format!("http://{address}/mcp"), http, task, _dir: dir, starts }
+    }
+
+    /// POSTs `body` with the headers a client of `revision` sends (and `session`, if any): the
+    /// status, the session named in the answer, and the JSON-RPC answer (from JSON or SSE).
+    async fn post(&self, body: &Value, revision: Option<&str>, session: Option<&str>) -> (u16, Option<String>, Value) {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(revision) = revision {
+            request = request.header("mcp-protocol-version", revision);
+        }
+        if let Some(method) = body["method"].as_str() {
+            request = request.header("mcp-method", method);
+        }
+        if let Some(name) = body.pointer("/params/name").and_then(Value::as_str) {
+            request = request.header("mcp-name", name);
+        }
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let named = response.headers().get("mcp-session-id").map(|id| id.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        (status, named, answer_in(&text))
+    }
+
+    fn starts(&self) -> usize {
+        std::fs::read_to_string(&self.starts).map_or(0, |text| text.lines().count())
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The JSON-RPC answer in a body: the body itself, or the last `data:` of an SSE stream.
+fn answer_in(text: &str) -> Value {
+    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
+    serde_json::from_str(last.unwrap_or(text).trim()).unwrap_or(Value::Null)
+}
+
+fn stateless(id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = envelope();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[tokio::test]
+async fn a_stateless_request_is_answered_without_initialize() {
+    let front = Front::start().await;
+    let (status, session, answer) = front.post(&stateless(7, "tools/list", json!({})), Some(REVISION), None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(session, None, "the stateless revision has no sessions");
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["result"]["tools"][0]["name"], "hello", "{answer}");
+    let call = stateless(7, "tools/call", json!({"name": "hello", "arguments": {}}));
+    let (status, _, answer) = front.post(&call, Some(REVISION), None).await;
+    assert_eq!((status, &answer["result"]["content"][0]["text"]), (200, &json!("hello")), "{answer}");
+}
+
+#[tokio::test]
+async fn stateless_requests_share_one_server() {
+    let front = Front::start().await;
+    for id in 1..=4 {
+        let (status, _, answer) = front.post(&stateless(id, "tools/list", json!({})), Some(REVISION), None).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    assert_eq!(front.starts(), 1, "one server behind every stateless request");
+}
+
+#[tokio::test]
+async fn the_same_id_from_two_stateless_clients_reaches_each_its_own_answer() {
+    let front = Arc::new(Front::start().await);
+    let asks = (0..6).map(|n| {
+        let front = front.clone();
+        tokio::spawn(async move {
+            let (method, params) = match n % 2 {
+                0 => ("tools/list", json!({})),
+                _ => ("tools/call", json!({"name": "hello"})),
+            };
+            let (status, _, answer) = front.post(&stateless(1, method, params), Some(REVISION), None).await;
+            (n, status, answer)
+        })
+    });
+    for ask in asks {
+        let (n, status, answer) = ask.await.unwrap();
+        assert_eq!((status, &answer["id"]), (200, &json!(1)), "{answer}");
+        let expected = if n % 2 == 0 { "/result/tools" } else { "/result/content" };
+        assert!(answer.pointer(expected).is_some(), "request {n}: {answer}");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_session_gets_404_and_a_stateless_request_ignores_it() {
+    let front = Front::start().await;
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let (status, _, _) = front.post(&list, Some("2025-06-18"), Some("no-such-session")).await;
+    assert_eq!(status, 404, "a 2025 request naming a session nobody issued");
+    // The stateless revision has no sessions: the header is ignored, none is minted or echoed.
+    let (status, session, answer) =
+        front.post(&stateless(4, "tools/list", json!({})), Some(REVISION), Some("no-such-session")).await;
+    assert_eq!((status, session), (200, None), "{answer}");
+}
+
+#[tokio::test]
+async fn a_2025_session_still_works_beside_stateless_requests() {
+    let front = Front::start().await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
+    let (status, session, answer) = front.post(&initialize, None, None).await;
+    assert_eq!(status, 200, "{answer}");
+    let session = session.expect("initialize names a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(front.post(&initialized, Some("2025-06-18"), Some(&session)).await.0, 202);
+    let (status, _, answer) = front.post(&stateless(1, "tools/list", json!({})), Some(REVISION), None).await;
+    assert_eq!((status, &answer["result"]["tools"][0]["name"]), (200, &json!("hello")), "{answer}");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, answer) = front.post(&list, Some("2025-06-18"), Some(&session)).await;
+    assert_eq!((status, &answer["result"]["tools"][0]["name"]), (200, &json!("hello")), "{answer}");
+    assert_eq!(front.starts(), 2, "the session's server, and the one the stateless requests share");
+}
+
+#[tokio::test]
+async fn stateless_errors_get_the_status_the_revision_prescribes() {
+    let front = Front::start().await;
+    // An unknown method: 404 with -32601.
+    let (status, _, answer) = front.post(&stateless(5, "no/such/method", json!({})), Some(REVISION), None).await;
+    assert_eq!((status, &answer["error"]["code"]), (404, &json!(-32601)), "{answer}");
+    // An envelope without client capabilities: 400 with -32602.
+    let mut bare = stateless(6, "tools/list", json!({}));
+    bare["params"]["_meta"].as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+    let (status, _, answer) = front.post(&bare, Some(REVISION), None).await;
+    assert_eq!((status, &answer["error"]["code"], &answer["id"]), (400, &json!(-32602), &json!(6)), "{answer}");
+    // A header that says another revision than the body: 400 with -32020.
+    let (status, _, answer) = front.post(&stateless(8, "tools/list", json!({})), Some("2025-11-25"), None).await;
+    assert_eq!((status, &answer["error"]["code"]), (400, &json!(-32020)), "{answer}");
+    // A revision the front does not serve: 400 with -32022 and the revisions it does.
+    let mut unknown = stateless(9, "tools/list", json!({}));
+    unknown["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let (status, _, answer) = front.post(&unknown, Some("2099-01-01"), None).await;
+    assert_eq!((status, &answer["error"]["code"]), (400, &json!(-32022)), "{answer}");
+    assert_eq!(answer.pointer("/error/data/supported"), Some(&json!([REVISION])), "{answer}");
+    assert_eq!(answer.pointer("/error/data/requested"), Some(&json!("2099-01-01")), "{answer}");
+    // No envelope, but a header naming the stateless revision: 400 with -32602.
+    let bare = json!({"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {}});
+    let (status, _, answer) = front.post(&bare, Some(REVISION), None).await;
+    assert_eq!((status, &answer["error"]["code"], &answer["id"]), (400, &json!(-32602), &json!(10)), "{answer}");
+}
+
+#[tokio::test]
+async fn get_and_delete_of_the_stateless_revision_are_not_allowed() {
+    let front = Front::start().await;
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = front.http.request(method.clone(), &front.url).header("mcp-protocol-version", REVISION);
+        let response = response.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 405, "{method}");
+        assert_eq!(response.headers().get("allow").map(|allow| allow.to_str().unwrap()), Some("POST"));
+    }
+}
+
+/// Any replica answers a stateless call: a folded tool is called by its name with no expansion
+/// seen first, even where a session's calls must follow the disclosure.
+#[tokio::test]
+async fn a_stateless_call_reaches_a_folded_tool_without_an_expansion_first() {
+    let policy = SessionPolicy { calls_follow_disclosure: true, ..SessionPolicy::mediated(2) };
+    let front = Front::start_with(policy, true).await;
+    let (status, _, listed) = front.post(&stateless(1, "tools/list", json!({})), Some(REVISION), None).await;
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(!names.contains(&"hello"), "folded: {names:?}");
+    let call = stateless(2, "tools/call", json!({"name": "hello", "arguments": {}}));
+    let (status, _, answer) = front.post(&call, Some(REVISION), None).await;
+    assert_eq!((status, &answer["result"]["content"][0]["text"]), (200, &json!("hello")), "{answer}");
+}
