@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 // The runner's helpers (tests/conformance-2026/run calls them; nothing here starts a server):
 //
-//   node harness.mjs port                      a free TCP port on 127.0.0.1
-//   node harness.mjs wait URL SECONDS PID      wait until URL answers HTTP at all (any status),
-//                                              at most SECONDS; fail at once if PID has exited
+// (A free port and waiting for a server to answer are tests/conformance/harness.mjs's `port` and
+// `wait`, which run calls too.)
 //   node harness.mjs required REQUIREMENTS     the server scenarios a requirements file (the
 //                                              suite's requirements/2026-07-28.yaml) scores, one
 //                                              a line, then `-` and those it runs unscored
@@ -23,7 +22,6 @@
 //               or it differs exactly as EXPECTATIONS (expectations.json) says for that
 //               combination: the checks it names fail or warn, and nothing else differs.
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
 const RANK = { SUCCESS: 0, SKIPPED: 0, WARNING: 1, FAILURE: 2 };
@@ -31,45 +29,6 @@ const RANK = { SUCCESS: 0, SKIPPED: 0, WARNING: 1, FAILURE: 2 };
 function fail(message) {
   process.stderr.write(`harness: ${message}\n`);
   process.exit(2);
-}
-
-// ---- port, wait -------------------------------------------------------------------------------
-
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  console.log(port);
-}
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === 'EPERM';
-  }
-}
-
-async function wait(url, seconds, pid) {
-  const deadline = Date.now() + Number(seconds) * 1000;
-  let last = 'no attempt';
-  while (Date.now() < deadline) {
-    if (pid && !alive(Number(pid))) fail(`process ${pid} exited before ${url} answered`);
-    try {
-      const response = await fetch(url, { method: 'POST', body: '', signal: AbortSignal.timeout(2000) });
-      await response.body?.cancel();
-      return; // any HTTP answer means it is listening
-    } catch (error) {
-      last = error.cause?.code ?? error.message;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  fail(`${url} did not answer within ${seconds} s (last: ${last})`);
 }
 
 // ---- the requirements -------------------------------------------------------------------------
@@ -246,13 +205,6 @@ function total(files) {
 
 const [command, ...args] = process.argv.slice(2);
 switch (command) {
-  case 'port':
-    await freePort();
-    break;
-  case 'wait':
-    if (args.length < 2) fail('usage: wait URL SECONDS [PID]');
-    await wait(...args);
-    break;
   case 'required':
     if (args.length !== 1) fail('usage: required REQUIREMENTS_FILE');
     required(args[0]);
@@ -265,5 +217,5 @@ switch (command) {
     total(args);
     break;
   default:
-    fail(`unknown command ${JSON.stringify(command)}: port, wait, required, judge or total`);
+    fail(`unknown command ${JSON.stringify(command)}: required, judge or total`);
 }

@@ -13,7 +13,7 @@
 // outside any one instance. A Host or an Origin that is not loopback is refused. Logs: stderr.
 import http from 'node:http';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import zlib from 'node:zlib';
+import { RED_PIXEL, TONE } from '../conformance/media.mjs';
 
 import {
   McpServer,
@@ -42,59 +42,6 @@ function log(...parts) {
   process.stderr.write(`[conformance-2026-server] ${parts.join(' ')}\n`);
 }
 
-// ---- Media made here, so no file is needed ---------------------------------------------------
-
-/** A PNG of width × height pixels of one RGB colour. */
-function png(width, height, [r, g, b]) {
-  const chunk = (type, data) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 8; // bits per sample
-  header[9] = 2; // truecolour
-  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array(width).fill([r, g, b]).flat())]);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', zlib.deflateSync(Buffer.concat(Array(height).fill(row)))),
-    chunk('IEND', Buffer.alloc(0))
-  ]);
-}
-
-/** A WAV of `ms` milliseconds of a 440 Hz tone, 8 kHz, 16-bit mono. */
-function wav(ms) {
-  const rate = 8000;
-  const samples = Math.round((rate * ms) / 1000);
-  const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) {
-    data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
-  }
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVE', 8, 'ascii');
-  header.write('fmt ', 12, 'ascii');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'ascii');
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
-}
-
-const RED_PIXEL = png(1, 1, [255, 0, 0]).toString('base64');
-const TONE = wav(50).toString('base64');
 
 // ---- requestState: signed, so a client cannot forge or alter it -----------------------------
 
