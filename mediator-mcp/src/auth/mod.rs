@@ -315,16 +315,24 @@ impl SignIn {
     /// The `Authorization` header for the next request, if signed in: the token held,
     /// refreshed first when it is about to expire.
     pub async fn authorization(&self) -> Option<String> {
-        let held = lock(&self.held).clone()?;
-        if held.expires_at.is_some_and(|at| at <= now() + EXPIRY_MARGIN) && held.refresh_token.is_some() {
-            let _flow = self.flow.lock().await;
-            let current = lock(&self.held).clone()?;
-            // Unless another request refreshed it while this one waited.
-            if current.access_token == held.access_token
-                && let Err(error) = self.refresh(current).await
-            {
-                tracing::warn!("could not refresh the sign-in to {}: {error}", self.shown);
+        // Every request asks: the held token is copied only when it must be refreshed.
+        let expiring = {
+            let held = lock(&self.held);
+            let held = held.as_ref()?;
+            let expiring =
+                held.expires_at.is_some_and(|at| at <= now() + EXPIRY_MARGIN) && held.refresh_token.is_some();
+            if !expiring {
+                return Some(format!("Bearer {}", held.access_token));
             }
+            held.access_token.clone()
+        };
+        let _flow = self.flow.lock().await;
+        let current = lock(&self.held).clone()?;
+        // Unless another request refreshed it while this one waited.
+        if current.access_token == expiring
+            && let Err(error) = self.refresh(current).await
+        {
+            tracing::warn!("could not refresh the sign-in to {}: {error}", self.shown);
         }
         lock(&self.held).as_ref().map(|held| format!("Bearer {}", held.access_token))
     }
