@@ -59,9 +59,13 @@ impl Callback {
         );
         let outcome = tokio::time::timeout(within, arrivals.recv()).await;
         let _ = stop.send(());
-        // The browser has its page; the listener closes soon after whatever happens.
+        // The browser has its page; the listener ends soon after whatever happens, a connection
+        // someone holds open included.
+        let ending = server.abort_handle();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+            if tokio::time::timeout(Duration::from_secs(2), server).await.is_err() {
+                ending.abort();
+            }
         });
         match outcome {
             Ok(Some(Ok(code))) => Ok(code),

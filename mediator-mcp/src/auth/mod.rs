@@ -404,7 +404,7 @@ impl SignIn {
             .json(&initialize)
             .send()
             .await
-            .map_err(|error| WebError::Http(format!("{}: {}", self.shown, WebError::from(error))))?;
+            .map_err(WebError::from)?;
         let status = response.status();
         if status != reqwest::StatusCode::UNAUTHORIZED && status != reqwest::StatusCode::FORBIDDEN {
             // A session it opened is ended at once.
