@@ -239,7 +239,7 @@ fn a_session_the_server_ended_ends_the_proxy_with_why() {
 }
 
 /// An HTTP server of a few lines on 127.0.0.1, on a thread: every request is answered as
-/// `reply` says, given the request line and the message's id. Returns its port and the head of
+/// `reply` says, given the request line and the message (`null` for none). Returns its port and the head of
 /// each request it saw, whole (request line and headers).
 fn recording_server(reply: fn(&str, &Value) -> String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use std::io::Read as _;
@@ -268,8 +268,8 @@ fn recording_server(reply: fn(&str, &Value) -> String) -> (u16, std::sync::Arc<s
             let _ = reader.read_exact(&mut body);
             let request_line = head.lines().next().unwrap_or_default().to_owned();
             log.lock().unwrap().push(head);
-            let id = serde_json::from_slice::<Value>(&body).map(|message| message["id"].clone()).unwrap_or_default();
-            let _ = stream.write_all(reply(&request_line, &id).as_bytes());
+            let message = serde_json::from_slice::<Value>(&body).unwrap_or_default();
+            let _ = stream.write_all(reply(&request_line, &message).as_bytes());
         }
     });
     (port, seen)
@@ -331,7 +331,8 @@ fn a_cross_origin_redirect_never_carries_a_user_header() {
 
 #[test]
 fn a_same_origin_redirect_is_followed_and_a_loop_or_another_scheme_is_refused() {
-    let (port, seen) = recording_server(|request, id| {
+    let (port, seen) = recording_server(|request, message| {
+        let id = &message["id"];
         let answer = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{}},"serverInfo":{{"name":"moved","version":"1"}}}}}}"#
         );
@@ -460,4 +461,85 @@ fn a_refusal_without_a_bearer_challenge_starts_no_sign_in() {
     assert!(!log.contains("sign in"), "{log}");
     let seen = seen.lock().unwrap();
     assert!(seen.iter().all(|head| head.starts_with("POST /mcp")), "only the request itself: {seen:?}");
+}
+
+/// An answer of `json` with `result`, for the `recording_server`.
+fn json_answer(id: &Value, result: &Value) -> String {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn a_stateless_request_carries_the_headers_that_mirror_it() {
+    // A server of the 2026-07-28 revision with a tool whose name is not ASCII and an argument
+    // it asks to see in a header: every request names its method and revision in headers, the
+    // call its tool (as base64) and that argument.
+    let (port, seen) = recording_server(|_, message| {
+        let result = match message["method"].as_str() {
+            Some("server/discover") => serde_json::json!({
+                "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "weather", "version": "1"}
+            }),
+            Some("tools/list") => serde_json::json!({"tools": [{
+                "name": "météo", "description": "The weather of a region, today.",
+                "inputSchema": {"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"}, "days": {"type": "integer"}
+                }}
+            }]}),
+            _ => serde_json::json!({"content": [{"type": "text", "text": "sunny"}]}),
+        };
+        json_answer(&message["id"], &result)
+    });
+    let mut proxy = Command::new(binary())
+        .args(["proxy", "--no-cache", "--llm", "off", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = proxy.stdin.take().unwrap();
+    let mut output = BufReader::new(proxy.stdout.take().unwrap());
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let mut ask = |id: u32, method: &str, params: &str| -> Value {
+        writeln!(input, r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}{meta}}}}}"#).unwrap();
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let listed = ask(1, "tools/list", "");
+    let name = listed["result"]["tools"][0]["name"].as_str().expect("listed").to_owned();
+    let called = ask(2, "tools/call", &format!(r#""name":"{name}","arguments":{{"region":"Zürich","days":2}},"#));
+    assert_eq!(called["result"]["content"][0]["text"], "sunny", "{called}");
+    drop(input);
+    let _ = proxy.wait();
+
+    // Each request's headers, their names in lower case.
+    let heads: Vec<Vec<(String, String)>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|head| {
+            head.lines()
+                .skip(1)
+                .filter_map(|line| line.split_once(':'))
+                .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+                .collect()
+        })
+        .collect();
+    let header = |head: &[(String, String)], name: &str| {
+        head.iter().find(|(have, _)| have == name).map(|(_, value)| value.clone())
+    };
+    let sent = |method: &str| {
+        heads.iter().find(|head| header(head, "mcp-method").as_deref() == Some(method)).cloned().expect(method)
+    };
+    let listing = sent("tools/list");
+    assert_eq!(header(&listing, "mcp-protocol-version").as_deref(), Some("2026-07-28"), "{listing:?}");
+    let call = sent("tools/call");
+    // "météo" and "Zürich" as base64 of their UTF-8.
+    assert_eq!(header(&call, "mcp-name").as_deref(), Some("=?base64?bcOpdMOpbw==?="), "{call:?}");
+    assert_eq!(header(&call, "mcp-param-region").as_deref(), Some("=?base64?WsO8cmljaA==?="), "{call:?}");
+    assert_eq!(header(&call, "mcp-param-days"), None, "only the marked argument: {call:?}");
 }

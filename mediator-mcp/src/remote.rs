@@ -27,6 +27,8 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStrea
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+mod mirror;
+
 use crate::auth::{Challenge, CredentialStore, SignIn, SignInOptions};
 use crate::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
 use tool_mediator_core::sync::lock;
@@ -63,6 +65,9 @@ impl Remote {
 
 const SESSION: &str = "mcp-session-id";
 const PROTOCOL: &str = "mcp-protocol-version";
+/// The headers that mirror a message's method and what it names (2026-07-28).
+const METHOD: &str = "mcp-method";
+const NAME: &str = "mcp-name";
 /// Bytes in each in-process pipe between the router and the bridge.
 const PIPE: usize = 256 * 1024;
 /// Requests in flight at once; past this the router's writes wait.
@@ -148,6 +153,7 @@ pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, Remote
         sign_in: remote.sign_in,
         session: Mutex::new(None),
         protocol: Mutex::new(None),
+        param_headers: mirror::ParamHeaders::default(),
         messages,
         limit,
         ended: tokio::sync::watch::channel(None).0,
@@ -167,6 +173,8 @@ struct Shared {
     sign_in: Option<Arc<SignIn>>,
     session: Mutex<Option<HeaderValue>>,
     protocol: Mutex<Option<HeaderValue>>,
+    /// The arguments the server's tools ask to see in headers.
+    param_headers: mirror::ParamHeaders,
     messages: mpsc::Sender<Vec<u8>>,
     limit: usize,
     /// Why the server ended the session, once it has: the bridge ends with it.
@@ -176,6 +184,10 @@ struct Shared {
     /// Connections refused in a row since it last answered.
     refused: std::sync::atomic::AtomicU32,
 }
+
+/// How much of an HTTP error's body is read: a JSON-RPC error in it is passed on, the start of
+/// anything else is quoted.
+const ERROR_BODY: u64 = 64 * 1024;
 
 /// Sign-ins one request may cause (one, then a step-up or two) before its refusal stands.
 const SIGN_IN_TRIES: u32 = 3;
@@ -189,21 +201,54 @@ struct Sent {
     method: Option<String>,
     /// The request a `notifications/cancelled` cancels.
     cancels: Option<Id>,
+    /// What the request is about, which the `Mcp-Name` header mirrors: the tool or prompt's
+    /// name, or the resource's URI.
+    name: Option<String>,
+    /// The protocol revision a request of the stateless revision names in its `_meta`.
+    revision: Option<String>,
+}
+
+/// What `Mcp-Name` and `MCP-Protocol-Version` mirror of a request's params.
+#[derive(Default, serde::Deserialize)]
+struct Mirrored {
+    name: Option<String>,
+    uri: Option<String>,
+    #[serde(rename = "_meta")]
+    meta: Option<Meta>,
+}
+
+#[derive(serde::Deserialize)]
+struct Meta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    revision: Option<String>,
 }
 
 impl Sent {
     fn of(line: &str) -> Sent {
         match Message::parse(line.as_bytes()) {
-            Ok(Message::Request { id, method, .. }) => {
-                Sent { id: Some(id), method: Some(method.into_owned()), cancels: None }
+            Ok(Message::Request { id, method, params }) => {
+                let mirrored: Mirrored =
+                    params.and_then(|params| serde_json::from_str(params.get()).ok()).unwrap_or_default();
+                let name = match &*method {
+                    "tools/call" | "prompts/get" => mirrored.name,
+                    "resources/read" => mirrored.uri,
+                    _ => None,
+                };
+                let revision = mirrored.meta.and_then(|meta| meta.revision);
+                Sent { id: Some(id), method: Some(method.into_owned()), cancels: None, name, revision }
             }
             Ok(Message::Notification { method, params }) => {
                 let cancels =
                     (method == "notifications/cancelled").then(|| jsonrpc::cancelled_request(params)).flatten();
-                Sent { id: None, method: Some(method.into_owned()), cancels }
+                Sent { id: None, method: Some(method.into_owned()), cancels, ..Sent::nothing() }
             }
-            _ => Sent { id: None, method: None, cancels: None },
+            _ => Sent::nothing(),
         }
+    }
+
+    /// No message: what the server sends of its own accord answers nothing sent.
+    fn nothing() -> Sent {
+        Sent { id: None, method: None, cancels: None, name: None, revision: None }
     }
 
     fn is(&self, method: &str) -> bool {
@@ -295,9 +340,10 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
 }
 
 impl Shared {
-    /// A request to the server with the session's headers; with the sign-in's `Authorization`
-    /// too, which is returned (to tell, on a refusal, which token was refused).
-    async fn request(&self, method: reqwest::Method) -> (reqwest::RequestBuilder, Option<String>) {
+    /// A request to the server with the session's headers, and those that mirror `sent` (its
+    /// method, what it names, the revision it speaks); with the sign-in's `Authorization` too,
+    /// which is returned (to tell, on a refusal, which token was refused).
+    async fn request(&self, method: reqwest::Method, sent: &Sent) -> (reqwest::RequestBuilder, Option<String>) {
         let mut request = self.client.request(method, self.url.clone()).headers(self.headers.clone());
         let authorization = match &self.sign_in {
             Some(sign_in) => sign_in.authorization().await,
@@ -312,19 +358,41 @@ impl Shared {
         if let Some(session) = lock(&self.session).clone() {
             request = request.header(SESSION, session);
         }
-        if let Some(protocol) = lock(&self.protocol).clone() {
+        // A stateless request names its revision itself; the others go in the one agreed.
+        let revision = sent.revision.as_deref().and_then(|revision| HeaderValue::from_str(revision).ok());
+        if let Some(protocol) = revision.or_else(|| lock(&self.protocol).clone()) {
             request = request.header(PROTOCOL, protocol);
+        }
+        // Mirrored as the 2026-07-28 revision asks, for whoever routes on them; a server of an
+        // earlier revision reads the body alone.
+        if let Some(method) = sent.method.as_deref().and_then(|method| HeaderValue::from_str(method).ok()) {
+            request = request.header(METHOD, method);
+        }
+        let name = sent.name.as_deref().map(crate::revision::encode_header_value);
+        if let Some(name) = name.and_then(|name| HeaderValue::from_str(&name).ok()) {
+            request = request.header(NAME, name);
         }
         (request, authorization)
     }
 
     /// POSTs one message and passes on what comes back; whether the server took it.
     async fn post(&self, line: String, sent: &Sent) -> bool {
+        let param_headers = if sent.is("tools/call") && self.param_headers.any() {
+            let params = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|mut call| call.get_mut("params").map(serde_json::Value::take));
+            params.map(|params| self.param_headers.of_call(&params)).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let body = bytes::Bytes::from(line);
         // Sent again after a sign-in the server's refusal asked for, a few times at most.
         let mut sign_ins = 0;
         let response = loop {
-            let (request, used) = self.request(reqwest::Method::POST).await;
+            let (mut request, used) = self.request(reqwest::Method::POST, sent).await;
+            for (name, value) in &param_headers {
+                request = request.header(name, value);
+            }
             let request = request
                 .header(ACCEPT, "application/json, text/event-stream")
                 .header(CONTENT_TYPE, "application/json")
@@ -402,7 +470,18 @@ impl Shared {
                 .filter(|_| status.is_redirection())
                 .and_then(|to| self.url.join(to).ok())
                 .map(|to| tool_mediator::http::origin_of(&to));
-            let body = tool_mediator::http::text_limited(response, 1024).await.unwrap_or_default();
+            let body = tool_mediator::http::read_limited(response, ERROR_BODY).await.unwrap_or_default();
+            // A JSON-RPC error sent with an HTTP error status (as the 2026-07-28 revision sends
+            // one for a method it does not have) answers the request itself: passed on as it is.
+            let answers = matches!(
+                (&sent.id, Message::parse(&body)),
+                (Some(id), Ok(Message::Response { id: answered, error: Some(_), .. })) if *id == answered
+            );
+            if answers && !(status == StatusCode::NOT_FOUND && lock(&self.session).is_some()) {
+                self.pass(body, sent).await;
+                return false;
+            }
+            let body = String::from_utf8_lossy(&body[..body.len().min(1024)]).into_owned();
             let reason = match (status, moved) {
                 (StatusCode::NOT_FOUND, _) if lock(&self.session).is_some() => {
                     let reason = format!("the MCP server at {} ended the session (HTTP 404)", self.shown);
@@ -470,6 +549,9 @@ impl Shared {
         if sent.is("initialize") && answers {
             self.note_protocol(&message);
         }
+        if sent.is("tools/list") && answers {
+            self.param_headers.learn(&message);
+        }
         // The router reads the line and says what is wrong with it if anything is.
         let _ = self.messages.send(message).await;
         answers
@@ -522,7 +604,7 @@ impl Shared {
         for _ in 0..RESUME_TRIES {
             let Some(last_event) = resume.last_event.clone() else { return false };
             tokio::time::sleep(resume.retry).await;
-            let (request, _) = self.request(reqwest::Method::GET).await;
+            let (request, _) = self.request(reqwest::Method::GET, &Sent::nothing()).await;
             let request = request.header(ACCEPT, "text/event-stream").header("last-event-id", last_event);
             let response = match request.send().await {
                 Ok(response) if response.status().is_success() => response,
@@ -569,11 +651,11 @@ impl Shared {
     /// Listens on the stream the server sends its own messages on, while it offers one; says
     /// when the server first answered (the stream is open, or not offered).
     async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
-        let none = Sent { id: None, method: None, cancels: None };
+        let none = Sent::nothing();
         let mut opened = Some(opened);
         let mut failures = 0;
         while failures < LISTEN_TRIES {
-            let (request, _) = self.request(reqwest::Method::GET).await;
+            let (request, _) = self.request(reqwest::Method::GET, &none).await;
             let request = request.header(ACCEPT, "text/event-stream");
             let response = request.send().await;
             if let Some(opened) = opened.take() {
@@ -628,7 +710,7 @@ impl Shared {
         if lock(&self.session).is_none() {
             return;
         }
-        let (request, _) = self.request(reqwest::Method::DELETE).await;
+        let (request, _) = self.request(reqwest::Method::DELETE, &Sent::nothing()).await;
         let ending = request.timeout(Duration::from_secs(2)).send();
         if let Err(error) = ending.await.map_err(reqwest::Error::without_url) {
             tracing::info!(

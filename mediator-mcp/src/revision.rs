@@ -166,35 +166,39 @@ impl Envelope<'_> {
     }
 }
 
+/// The sentinel around a mirrored header's value sent as base64.
+const BASE64_OPEN: &str = "=?base64?";
+const BASE64_CLOSE: &str = "?=";
+
+/// Base64 of the standard alphabet, written padded and read with or without padding.
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
 /// A mirrored header's value (`Mcp-Name`, `Mcp-Param-*`) as the client meant it: the text in a
 /// `=?base64?…?=` sentinel decoded (standard alphabet, padding optional), any other as it is;
 /// `None` for a sentinel that is not base64 of UTF-8.
 pub fn decode_header_value(value: &str) -> Option<String> {
-    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) else {
+    let Some(encoded) = value.strip_prefix(BASE64_OPEN).and_then(|rest| rest.strip_suffix(BASE64_CLOSE)) else {
         return Some(value.to_owned());
     };
-    let sextet = |byte: u8| match byte {
-        b'A'..=b'Z' => Some(byte - b'A'),
-        b'a'..=b'z' => Some(byte - b'a' + 26),
-        b'0'..=b'9' => Some(byte - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let digits = encoded.trim_end_matches('=').as_bytes();
-    if digits.len() % 4 == 1 {
-        return None;
+    String::from_utf8(base64::Engine::decode(&BASE64, encoded).ok()?).ok()
+}
+
+/// `value` as a mirrored header carries it: as it is when it is visible ASCII or spaces, with
+/// none at either end, and does not look like the sentinel; else in the sentinel, as base64 of
+/// its UTF-8 (which also keeps a line end in a name from ending the header).
+pub fn encode_header_value(value: &str) -> String {
+    let plain = value.bytes().all(|byte| (0x20..=0x7e).contains(&byte))
+        && value.trim_matches(' ') == value
+        && !(value.starts_with(BASE64_OPEN) && value.ends_with(BASE64_CLOSE));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("{BASE64_OPEN}{}{BASE64_CLOSE}", base64::Engine::encode(&BASE64, value))
     }
-    let mut bytes = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let mut bits = 0u32;
-        for (place, &digit) in chunk.iter().enumerate() {
-            bits |= u32::from(sextet(digit)?) << (18 - 6 * place);
-        }
-        let whole = [(bits >> 16) as u8, (bits >> 8) as u8, bits as u8];
-        bytes.extend_from_slice(&whole[..chunk.len() - 1]);
-    }
-    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]
@@ -208,6 +212,18 @@ mod tests {
         assert_eq!(decode_header_value("=?base64?IHBhZGRlZCA=?=").as_deref(), Some(" padded "));
         assert_eq!(decode_header_value("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=").as_deref(), Some("=?base64?literal?="));
         assert_eq!(decode_header_value("=?base64?not*base64?="), None);
+    }
+
+    #[test]
+    fn a_header_value_is_encoded_only_when_it_must_be_and_decodes_back() {
+        assert_eq!(encode_header_value("get_weather"), "get_weather");
+        assert_eq!(encode_header_value("file:///a b"), "file:///a b");
+        for value in ["Hello, 世界", " padded ", "=?base64?literal?=", "line\r\nX-Injected: 1", ""] {
+            let encoded = encode_header_value(value);
+            assert!(encoded.bytes().all(|byte| (0x20..=0x7e).contains(&byte)), "{encoded}");
+            assert_eq!(decode_header_value(&encoded).as_deref(), Some(value), "{encoded}");
+        }
+        assert_eq!(encode_header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
     }
 
     fn envelope(version: &str) -> Value {
