@@ -88,9 +88,11 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     G: Future<Output = ()> + Send,
 {
-    let once = std::sync::Mutex::new(Some(server.into()));
+    let server = server.into();
+    let settings = LinkSettings { sign_in: server.sign_in(), ..LinkSettings::default() };
+    let once = std::sync::Mutex::new(Some(server));
     let start = move || tool_mediator_core::sync::lock(&once).take();
-    let server = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
+    let server = ServerSpec { settings, start: Arc::new(start) };
     serve(ProxyOptions { restart: None, ..options }, vec![server], client).await
 }
 
@@ -111,6 +113,7 @@ impl ServerSpec {
             Transport::Http { url, headers, oauth } => Some(Remote::new(url.clone(), headers.clone(), oauth.clone())),
             Transport::Stdio { .. } => None,
         };
+        let sign_in = remote.as_ref().and_then(|remote| remote.sign_in.clone());
         let start = move || {
             Some(match &transport {
                 Transport::Stdio { command, args, env, cwd } => {
@@ -129,6 +132,7 @@ impl ServerSpec {
             source: config.source.clone(),
             include: config.include.clone(),
             exclude: config.exclude.clone(),
+            sign_in,
         };
         ServerSpec { settings, start: Arc::new(start) }
     }

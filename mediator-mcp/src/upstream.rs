@@ -20,6 +20,16 @@ pub enum Upstream {
     Remote(Remote),
 }
 
+impl Upstream {
+    /// Signing in to it, for a remote server that may ask.
+    pub fn sign_in(&self) -> Option<std::sync::Arc<crate::auth::SignIn>> {
+        match self {
+            Upstream::Remote(remote) => remote.sign_in.clone(),
+            Upstream::Process(_) => None,
+        }
+    }
+}
+
 impl From<Command> for Upstream {
     fn from(command: Command) -> Upstream {
         Upstream::Process(command)

@@ -1,7 +1,8 @@
 //! Signing in against an authorization server and a protected MCP server on 127.0.0.1: the
 //! whole flow (discovery, registration, PKCE, the loopback redirect), refreshing with a rotated
 //! refresh token, signing in again once the refresh token is revoked, following metadata that
-//! changed, and refusing to make a token for a resource that is not the server.
+//! changed, refusing to make a token for a resource that is not the server, and a gateway that
+//! goes on serving while the user takes their time to sign in.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,8 @@ struct World {
     issued: u32,
     authorizations: Vec<String>,
     token_resources: Vec<String>,
+    /// `initialize` requests the protected server accepted.
+    initializes: u32,
 }
 
 type Shared = Arc<Mutex<World>>;
@@ -48,6 +51,7 @@ async fn start() -> (Shared, String) {
         .route("/token", post(token))
         .route("/as2/token", post(token))
         .route("/mcp", post(mcp))
+        .route("/open", post(open))
         .with_state(world.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (world, format!("{base}/mcp"))
@@ -119,14 +123,40 @@ async fn token(State(world): State<Shared>, Form(form): Form<HashMap<String, Str
         .into_response()
 }
 
-async fn mcp(State(world): State<Shared>, headers: HeaderMap) -> Response {
-    let world = world.lock().unwrap();
+/// The protected MCP server: it answers a request with a token it issued, and refuses any other
+/// with a challenge that says where to sign in.
+async fn mcp(State(world): State<Shared>, headers: HeaderMap, Json(message): Json<Value>) -> Response {
+    let mut world = world.lock().unwrap();
     let token = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok()).unwrap_or("");
     if world.access.contains(token.trim_start_matches("Bearer ")) {
-        return Json(json!({"jsonrpc": "2.0", "id": 0, "result": {}})).into_response();
+        world.initializes += u32::from(message["method"] == "initialize");
+        return serve("locked", &message);
     }
     let challenge = format!("Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"", world.base);
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)]).into_response()
+}
+
+/// An MCP server that asks nobody to sign in.
+async fn open(Json(message): Json<Value>) -> Response {
+    serve("open", &message)
+}
+
+/// What an MCP server named `name`, with one tool, answers `message`.
+fn serve(name: &str, message: &Value) -> Response {
+    let Some(id) = message.get("id") else { return StatusCode::ACCEPTED.into_response() };
+    let result = match message["method"].as_str() {
+        Some("initialize") => json!({
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": name, "version": "1"}
+        }),
+        Some("tools/list") => json!({"tools": [{
+            "name": format!("{name}_status"), "description": format!("The status of the {name} service."),
+            "inputSchema": {"type": "object"}
+        }]}),
+        Some("tools/call") => json!({"content": [{"type": "text", "text": format!("{name} is fine")}]}),
+        _ => json!({}),
+    };
+    Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
 }
 
 /// A browser that follows the authorization URL and its redirects, as a user's would.
@@ -214,4 +244,125 @@ async fn no_token_is_made_for_a_resource_that_is_not_the_server() {
 async fn a_plain_http_server_elsewhere_is_never_given_a_token() {
     let error = SignIn::new("http://mcp.example.com/mcp".parse().unwrap(), SignInOptions::default(), None).unwrap_err();
     assert!(error.to_string().contains("not HTTPS"), "{error}");
+}
+
+/// A client of the gateway over in-process pipes: what it writes, and each line it reads.
+struct Client {
+    input: tokio::io::DuplexStream,
+    output: tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+}
+
+impl Client {
+    async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt as _;
+        self.input.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+    }
+
+    /// The next message the gateway sends for which `wanted` holds (others are passed over).
+    async fn next(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        let waiting = async {
+            loop {
+                let line = self.output.next_line().await.unwrap().expect("the gateway ended");
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if wanted(&message) {
+                    return message;
+                }
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), waiting).await.expect("in time")
+    }
+
+    async fn ask(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        self.next(|message| message["id"] == id).await
+    }
+
+    async fn tool_names(&mut self, id: u64) -> Vec<String> {
+        let listed = self.ask(id, "tools/list", json!({})).await;
+        let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_owned)).collect()
+    }
+}
+
+#[tokio::test]
+async fn a_gateway_serves_on_while_the_user_signs_in_and_lists_the_tools_once_they_have() {
+    use tool_mediator_mcp::remote::Remote;
+    use tool_mediator_mcp::{LinkSettings, ProxyOptions, ServerSpec, Upstream};
+
+    let (world, server) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CredentialStore::at(dir.path().join("credentials.json"));
+    // A user who signs in well after the gateway's request timeout (1 s here).
+    let slow_user = |url: &str| {
+        let url = url.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+            let _ = reqwest::get(url).await;
+        });
+        true
+    };
+    let sign_in = Arc::new(
+        SignIn::new(server.parse().unwrap(), SignInOptions::default(), Some(store.clone()))
+            .unwrap()
+            .with_browser(slow_user),
+    );
+    let spec = |name: &str, url: String, sign_in: Option<Arc<SignIn>>| {
+        let remote = Remote { url: url.parse().unwrap(), headers: Vec::new(), sign_in: sign_in.clone() };
+        ServerSpec {
+            settings: LinkSettings { name: name.to_owned(), sign_in, ..LinkSettings::default() },
+            start: Arc::new(move || Some(Upstream::from(remote.clone()))),
+        }
+    };
+    let servers = vec![
+        spec("open", server.replace("/mcp", "/open"), None),
+        spec("locked", server.clone(), Some(sign_in.clone())),
+    ];
+    let mut options = ProxyOptions::new(
+        Arc::new(tool_mediator::Mediator::builder().build()),
+        tool_mediator::session::SessionPolicy::default(),
+    );
+    options.request_timeout = std::time::Duration::from_secs(1);
+    options.restart = Some(std::time::Duration::from_millis(100));
+    let (input, gateway_in) = tokio::io::duplex(1 << 16);
+    let (gateway_out, output) = tokio::io::duplex(1 << 16);
+    let gateway = tokio::spawn(tool_mediator_mcp::serve(
+        options,
+        servers,
+        tool_mediator_mcp::Client { input: gateway_in, output: gateway_out, gone: std::future::pending::<()>() },
+    ));
+    let mut client = Client { input, output: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(output)) };
+
+    // The handshake is answered without the server that waits for the user, whose tools are not
+    // listed yet; the other's are, and work.
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let answer = client.ask(1, "initialize", params).await;
+    assert!(answer["result"]["protocolVersion"].is_string(), "{answer}");
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert!(sign_in.asking_the_user(), "the user is being asked to sign in");
+    let names = client.tool_names(2).await;
+    assert!(names.iter().any(|name| name.contains("open_status")), "{names:?}");
+    assert!(!names.iter().any(|name| name.contains("locked_status")), "{names:?}");
+    let open = names.iter().find(|name| name.contains("open_status")).unwrap().clone();
+    let called = client.ask(3, "tools/call", json!({"name": open, "arguments": {}})).await;
+    assert_eq!(called["result"]["content"][0]["text"], "open is fine", "{called}");
+
+    // A call of a tool the client expects from it says what to do.
+    let called = client.ask(4, "tools/call", json!({"name": "locked_status", "arguments": {}})).await;
+    let message = called["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("asks you to sign in") && message.contains("auth login"), "{called}");
+    assert!(!message.contains("state="), "the authorization address stays out of the model's context: {message}");
+
+    // Once the user has signed in, its tools come, with a list_changed, and work.
+    client.next(|message| message["method"] == "notifications/tools/list_changed").await;
+    let names = client.tool_names(5).await;
+    let locked = names.iter().find(|name| name.contains("locked_status")).expect("listed once signed in").clone();
+    let called = client.ask(6, "tools/call", json!({"name": locked, "arguments": {}})).await;
+    assert_eq!(called["result"]["content"][0]["text"], "locked is fine", "{called}");
+
+    // One sign-in, one connection: the wait was not taken for a server that hangs.
+    let world = world.lock().unwrap();
+    assert_eq!((world.authorizations.len(), world.initializes), (1, 1));
+    drop(client);
+    gateway.abort();
 }

@@ -21,7 +21,7 @@ mod registration;
 mod store;
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::Url;
@@ -257,6 +257,8 @@ pub struct SignIn {
     /// One sign-in or refresh at a time; the others wait and use what it got.
     flow: tokio::sync::Mutex<()>,
     in_a_row: AtomicU32,
+    /// Whether the user is being asked to sign in in the browser now.
+    asking: AtomicBool,
     /// Opens an authorization URL for the user; whether it could.
     browser: Box<dyn Fn(&str) -> bool + Send + Sync>,
 }
@@ -290,6 +292,7 @@ impl SignIn {
             held: Mutex::new(held),
             flow: tokio::sync::Mutex::new(()),
             in_a_row: AtomicU32::new(0),
+            asking: AtomicBool::new(false),
             browser: Box::new(callback::open),
         })
     }
@@ -335,6 +338,24 @@ impl SignIn {
             tracing::warn!("could not refresh the sign-in to {}: {error}", self.shown);
         }
         lock(&self.held).as_ref().map(|held| format!("Bearer {}", held.access_token))
+    }
+
+    /// Whether the user is being asked to sign in in the browser now: a request waiting on it
+    /// may wait up to [`SIGN_IN_WAIT`], and the client can be told what to do meanwhile.
+    pub fn asking_the_user(&self) -> bool {
+        self.asking.load(Ordering::Relaxed)
+    }
+
+    /// What to tell a client whose request needs this sign-in while the user is asked: where to
+    /// sign in. The authorization address itself is not in it (its state and PKCE challenge are
+    /// for the browser alone; a model's context is no place for them): it is on stderr.
+    pub fn what_to_do(&self) -> String {
+        format!(
+            "The MCP server at {} asks you to sign in. Sign in in the browser window tool-mediator \
+             opened (its address is also in tool-mediator's log), or run `tool-mediator auth login {}` \
+             in a terminal; then try again.",
+            self.shown, self.shown
+        )
     }
 
     /// The server accepted a request: refusals from now on start a new count.
@@ -493,6 +514,9 @@ impl SignIn {
         let client = registration::client(&self.web, &found.server, &self.options, &redirect_uri, kept).await?;
         let authorization =
             grant::authorization(&client, &authorization_endpoint, &redirect_uri, &found.resource, scope)?;
+        self.asking.store(true, Ordering::Relaxed);
+        // However the wait ends (signed in, refused, timed out, or dropped with its request).
+        let _asked = Asked(&self.asking);
         let opened = (self.browser)(authorization.url.as_str());
         // Always said: the browser may not be where the user is.
         eprintln!(
@@ -550,6 +574,15 @@ impl SignIn {
             tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
         }
         *lock(&self.held) = Some(credentials);
+    }
+}
+
+/// Clears [`SignIn::asking_the_user`] when the browser sign-in it was set for ends.
+struct Asked<'a>(&'a AtomicBool);
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
     }
 }
 

@@ -86,6 +86,8 @@ pub struct LinkSettings {
     pub include: Option<Vec<String>>,
     /// Never these tools, by the server's names.
     pub exclude: Vec<String>,
+    /// Signing in to it, for a remote server that may ask.
+    pub sign_in: Option<Arc<crate::auth::SignIn>>,
 }
 
 pub(crate) struct Link {
@@ -120,6 +122,8 @@ pub(crate) struct Link {
     /// Tells the supervisor of the running server that it is no use (it does not answer the
     /// gateway's own requests, or its handshake failed): it is ended, and started again.
     fault: Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
+    /// Signing in to it, for a remote server that may ask.
+    sign_in: Option<Arc<crate::auth::SignIn>>,
 }
 
 /// Where a running server's handshake stands.
@@ -155,7 +159,13 @@ impl Link {
             joining: tokio::sync::watch::Sender::new(Joining::Fresh),
             join_began: Mutex::default(),
             fault: Mutex::default(),
+            sign_in: settings.sign_in,
         }
+    }
+
+    /// What to tell a client while the user is asked to sign in to this server, if they are.
+    pub(super) fn sign_in_asked(&self) -> Option<String> {
+        self.sign_in.as_ref().filter(|sign_in| sign_in.asking_the_user()).map(|sign_in| sign_in.what_to_do())
     }
 
     /// The server (re)started: lines for it go to `outbox`, nothing waits for it yet. What it
@@ -264,7 +274,14 @@ impl Link {
             lock(&self.pending).answered(&id);
             return Err(Unanswered::Failed(self.down_reason()));
         }
-        match tokio::time::timeout(timeout, answer).await {
+        let mut answer = answer;
+        let mut answered = tokio::time::timeout(timeout, &mut answer).await;
+        if answered.is_err() && self.sign_in_asked().is_some() {
+            // The request waits for the user to sign in, who has that long (and the server
+            // then answers): not a server that hangs.
+            answered = tokio::time::timeout(crate::auth::SIGN_IN_WAIT, &mut answer).await;
+        }
+        match answered {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(Unanswered::Refused(error)),
             Ok(Err(_)) => Err(Unanswered::Failed(self.down_reason())),

@@ -379,6 +379,15 @@ impl Router {
                         &format!("Unknown tool: {name}"),
                     ));
                 };
+                if let Some(what_to_do) = link.sign_in_asked() {
+                    // Nothing is sent: the call would wait on the user, and could run twice if
+                    // the client gave up and called again.
+                    let mut result = json!({"content": [{"type": "text", "text": what_to_do}], "isError": true});
+                    if stateless {
+                        result["resultType"] = Value::from("complete");
+                    }
+                    return self.to_client(jsonrpc::response(&id, &result.to_string()));
+                }
                 if original == name && mapped == arguments {
                     return self.forward_request(link, id, Purpose::Other, &line);
                 }
@@ -391,7 +400,13 @@ impl Router {
             }
             // What the specification says a server answers for a tool it does not have.
             Route::NotFound => {
-                self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")))
+                // A server whose tools are not listed until the user signs in may have it.
+                let asked: Vec<String> = self.links.iter().filter_map(|link| link.sign_in_asked()).collect();
+                let mut message = format!("Unknown tool: {name}");
+                for what_to_do in asked {
+                    message.push_str(&format!(" (its tools are not listed yet: {what_to_do})"));
+                }
+                self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &message))
             }
         }
     }
