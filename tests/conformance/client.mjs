@@ -37,6 +37,8 @@ const env = {
   XDG_CONFIG_HOME: join(home, 'config'),
   XDG_CACHE_HOME: join(home, 'cache'),
   BROWSER: join(here, 'browser.mjs'),
+  // Sign-ins stay in this run's folder: never in the platform credential store of whoever runs it.
+  TOOL_MEDIATOR_CREDENTIAL_STORE: 'file',
 };
 if (context.client_id) oauth.client_id = context.client_id;
 if (context.client_secret) {

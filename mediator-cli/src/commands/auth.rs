@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
-use tool_mediator_mcp::auth::{CredentialStore, SignIn, SignInOptions};
+use tool_mediator_mcp::auth::{CredentialStore, KeptIn, SignIn, SignInOptions};
 use tool_mediator_mcp::servers::{Servers, Transport};
 
 use crate::flags::SignInArgs;
@@ -69,10 +69,11 @@ pub async fn run(command: AuthCommand) -> Result<ExitCode> {
                 Ok(credentials) => {
                     let scope =
                         credentials.scope.as_deref().map(|scope| format!(" (scope: {scope})")).unwrap_or_default();
+                    let key = SignIn::key(&url);
                     eprintln!(
                         "signed in to {}{scope}; kept in {}",
                         tool_mediator::http::shown(&url),
-                        output::shown(store.path())
+                        kept_in(&store, &key)
                     );
                     Ok(ExitCode::SUCCESS)
                 }
@@ -98,8 +99,10 @@ pub async fn run(command: AuthCommand) -> Result<ExitCode> {
                 let refresh = if held.refresh_token.is_some() { ", refreshable" } else { "" };
                 let scope = held.scope.as_deref().filter(|scope| !scope.is_empty()).unwrap_or("none");
                 out.push_str(&format!(
-                    "{server}\n  authorization server: {}\n  client: {}\n  scope: {scope}\n  {expiry}{refresh}\n",
-                    held.issuer, held.client.id
+                    "{server}\n  authorization server: {}\n  client: {}\n  scope: {scope}\n  {expiry}{refresh}\n  kept in {}\n",
+                    held.issuer,
+                    held.client.id,
+                    kept_in(&store, server)
                 ));
             }
             output::print(&out)?;
@@ -123,6 +126,16 @@ pub async fn run(command: AuthCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Where the sign-in to `server` is kept, in words.
+fn kept_in(store: &CredentialStore, server: &str) -> String {
+    match store.kept_in(server) {
+        Ok(KeptIn::PlatformStore) => {
+            format!("the platform's credential store (listed in {})", output::shown(store.path()))
+        }
+        _ => output::shown(store.path()),
     }
 }
 

@@ -17,6 +17,7 @@ mod callback;
 mod challenge;
 mod discovery;
 mod grant;
+mod platform;
 mod registration;
 mod store;
 
@@ -30,7 +31,7 @@ use serde::Deserialize;
 pub use challenge::Challenge;
 pub use discovery::canonical;
 pub use registration::TokenAuth;
-pub use store::{CredentialStore, Credentials, StoreError};
+pub use store::{CredentialStore, Credentials, KeptIn, STORE_ENV, StoreError};
 use tool_mediator_core::sync::lock;
 
 /// An answer from a server taking part in sign-in is read up to this size.

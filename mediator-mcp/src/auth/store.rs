@@ -1,17 +1,24 @@
 //! Where sign-ins are kept between runs: one file readable by the user alone,
 //! `<data dir>/tool-mediator/credentials.json` (on Linux `$XDG_DATA_HOME`, else
-//! `~/.local/share`), one entry per server. Written whole to a new file and renamed over the
-//! old one under a lock, so a reader never sees half of it and two processes refreshing at once
-//! do not lose each other's tokens; never through a link someone else put in its place.
+//! `~/.local/share`), one entry per server; the tokens and a registered client's secret in the
+//! platform's credential store where there is one ([`super::platform`]), else in that file too.
+//! Written whole to a new file and renamed over the old one under a lock, so a reader never sees
+//! half of it and two processes refreshing at once do not lose each other's tokens; never
+//! through a link someone else put in its place.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::platform::{self, PlatformError, Secrets};
 use super::registration::Client;
+
+/// The environment variable that keeps every sign-in in the file (`file`), the platform's
+/// credential store unused.
+pub const STORE_ENV: &str = "TOOL_MEDIATOR_CREDENTIAL_STORE";
 
 /// The file is read only up to this size: a sign-in entry is a few kilobytes.
 const MOST: u64 = 4 * 1024 * 1024;
@@ -45,11 +52,48 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+impl Credentials {
+    fn secrets(&self) -> Secrets {
+        Secrets {
+            access_token: self.access_token.clone(),
+            refresh_token: self.refresh_token.clone(),
+            client_secret: self.client.secret.clone(),
+        }
+    }
+
+    /// What the file keeps of a sign-in whose secrets are in the platform's store.
+    fn without_secrets(mut self) -> Credentials {
+        self.access_token.clear();
+        self.refresh_token = None;
+        self.client.secret = None;
+        self
+    }
+
+    fn with_secrets(mut self, secrets: Secrets) -> Credentials {
+        self.access_token = secrets.access_token;
+        self.refresh_token = secrets.refresh_token;
+        self.client.secret = secrets.client_secret;
+        self
+    }
+}
+
 #[derive(Default, Serialize, Deserialize)]
 struct File1 {
     version: u32,
     #[serde(default)]
     servers: BTreeMap<String, Credentials>,
+    /// The servers whose tokens and client secret are in the platform's store, not here.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    in_platform_store: BTreeSet<String>,
+}
+
+/// Where a sign-in's secrets are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeptIn {
+    /// The platform's credential store (Keychain, Credential Manager, Secret Service).
+    PlatformStore,
+    /// The credentials file itself.
+    File,
 }
 
 /// Why the credentials file cannot be used.
@@ -59,24 +103,37 @@ pub enum StoreError {
     File { path: PathBuf, reason: String },
     #[error("no data directory to keep sign-ins in (set XDG_DATA_HOME or HOME)")]
     NoDirectory,
+    #[error("{0}")]
+    Platform(String),
 }
 
-/// The credentials file.
+/// The credentials file, and the platform's credential store beside it.
 #[derive(Debug, Clone)]
 pub struct CredentialStore {
     path: PathBuf,
+    /// Whether secrets go to the platform's store, where there is one.
+    platform: bool,
 }
 
 impl CredentialStore {
-    /// The user's credentials file.
+    /// The user's credentials file, the secrets in the platform's store where there is one
+    /// (unless [`STORE_ENV`] says `file`).
     pub fn user() -> Result<CredentialStore, StoreError> {
         let dir = dirs::data_dir().ok_or(StoreError::NoDirectory)?;
-        Ok(CredentialStore { path: dir.join("tool-mediator").join("credentials.json") })
+        let platform = std::env::var(STORE_ENV).map_or(true, |store| !store.eq_ignore_ascii_case("file"));
+        Ok(CredentialStore { path: dir.join("tool-mediator").join("credentials.json"), platform })
     }
 
-    /// A credentials file at `path` (for tests, and for a profile of one's own).
+    /// A credentials file at `path` holding everything (for tests, and for a profile of one's
+    /// own).
     pub fn at(path: impl Into<PathBuf>) -> CredentialStore {
-        CredentialStore { path: path.into() }
+        CredentialStore { path: path.into(), platform: false }
+    }
+
+    /// The same, the secrets kept in the platform's store where there is one.
+    #[must_use]
+    pub fn with_platform_store(self) -> CredentialStore {
+        CredentialStore { platform: true, ..self }
     }
 
     pub fn path(&self) -> &Path {
@@ -85,26 +142,89 @@ impl CredentialStore {
 
     /// The sign-in kept for `server`, if any.
     pub fn get(&self, server: &str) -> Result<Option<Credentials>, StoreError> {
-        Ok(self.read()?.servers.remove(server))
+        let mut file = self.read()?;
+        let Some(credentials) = file.servers.remove(server) else { return Ok(None) };
+        self.whole(server, credentials, &file.in_platform_store)
     }
 
     /// Every sign-in kept, by server.
     pub fn all(&self) -> Result<BTreeMap<String, Credentials>, StoreError> {
-        Ok(self.read()?.servers)
+        let file = self.read()?;
+        let mut all = BTreeMap::new();
+        for (server, credentials) in file.servers {
+            if let Some(credentials) = self.whole(&server, credentials, &file.in_platform_store)? {
+                all.insert(server, credentials);
+            }
+        }
+        Ok(all)
     }
 
-    /// Keeps `credentials` for `server`, replacing what was kept.
+    /// Where the secrets of the sign-in kept for `server` are.
+    pub fn kept_in(&self, server: &str) -> Result<KeptIn, StoreError> {
+        let file = self.read()?;
+        Ok(if file.in_platform_store.contains(server) { KeptIn::PlatformStore } else { KeptIn::File })
+    }
+
+    /// Keeps `credentials` for `server`, replacing what was kept: the secrets in the platform's
+    /// store when there is one, else in the file.
     pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
         self.change(|file| {
-            file.servers.insert(server.to_owned(), credentials);
-            true
+            let in_platform = self.platform
+                && match platform::put(server, &credentials.secrets()) {
+                    Ok(()) => true,
+                    Err(PlatformError::Unavailable(reason)) => {
+                        self.file_instead(&reason);
+                        false
+                    }
+                    Err(PlatformError::Refused(reason)) => return Err(StoreError::Platform(reason)),
+                };
+            let server = server.to_owned();
+            if in_platform {
+                file.servers.insert(server.clone(), credentials.without_secrets());
+                file.in_platform_store.insert(server);
+            } else {
+                // One kept in the platform's store before is not left behind there.
+                if file.in_platform_store.remove(&server) {
+                    let _ = platform::remove(&server);
+                }
+                file.servers.insert(server, credentials);
+            }
+            Ok(true)
         })
         .map(|_| ())
     }
 
-    /// Forgets the sign-in for `server`; whether there was one.
+    /// Forgets the sign-in for `server`, wherever its secrets are; whether there was one.
     pub fn remove(&self, server: &str) -> Result<bool, StoreError> {
-        self.change(|file| file.servers.remove(server).is_some())
+        self.change(|file| {
+            if file.in_platform_store.remove(server) {
+                platform::remove(server).map_err(|error| StoreError::Platform(error.to_string()))?;
+            }
+            Ok(file.servers.remove(server).is_some())
+        })
+    }
+
+    /// `credentials` from the file with their secrets, from the platform's store if they are
+    /// there; `None` when the store no longer has them (removed by hand).
+    fn whole(
+        &self,
+        server: &str,
+        credentials: Credentials,
+        in_platform_store: &BTreeSet<String>,
+    ) -> Result<Option<Credentials>, StoreError> {
+        if !in_platform_store.contains(server) {
+            return Ok(Some(credentials));
+        }
+        let secrets = platform::get(server).map_err(|error| StoreError::Platform(error.to_string()))?;
+        Ok(secrets.map(|secrets| credentials.with_secrets(secrets)))
+    }
+
+    /// Says, once a run, that the platform's store cannot be used and the file is.
+    fn file_instead(&self, reason: &str) {
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::info!("{reason}; sign-ins are kept in {}, readable by you alone", self.path.display());
+        }
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> StoreError {
@@ -135,14 +255,14 @@ impl CredentialStore {
     }
 
     /// Reads, changes and writes the file under the lock; whether `change` changed anything.
-    fn change(&self, change: impl FnOnce(&mut File1) -> bool) -> Result<bool, StoreError> {
+    fn change(&self, change: impl FnOnce(&mut File1) -> Result<bool, StoreError>) -> Result<bool, StoreError> {
         let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
         private_dir(dir).map_err(|error| self.error(error))?;
         let lock_path = dir.join("credentials.lock");
         let lock = open_no_follow(&lock_path, true).map_err(|error| self.error(error))?;
         locked(&lock).map_err(|error| self.error(error))?;
         let mut file = self.read()?;
-        if !change(&mut file) {
+        if !change(&mut file)? {
             return Ok(false);
         }
         file.version = 1;
