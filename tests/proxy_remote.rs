@@ -167,22 +167,31 @@ fn scripted_server(
 
 const NOT_ALLOWED: &str = "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
-/// The proxy in front of `port`, initialized; its input, its output lines, the process.
-fn proxied(port: u16) -> (std::process::ChildStdin, impl FnMut() -> Value, Child) {
+/// `tool-mediator proxy FLAGS... --url` in front of `port`: its input, its output lines, the
+/// process.
+fn proxy_at(port: u16, flags: &[&str]) -> (std::process::ChildStdin, impl FnMut() -> Value, Child) {
     let mut proxy = Command::new(binary())
-        .args(["proxy", "--no-disclosure", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+        .arg("proxy")
+        .args(flags)
+        .args(["--url", &format!("http://127.0.0.1:{port}/mcp")])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut input = proxy.stdin.take().unwrap();
+    let input = proxy.stdin.take().unwrap();
     let mut output = BufReader::new(proxy.stdout.take().unwrap());
-    let mut read = move || {
+    let read = move || {
         let mut line = String::new();
         output.read_line(&mut line).unwrap();
         serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
     };
+    (input, read, proxy)
+}
+
+/// The proxy in front of `port`, initialized; its input, its output lines, the process.
+fn proxied(port: u16) -> (std::process::ChildStdin, impl FnMut() -> Value, Child) {
+    let (mut input, mut read, proxy) = proxy_at(port, &["--no-disclosure"]);
     writeln!(input, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#).unwrap();
     assert_eq!(read()["result"]["serverInfo"]["name"], "scripted");
     writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
@@ -493,21 +502,11 @@ fn a_stateless_request_carries_the_headers_that_mirror_it() {
         };
         json_answer(&message["id"], &result)
     });
-    let mut proxy = Command::new(binary())
-        .args(["proxy", "--no-cache", "--llm", "off", "--url", &format!("http://127.0.0.1:{port}/mcp")])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = proxy.stdin.take().unwrap();
-    let mut output = BufReader::new(proxy.stdout.take().unwrap());
+    let (mut input, mut read, mut proxy) = proxy_at(port, &["--no-cache", "--llm", "off"]);
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
     let mut ask = |id: u32, method: &str, params: &str| -> Value {
         writeln!(input, r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}{meta}}}}}"#).unwrap();
-        let mut line = String::new();
-        output.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap()
+        read()
     };
     let listed = ask(1, "tools/list", "");
     let name = listed["result"]["tools"][0]["name"].as_str().expect("listed").to_owned();
