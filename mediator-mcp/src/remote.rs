@@ -369,6 +369,7 @@ impl Shared {
             request = request.header(METHOD, method);
         }
         let name = sent.name.as_deref().map(crate::revision::encode_header_value);
+        let name = name.filter(|name| name.len() <= mirror::VALUE_LIMIT);
         if let Some(name) = name.and_then(|name| HeaderValue::from_str(&name).ok()) {
             request = request.header(NAME, name);
         }

@@ -129,4 +129,14 @@ fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_
     assert!(store.get(server).unwrap().is_none());
     std::fs::write(store.path(), listed).unwrap();
     assert!(store.get(server).unwrap().is_none(), "the keyring's entry is gone");
+
+    // Signing out where the keyring cannot be reached (over SSH, say) still forgets the sign-in.
+    store.put(server, credentials("access-secret-4")).unwrap();
+    assert_eq!(store.kept_in(server).unwrap(), KeptIn::PlatformStore);
+    unsafe {
+        std::env::set_var("DBUS_SESSION_BUS_ADDRESS", format!("unix:path={}", dir.path().join("none").display()))
+    };
+    assert_eq!(store.all().unwrap().len(), 1, "listed, without what cannot be read");
+    assert!(store.remove(server).unwrap());
+    assert!(store.all().unwrap().is_empty());
 }

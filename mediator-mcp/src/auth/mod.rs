@@ -355,8 +355,14 @@ impl SignIn {
             "The MCP server at {} asks you to sign in. Sign in in the browser window tool-mediator \
              opened (its address is also in tool-mediator's log), or run `tool-mediator auth login {}` \
              in a terminal; then try again.",
-            self.shown, self.shown
+            self.shown, self.key
         )
+    }
+
+    /// Whether a sign-in, refresh or step-up is under way (the user asked, or the tokens being
+    /// fetched and kept): a request waiting on it is not waiting on a server that hangs.
+    pub fn under_way(&self) -> bool {
+        self.asking_the_user() || self.flow.try_lock().is_err()
     }
 
     /// The server accepted a request: refusals from now on start a new count.

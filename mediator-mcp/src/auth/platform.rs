@@ -6,6 +6,7 @@
 //! user to unlock it, and the Secret Service client brings a runtime of its own, which must not
 //! run inside the caller's.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -44,11 +45,20 @@ fn classify(error: keyring::Error) -> PlatformError {
     }
 }
 
+/// Set once the store has let a call wait past [`WAIT`]: it is not asked again this run (a
+/// prompt nobody answers must not hold up every sign-in).
+static GAVE_UP: AtomicBool = AtomicBool::new(false);
+
 /// Runs `operation` on the entry for `server`, on a thread of its own, within [`WAIT`].
 fn with_entry<T: Send + 'static>(
     server: &str,
     operation: impl FnOnce(&keyring::Entry) -> Result<T, keyring::Error> + Send + 'static,
 ) -> Result<T, PlatformError> {
+    if GAVE_UP.load(Ordering::Relaxed) {
+        return Err(PlatformError::Refused(
+            "the platform's credential store did not answer earlier in this run".to_owned(),
+        ));
+    }
     let server = server.to_owned();
     let (done, answer) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new().name("credential-store".into()).spawn(move || {
@@ -60,10 +70,13 @@ fn with_entry<T: Send + 'static>(
     }
     match answer.recv_timeout(WAIT) {
         Ok(result) => result.map_err(classify),
-        Err(_) => Err(PlatformError::Refused(format!(
-            "the platform's credential store did not answer within {}s",
-            WAIT.as_secs()
-        ))),
+        Err(_) => {
+            GAVE_UP.store(true, Ordering::Relaxed);
+            Err(PlatformError::Refused(format!(
+                "the platform's credential store did not answer within {}s; it is not asked again this run",
+                WAIT.as_secs()
+            )))
+        }
     }
 }
 

@@ -147,14 +147,21 @@ impl CredentialStore {
         self.whole(server, credentials, &file.in_platform_store)
     }
 
-    /// Every sign-in kept, by server.
+    /// Every sign-in kept, by server; one whose secrets the platform's store cannot give now
+    /// (locked, unreachable, removed by hand) is listed without them.
     pub fn all(&self) -> Result<BTreeMap<String, Credentials>, StoreError> {
         let file = self.read()?;
         let mut all = BTreeMap::new();
         for (server, credentials) in file.servers {
-            if let Some(credentials) = self.whole(&server, credentials, &file.in_platform_store)? {
-                all.insert(server, credentials);
-            }
+            let whole = match self.whole(&server, credentials.clone(), &file.in_platform_store) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => credentials,
+                Err(error) => {
+                    tracing::warn!("the sign-in to {server}: {error}");
+                    credentials
+                }
+            };
+            all.insert(server, whole);
         }
         Ok(all)
     }
@@ -166,42 +173,50 @@ impl CredentialStore {
     }
 
     /// Keeps `credentials` for `server`, replacing what was kept: the secrets in the platform's
-    /// store when there is one, else in the file.
+    /// store when there is one, else in the file. The platform's store is asked before the file
+    /// is locked: it may take its time (a prompt to unlock it).
     pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        let in_platform = self.platform
+            && match platform::put(server, &credentials.secrets()) {
+                Ok(()) => true,
+                Err(PlatformError::Unavailable(reason)) => {
+                    self.file_instead(&reason);
+                    false
+                }
+                Err(PlatformError::Refused(reason)) => return Err(StoreError::Platform(reason)),
+            };
+        let mut left_behind = false;
         self.change(|file| {
-            let in_platform = self.platform
-                && match platform::put(server, &credentials.secrets()) {
-                    Ok(()) => true,
-                    Err(PlatformError::Unavailable(reason)) => {
-                        self.file_instead(&reason);
-                        false
-                    }
-                    Err(PlatformError::Refused(reason)) => return Err(StoreError::Platform(reason)),
-                };
             let server = server.to_owned();
             if in_platform {
                 file.servers.insert(server.clone(), credentials.without_secrets());
                 file.in_platform_store.insert(server);
             } else {
-                // One kept in the platform's store before is not left behind there.
-                if file.in_platform_store.remove(&server) {
-                    let _ = platform::remove(&server);
-                }
+                left_behind = file.in_platform_store.remove(&server);
                 file.servers.insert(server, credentials);
             }
             Ok(true)
-        })
-        .map(|_| ())
+        })?;
+        // One kept in the platform's store before is not left behind there.
+        if left_behind {
+            let _ = platform::remove(server);
+        }
+        Ok(())
     }
 
-    /// Forgets the sign-in for `server`, wherever its secrets are; whether there was one.
+    /// Forgets the sign-in for `server`, wherever its secrets are; whether there was one. The
+    /// file forgets it even when the platform's store cannot be reached now (said, as a warning:
+    /// its entry there stays until it can be).
     pub fn remove(&self, server: &str) -> Result<bool, StoreError> {
-        self.change(|file| {
-            if file.in_platform_store.remove(server) {
-                platform::remove(server).map_err(|error| StoreError::Platform(error.to_string()))?;
-            }
-            Ok(file.servers.remove(server).is_some())
-        })
+        let mut in_platform = false;
+        let removed = self.change(|file| {
+            in_platform = file.in_platform_store.remove(server);
+            Ok(file.servers.remove(server).is_some() || in_platform)
+        })?;
+        if in_platform && let Err(error) = platform::remove(server) {
+            tracing::warn!("forgot the sign-in to {server}, but {error}: its entry there stays");
+        }
+        Ok(removed)
     }
 
     /// `credentials` from the file with their secrets, from the platform's store if they are

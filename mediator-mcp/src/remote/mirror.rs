@@ -18,6 +18,9 @@ const TOOLS: usize = 4096;
 const MARKS_PER_TOOL: usize = 32;
 /// How deep in nested `properties` a mark is looked for.
 const DEPTH: usize = 8;
+/// The longest value mirrored in a header, encoded: a longer one is left to the body (HTTP
+/// servers and the proxies before them refuse headers much past this).
+pub(super) const VALUE_LIMIT: usize = 8 * 1024;
 
 /// One marked argument: where it is in the arguments, and its header.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +85,9 @@ impl ParamHeaders {
                     Value::Bool(flag) => flag.to_string(),
                     _ => return None,
                 };
+                if text.len() > VALUE_LIMIT {
+                    return None;
+                }
                 Some((mark.header.clone(), HeaderValue::from_str(&text).ok()?))
             })
             .collect()
@@ -169,6 +175,8 @@ mod tests {
         assert!(headers(json!({"name": "route", "arguments": {"region": ["a"]}})).is_empty());
         assert!(headers(json!({"name": "plain", "arguments": {"q": "x"}})).is_empty());
         assert!(headers(json!({"name": "unknown", "arguments": {"region": "x"}})).is_empty());
+        let long = "x".repeat(VALUE_LIMIT + 1);
+        assert!(headers(json!({"name": "route", "arguments": {"region": long}})).is_empty(), "left to the body");
     }
 
     #[test]

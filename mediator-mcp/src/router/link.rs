@@ -276,7 +276,7 @@ impl Link {
         }
         let mut answer = answer;
         let mut answered = tokio::time::timeout(timeout, &mut answer).await;
-        if answered.is_err() && self.sign_in_asked().is_some() {
+        if answered.is_err() && self.sign_in.as_ref().is_some_and(|sign_in| sign_in.under_way()) {
             // The request waits for the user to sign in, who has that long (and the server
             // then answers): not a server that hangs.
             answered = tokio::time::timeout(crate::auth::SIGN_IN_WAIT, &mut answer).await;
