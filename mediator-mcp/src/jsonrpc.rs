@@ -143,18 +143,27 @@ pub struct Malformed {
     pub answers: Option<Id>,
 }
 
+impl Malformed {
+    /// A line that does not parse, `text` as far as it can be read. What it was meant as decides
+    /// who hears of it by the id it seems to carry: the asker, for a broken answer; else its
+    /// sender, for what is taken as a request (when nothing shows, too).
+    fn unparsed(text: &str, reason: String) -> Malformed {
+        let salvaged = salvage(text);
+        let answer = salvaged.answer && !salvaged.request;
+        Malformed {
+            answers: salvaged.id.clone().filter(|_| answer),
+            id: salvaged.id.filter(|_| !answer),
+            code: PARSE_ERROR,
+            reason,
+        }
+    }
+}
+
 impl<'a> Message<'a> {
     pub fn parse(line: &'a [u8]) -> Result<Message<'a>, Malformed> {
         let text = std::str::from_utf8(line).map_err(|error| {
             // Never forwarded; its sender still hears of it, by the id it can be read to carry.
-            let salvaged = salvage(&String::from_utf8_lossy(line));
-            let answer = salvaged.answer && !salvaged.request;
-            Malformed {
-                answers: salvaged.id.clone().filter(|_| answer),
-                id: salvaged.id.filter(|_| !answer),
-                code: PARSE_ERROR,
-                reason: format!("not UTF-8 ({error})"),
-            }
+            Malformed::unparsed(&String::from_utf8_lossy(line), format!("not UTF-8 ({error})"))
         })?;
         if text.trim_start().starts_with('[') {
             return match serde_json::from_str::<Vec<&'a RawValue>>(text) {
@@ -167,18 +176,8 @@ impl<'a> Message<'a> {
                 }),
             };
         }
-        let envelope: Envelope<'a> = serde_json::from_str(text).map_err(|error| {
-            let salvaged = salvage(text);
-            // What it was meant as decides who hears of it; when nothing shows, it is taken
-            // for a request, to be answered.
-            let answer = salvaged.answer && !salvaged.request;
-            Malformed {
-                answers: salvaged.id.clone().filter(|_| answer),
-                id: salvaged.id.filter(|_| !answer),
-                code: PARSE_ERROR,
-                reason: format!("not a JSON-RPC object: {error}"),
-            }
-        })?;
+        let envelope: Envelope<'a> = serde_json::from_str(text)
+            .map_err(|error| Malformed::unparsed(text, format!("not a JSON-RPC object: {error}")))?;
         let is_request = envelope.method.is_some();
         let is_response = !is_request && (envelope.result.is_some() || envelope.error.is_some());
         let invalid = |id: Option<Id>, reason: &str| Malformed {

@@ -24,6 +24,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { readResults, verdicts as verdictsRanked } from '../conformance/results.mjs';
+
 const RANK = { SUCCESS: 0, SKIPPED: 0, WARNING: 1, FAILURE: 2 };
 
 function fail(message) {
@@ -58,39 +60,8 @@ function required(file) {
 
 // ---- judging ----------------------------------------------------------------------------------
 
-/** scenario name -> its checks, from a results folder. */
-function readResults(dir) {
-  const results = new Map();
-  if (!fs.existsSync(dir)) return results;
-  for (const entry of fs.readdirSync(dir)) {
-    const match = /^server-(.+)-(\d{4}-\d{2}-\d{2}T[\d-]+Z)$/.exec(entry);
-    if (!match) continue;
-    const file = path.join(dir, entry, 'checks.json');
-    let checks;
-    try {
-      checks = JSON.parse(fs.readFileSync(file, 'utf8'));
-      if (!Array.isArray(checks)) throw new Error('not an array');
-    } catch (error) {
-      checks = [{ id: 'checks.json', status: 'FAILURE', errorMessage: `${file}: ${error.message}` }];
-    }
-    if (results.has(match[1])) fail(`${dir} has two results for ${match[1]}`);
-    results.set(match[1], checks);
-  }
-  return results;
-}
-
-/** check id -> { status: the worst of its statuses, message } */
-function verdicts(checks) {
-  const byId = new Map();
-  for (const check of checks) {
-    if (!(check.status in RANK)) continue; // INFO: a log line, not a verdict
-    const known = byId.get(check.id);
-    if (!known || RANK[check.status] > RANK[known.status]) {
-      byId.set(check.id, { status: check.status, message: check.errorMessage ?? check.description ?? '' });
-    }
-  }
-  return byId;
-}
+/** check id -> { status: the worst of its statuses (SKIPPED as SUCCESS), message } */
+const verdicts = (checks) => verdictsRanked(checks, RANK);
 
 const fails = (checks) => [...verdicts(checks ?? []).entries()].filter(([, v]) => v.status === 'FAILURE');
 

@@ -27,6 +27,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
+import { readResults, verdicts as verdictsRanked } from './results.mjs';
+
 const RANK = { SUCCESS: 0, WARNING: 1, FAILURE: 2 };
 
 function fail(message) {
@@ -101,47 +103,8 @@ function scenarios(listOutput, kind = 'server') {
 
 // ---- judging ----------------------------------------------------------------------------------
 
-/**
- * scenario name -> its checks, from a results folder (`server-NAME-TIME/` for server scenarios,
- * `auth/NAME-TIME/` for client ones); a scenario run twice is an error.
- */
-function readResults(dir) {
-  const results = new Map();
-  if (!fs.existsSync(dir)) return results;
-  const entries = fs.readdirSync(dir).flatMap((entry) =>
-    fs.statSync(path.join(dir, entry)).isDirectory() && !entry.startsWith('server-')
-      ? fs.readdirSync(path.join(dir, entry)).map((inner) => `${entry}/${inner}`)
-      : [entry]
-  );
-  for (const entry of entries) {
-    const match = /^(?:server-)?(.+)-(\d{4}-\d{2}-\d{2}T[\d-]+Z)$/.exec(entry);
-    if (!match) continue;
-    const file = path.join(dir, entry, 'checks.json');
-    let checks;
-    try {
-      checks = JSON.parse(fs.readFileSync(file, 'utf8'));
-      if (!Array.isArray(checks)) throw new Error('not an array');
-    } catch (error) {
-      checks = [{ id: 'checks.json', status: 'FAILURE', errorMessage: `${file}: ${error.message}` }];
-    }
-    if (results.has(match[1])) fail(`${dir} has two results for ${match[1]}`);
-    results.set(match[1], checks);
-  }
-  return results;
-}
-
 /** check id -> { status: the worst of its SUCCESS/WARNING/FAILURE statuses, message } */
-function verdicts(checks) {
-  const byId = new Map();
-  for (const check of checks) {
-    if (!(check.status in RANK)) continue; // INFO: a log line, not a verdict
-    const known = byId.get(check.id);
-    if (!known || RANK[check.status] > RANK[known.status]) {
-      byId.set(check.id, { status: check.status, message: check.errorMessage ?? check.description ?? '' });
-    }
-  }
-  return byId;
-}
+const verdicts = (checks) => verdictsRanked(checks, RANK);
 
 /**
  * What differs in a scenario's run from the direct one: each check that fails, each that only
