@@ -53,6 +53,10 @@ pub struct MediatorConfig {
     /// Leave out the tools the screen suspects of poisoning, in every session (the proxy, the
     /// gateway, the Node binding); without it they are listed, with a warning.
     pub quarantine: bool,
+    /// Tools the screen flags that the user reviewed and allows, each by its source's name and
+    /// its digest (`[[allow]] tool = "NAME" digest = "sha256:..."`, as the warning and `lint`
+    /// show it): a changed definition is screened again.
+    pub allow: Vec<crate::screen::Allowed>,
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
     /// search yet) with an error saying how to see it, instead of calling it.
     pub calls_follow_disclosure: bool,
@@ -83,6 +87,7 @@ impl Default for MediatorConfig {
             disclosure_mode: DisclosureMode::default(),
             whole_below: WHOLE_BELOW,
             quarantine: false,
+            allow: Vec::new(),
             calls_follow_disclosure: false,
             builtin_overrides: true,
             override_dirs: Vec::new(),
@@ -198,6 +203,7 @@ impl MediatorConfig {
         let threshold = self.grouping_threshold.max(2);
         let policy = SessionPolicy {
             quarantine: self.quarantine,
+            allowed: self.allow.clone(),
             calls_follow_disclosure: self.calls_follow_disclosure,
             ..SessionPolicy::mediated(threshold)
         };

@@ -29,7 +29,7 @@ mod sources;
 mod state;
 mod view;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -83,10 +83,12 @@ pub struct SessionPolicy {
     /// saved prompt, an allowlist), and a tool that does not exist or is hidden is unknown
     /// either way.
     pub calls_follow_disclosure: bool,
-    /// Leave out the tools the screen suspects of poisoning ([`crate::screen`]): text that
-    /// speaks to the model or hides text, and with several sources, text that names another
-    /// source's tool (shadowing). Without it such a tool is listed, and a warning logged.
+    /// Leave out the tools the screen flags as poisoned ([`crate::screen`]), with several
+    /// sources counting text that names another source's tool (shadowing) as evidence. Without
+    /// it such a tool is listed, and a warning logged.
     pub quarantine: bool,
+    /// Tools the user reviewed and allows despite the screen, by name and digest.
+    pub allowed: Vec<screen::Allowed>,
 }
 
 impl Default for SessionPolicy {
@@ -106,6 +108,7 @@ impl Default for SessionPolicy {
             whole_below: 0,
             calls_follow_disclosure: false,
             quarantine: false,
+            allowed: Vec::new(),
         }
     }
 }
@@ -281,7 +284,7 @@ impl Session {
     /// context): for a front door that shows one list under several policies and enhances it
     /// once (`tokens`).
     pub fn take_in_enhanced(&self, enhanced: Vec<EnhancedTool>) {
-        self.settle(0, Some(enhanced), None);
+        self.settle(0, Some(Taken { tools: enhanced, reviewed: HashSet::new() }), None);
     }
 
     /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
@@ -306,13 +309,17 @@ impl Session {
 
     /// What every list taken in goes through: the screen (suspects reported, and with a
     /// quarantine left out), then the chain with `context`.
-    async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Vec<EnhancedTool> {
-        screen::screen(&context.source, &mut upstream, self.policy.quarantine);
-        self.mediator.enhance(upstream, context).await
+    async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Taken {
+        let screened = screen::screen(&context.source, &mut upstream, self.policy.quarantine, &self.policy.allowed);
+        Taken { tools: self.mediator.enhance(upstream, context).await, reviewed: screened.reviewed }
     }
 
-    /// Puts `enhanced` in as source `source`'s tools and works out what the client sees.
-    fn settle(&self, source: usize, enhanced: Option<Vec<EnhancedTool>>, kept: Option<Vec<Tool>>) {
+    /// Puts `taken` in as source `source`'s tools and works out what the client sees.
+    fn settle(&self, source: usize, taken: Option<Taken>, kept: Option<Vec<Tool>>) {
+        let (enhanced, reviewed) = match taken {
+            Some(Taken { tools, reviewed }) => (Some(tools), reviewed),
+            None => (None, HashSet::new()),
+        };
         let changed = {
             let mut state = self.state();
             state.upstream = kept;
@@ -330,6 +337,7 @@ impl Session {
                     part.down = enhanced.is_none();
                     if enhanced.is_some() {
                         part.tools = enhanced;
+                        part.reviewed = reviewed;
                     }
                 }
                 let (tools, owners) = sources::merge(
@@ -539,4 +547,11 @@ pub fn tool_middleware(
 /// A `CallToolResult` with one text block.
 pub fn text_result(text: impl Into<String>, is_error: bool) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error})
+}
+
+/// One source's list as the session took it in: enhanced, with the names of the tools the user
+/// allowed after reviewing them (the screen lets them through).
+struct Taken {
+    tools: Vec<EnhancedTool>,
+    reviewed: HashSet<String>,
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use crate::screen;
 use tool_mediator_core::EnhancedTool;
 use tool_mediator_core::{NameRules, SharedNames};
 
@@ -12,6 +13,8 @@ use tool_mediator_core::{NameRules, SharedNames};
 pub(super) struct Part {
     pub(super) tools: Option<Vec<EnhancedTool>>,
     pub(super) down: bool,
+    /// The tools (by the source's names) the user allowed after reviewing them.
+    pub(super) reviewed: HashSet<String>,
 }
 
 /// The tools a part lists now.
@@ -23,7 +26,8 @@ fn listed(part: &Part) -> Option<&Vec<EnhancedTool>> {
 /// with `prefix_all`, every name), one that starts with another source's prefix, and one of
 /// the mediator's own (`reserved`) becomes `<source>_<name>`, made valid for `rules` and unique
 /// among all the others (see [`SharedNames`]). A tool whose text names another source's tool
-/// (shadowing it) is reported, and with `quarantine` left out. Returns the merged tools and the
+/// (shadowing it) is evidence of poisoning: a tool it makes flagged is reported, and with
+/// `quarantine` left out, unless the user reviewed it. Returns the merged tools and the
 /// source of each.
 pub(super) fn merge(
     sources: &[Part],
@@ -57,11 +61,20 @@ pub(super) fn merge(
             .map(|tool| tool.original_name.as_str())
             .collect();
         for tool in tools {
-            if let Some(why) = crate::screen::names_other_tool(&tool.tool, &others) {
+            let listing = screen::Listing { siblings: None, others: Some(&others) };
+            let verdict = if part.reviewed.contains(&tool.original_name) {
+                screen::Verdict::default()
+            } else {
+                screen::examine_in(&tool.tool, listing)
+            };
+            if verdict.flagged() && verdict.findings.iter().any(|finding| finding.kind == screen::Evidence::ShadowsTool)
+            {
                 let action = if quarantine { "left out (--quarantine)" } else { "listed; --quarantine leaves it out" };
                 tracing::warn!(
-                    "`{prefix}`'s tool `{}` may shadow another server's, {action}: {why}",
-                    tool.original_name
+                    "`{}`'s tool `{}` may shadow another server's, {action}: {}",
+                    screen::printable(prefix),
+                    screen::printable(&tool.original_name),
+                    verdict.explanation()
                 );
                 if quarantine {
                     continue;
@@ -106,7 +119,10 @@ mod tests {
     use tool_mediator_core::Tool;
 
     fn tools(names: &[&str]) -> Part {
-        Part { tools: Some(names.iter().map(|name| EnhancedTool::unchanged(Tool::new(*name))).collect()), down: false }
+        Part {
+            tools: Some(names.iter().map(|name| EnhancedTool::unchanged(Tool::new(*name))).collect()),
+            ..Part::default()
+        }
     }
 
     fn names(merged: &[EnhancedTool]) -> Vec<&str> {

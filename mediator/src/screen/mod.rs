@@ -1,0 +1,413 @@
+//! The screen: whether a tool's text is poisoned, judged by what it asks of the model rather
+//! than by a list of phrases. A poisoned description stops describing the tool and starts
+//! instructing the model, and asks for something outside the tool's own job: a command line, a
+//! secret, an address elsewhere, a call to another tool, a changed argument, something kept
+//! from the user. Each of those is evidence with points ([`Evidence`], read by the signs in
+//! `signs`); a tool is flagged when its evidence adds up to [`THRESHOLD`]. Evidence that only
+//! addresses the model (obligations, claims of authority, pointers to other tools) is what
+//! honest descriptions say too, so all of it together counts for at most half the threshold;
+//! evidence of the tool's own job (a shell tool's command lines) counts for less.
+//!
+//! Applied once, in the session, so every front door (the proxy, the gateway, the Node binding)
+//! screens alike; the linter reports the same verdicts.
+
+mod hidden;
+mod job;
+mod signs;
+mod texts;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use tool_mediator_core::Tool;
+
+pub use hidden::printable;
+use job::Job;
+use texts::{Kind, Text};
+
+/// The points at which a tool is flagged as poisoned.
+pub const THRESHOLD: u16 = 100;
+
+/// The points from which a tool not flagged is in the grey zone: a language model, when one is
+/// configured, may judge it.
+pub const GREY: u16 = 50;
+
+/// The most that evidence only addressing the model counts for, together.
+const ADDRESSING_AT_MOST: u16 = 50;
+
+/// The most one kind of evidence counts for.
+const KIND_AT_MOST: u16 = 100;
+
+/// What a text shows that suggests poisoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Evidence {
+    /// It puts obligations to the model (`you must`, `make sure to`, `always call`).
+    Instructs,
+    /// It claims authority (`SYSTEM:`, `[ADMIN OVERRIDE]`, `mandatory for compliance`).
+    ClaimsAuthority,
+    /// It wraps text in tags meant for the model (`<IMPORTANT>`, `<system>`).
+    MarkupForTheModel,
+    /// It tells the model to set its instructions or safeguards aside.
+    OverridesInstructions,
+    /// It shows a command line to run (flags, pipes into a shell, `$(...)`, redirects).
+    ShellCommand,
+    /// It names a path to secrets or configuration (`~/.ssh`, `.env`, `mcp.json`).
+    SecretPath,
+    /// It names an address elsewhere: an email address, a URL, a host.
+    ForeignDestination,
+    /// It sends, posts or keeps data somewhere else.
+    SendsData,
+    /// It steers the model to another tool (call, prefer, use instead).
+    SteersToTool,
+    /// It says how another tool must behave, or names another server's tool.
+    ShadowsTool,
+    /// It claims a tool is deprecated, restricted or replaced.
+    ClaimsDeprecation,
+    /// It changes what the user asked for (`always set`, `regardless of`, `users actually prefer`).
+    ChangesArguments,
+    /// It asks an argument to carry the conversation, files or credentials.
+    CarriesContext,
+    /// It keeps something from the user (`do not mention`, `silently`).
+    KeepsFromUser,
+    /// It holds invisible or bidirectional characters.
+    HiddenCharacter,
+    /// It hides text in an HTML comment.
+    HtmlComment,
+    /// It carries an encoded payload (a long base64 run).
+    EncodedBlob,
+}
+
+impl Evidence {
+    /// Every kind, in the order above.
+    pub const ALL: [Evidence; 17] = [
+        Evidence::Instructs,
+        Evidence::ClaimsAuthority,
+        Evidence::MarkupForTheModel,
+        Evidence::OverridesInstructions,
+        Evidence::ShellCommand,
+        Evidence::SecretPath,
+        Evidence::ForeignDestination,
+        Evidence::SendsData,
+        Evidence::SteersToTool,
+        Evidence::ShadowsTool,
+        Evidence::ClaimsDeprecation,
+        Evidence::ChangesArguments,
+        Evidence::CarriesContext,
+        Evidence::KeepsFromUser,
+        Evidence::HiddenCharacter,
+        Evidence::HtmlComment,
+        Evidence::EncodedBlob,
+    ];
+
+    /// A stable id, for JSON and SARIF.
+    pub fn id(self) -> &'static str {
+        match self {
+            Evidence::Instructs => "instructs-the-model",
+            Evidence::ClaimsAuthority => "claims-authority",
+            Evidence::MarkupForTheModel => "markup-for-the-model",
+            Evidence::OverridesInstructions => "overrides-instructions",
+            Evidence::ShellCommand => "shell-command",
+            Evidence::SecretPath => "secret-path",
+            Evidence::ForeignDestination => "foreign-destination",
+            Evidence::SendsData => "sends-data",
+            Evidence::SteersToTool => "steers-to-tool",
+            Evidence::ShadowsTool => "shadows-tool",
+            Evidence::ClaimsDeprecation => "claims-deprecation",
+            Evidence::ChangesArguments => "changes-arguments",
+            Evidence::CarriesContext => "carries-context",
+            Evidence::KeepsFromUser => "keeps-from-user",
+            Evidence::HiddenCharacter => "hidden-character",
+            Evidence::HtmlComment => "html-comment",
+            Evidence::EncodedBlob => "encoded-blob",
+        }
+    }
+
+    /// What the evidence shows, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            Evidence::Instructs => "instructs the model",
+            Evidence::ClaimsAuthority => "claims authority",
+            Evidence::MarkupForTheModel => "wraps text in markup for the model",
+            Evidence::OverridesInstructions => "tells the model to set its instructions aside",
+            Evidence::ShellCommand => "shows a command line",
+            Evidence::SecretPath => "names a path to secrets or configuration",
+            Evidence::ForeignDestination => "names an address elsewhere",
+            Evidence::SendsData => "sends data elsewhere",
+            Evidence::SteersToTool => "steers the model to another tool",
+            Evidence::ShadowsTool => "tells how another tool must behave",
+            Evidence::ClaimsDeprecation => "claims a tool is deprecated or replaced",
+            Evidence::ChangesArguments => "changes what the user asked for",
+            Evidence::CarriesContext => "asks an argument to carry the conversation, files or credentials",
+            Evidence::KeepsFromUser => "keeps something from the user",
+            Evidence::HiddenCharacter => "holds an invisible or bidirectional character",
+            Evidence::HtmlComment => "hides text in an HTML comment",
+            Evidence::EncodedBlob => "carries an encoded payload",
+        }
+    }
+
+    /// Whether the evidence only addresses the model: what honest descriptions do too.
+    fn only_addresses(self) -> bool {
+        matches!(
+            self,
+            Evidence::Instructs
+                | Evidence::ClaimsAuthority
+                | Evidence::MarkupForTheModel
+                | Evidence::SteersToTool
+                | Evidence::ClaimsDeprecation
+        )
+    }
+}
+
+/// One piece of evidence: its kind, the field it is in (a pointer relative to the tool,
+/// segments escaped), the span of that field's text it rests on (bytes), the text of the span
+/// (at most [`EXCERPT`] bytes of it), and what it counts for in this tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: Evidence,
+    pub field: String,
+    pub span: Range<usize>,
+    pub excerpt: String,
+    pub points: u16,
+}
+
+/// The longest excerpt a finding keeps, in bytes.
+pub const EXCERPT: usize = 80;
+
+/// What the screen makes of one tool: its evidence, in the order a model reads it, and the
+/// points it adds up to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub findings: Vec<Finding>,
+    pub score: u16,
+}
+
+impl Verdict {
+    /// Whether the evidence adds up to the threshold: the tool is suspected of poisoning.
+    pub fn flagged(&self) -> bool {
+        self.score >= THRESHOLD
+    }
+
+    /// Whether the tool has evidence short of the threshold, enough for a second look.
+    pub fn grey(&self) -> bool {
+        (GREY..THRESHOLD).contains(&self.score)
+    }
+
+    /// The evidence in words: `score 160 of 100: shows a command line (description: "curl -s
+    /// ... | sh"), ...`, each excerpt printable.
+    pub fn explanation(&self) -> String {
+        let mut out = format!("score {} of {THRESHOLD}:", self.score);
+        for (index, finding) in self.findings.iter().enumerate() {
+            let separator = if index == 0 { " " } else { "; " };
+            let _ = write!(
+                out,
+                "{separator}{} ({}: \"{}\", {} points)",
+                finding.kind.what(),
+                finding.field,
+                printable(&finding.excerpt),
+                finding.points
+            );
+        }
+        out
+    }
+}
+
+/// The other tools a tool is listed with: its siblings from the same source, and the tools of
+/// the other servers behind a gateway (each by the name its server gives it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Listing<'a> {
+    pub siblings: Option<&'a HashSet<&'a str>>,
+    pub others: Option<&'a HashSet<&'a str>>,
+}
+
+/// The screen's verdict on `tool` on its own.
+pub fn examine(tool: &Tool) -> Verdict {
+    examine_in(tool, Listing::default())
+}
+
+/// Which place a finding comes from, so each is counted once a tool: a sign (by its index),
+/// or a check of the screen's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Source {
+    Sign(usize),
+    Own(Evidence),
+}
+
+/// The screen's verdict on `tool`, listed with `listing`.
+pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
+    let job = Job::of(tool);
+    let input_schema = tool.input_schema_value();
+    // The best place of each source, with the order of its text for reporting.
+    let mut best: BTreeMap<Source, (usize, Finding)> = BTreeMap::new();
+    let mut keep = |source: Source, order: usize, text: &Text<'_>, span: Range<usize>, points: u16, sensitive: bool| {
+        let kind = match source {
+            Source::Sign(index) => signs::SIGNS[index].kind,
+            Source::Own(kind) => kind,
+        };
+        let points = job.weigh(kind, points, sensitive);
+        if best.get(&source).is_some_and(|(_, known)| known.points >= points) {
+            return;
+        }
+        let finding = Finding { kind, field: text.field.clone(), excerpt: excerpt(text.text, &span), span, points };
+        best.insert(source, (order, finding));
+    };
+    for (order, text) in texts::texts(tool, input_schema.as_ref()).iter().enumerate() {
+        let identifier = text.kind == Kind::Identifier;
+        for reading in signs::read(text.text, identifier) {
+            let sign = &signs::SIGNS[reading.sign];
+            let sensitive =
+                reading.in_company && sign.company.is_some_and(|(company, _)| company == signs::Company::Sensitive);
+            keep(Source::Sign(reading.sign), order, text, reading.span.clone(), reading.points, sensitive);
+            // A parameter named for a secret asks the model to fill it with one.
+            if identifier && text.is_parameter() && sign.kind == Evidence::SecretPath {
+                keep(Source::Own(Evidence::CarriesContext), order, text, reading.span, 80, false);
+            }
+        }
+        if let Some((span, _)) = hidden::invisible_character(text.text) {
+            keep(Source::Own(Evidence::HiddenCharacter), order, text, span, 100, false);
+        }
+        if let Some(start) = text.text.find("<!--") {
+            let end = text.text[start..].find("-->").map_or(text.text.len(), |end| start + end + 3);
+            keep(Source::Own(Evidence::HtmlComment), order, text, start..end, 100, false);
+        }
+        if let Some(span) = hidden::encoded_blob(text.text) {
+            keep(Source::Own(Evidence::EncodedBlob), order, text, span, 50, false);
+        }
+        if text.kind == Kind::Prose {
+            if let Some(span) = listing.others.and_then(|others| named_tool(text.text, &tool.name, others)) {
+                keep(Source::Own(Evidence::ShadowsTool), order, text, span, 60, false);
+            }
+            if let Some(span) = listing.siblings.and_then(|siblings| named_tool(text.text, &tool.name, siblings)) {
+                keep(Source::Own(Evidence::SteersToTool), order, text, span, 20, false);
+            }
+        }
+    }
+    let mut by_kind: BTreeMap<Evidence, u16> = BTreeMap::new();
+    for (_, finding) in best.values() {
+        let points = by_kind.entry(finding.kind).or_default();
+        *points = (*points + finding.points).min(KIND_AT_MOST);
+    }
+    let addressing: u16 = by_kind.iter().filter(|(kind, _)| kind.only_addresses()).map(|(_, points)| points).sum();
+    let acting: u16 = by_kind.iter().filter(|(kind, _)| !kind.only_addresses()).map(|(_, points)| points).sum();
+    let mut findings: Vec<(usize, Finding)> = best.into_values().filter(|(_, finding)| finding.points > 0).collect();
+    findings.sort_by_key(|(order, finding)| (*order, finding.span.start));
+    Verdict {
+        findings: findings.into_iter().map(|(_, finding)| finding).collect(),
+        score: addressing.min(ADDRESSING_AT_MOST) + acting,
+    }
+}
+
+/// The text of `span`, at most [`EXCERPT`] bytes of it (cut at a character), with runs of
+/// whitespace as one space.
+fn excerpt(text: &str, span: &Range<usize>) -> String {
+    let mut out = String::new();
+    for word in text[span.clone()].split_whitespace() {
+        if out.len() + word.len() + 1 > EXCERPT {
+            let room = EXCERPT.saturating_sub(out.len() + 1);
+            let mut cut = room.min(word.len());
+            while !word.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            if !out.is_empty() && cut > 0 {
+                out.push(' ');
+            }
+            out.push_str(&word[..cut]);
+            out.push('…');
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// Where `text` names one of `names` (not `own`): a name shorter than five characters, or
+/// without a `_`, `-` or `.`, is too common a word to tell.
+fn named_tool(text: &str, own: &str, names: &HashSet<&str>) -> Option<Range<usize>> {
+    let telling = |name: &str| name.len() >= 5 && name.contains(['_', '-', '.']) && name != own;
+    let mut start = 0;
+    for word in text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+        let at = start;
+        start += word.len() + 1;
+        let trimmed = word.trim_matches('.');
+        if telling(trimmed) && names.contains(trimmed) {
+            let offset = at + word.find(trimmed).unwrap_or(0);
+            return Some(offset..offset + trimmed.len());
+        }
+    }
+    None
+}
+
+/// A tool the user allowed after reviewing it: by its source's name and its canonical digest
+/// (the one `tool-mediator pin` writes), so a changed definition is screened again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allowed {
+    pub tool: String,
+    pub digest: String,
+}
+
+/// Whether `tool` is one `allowed` names with its definition as reviewed.
+pub fn is_allowed(tool: &Tool, allowed: &[Allowed]) -> bool {
+    let mut named = allowed.iter().filter(|allowed| allowed.tool == tool.name).peekable();
+    named.peek().is_some() && {
+        let digest = crate::cache::digest(tool);
+        named.any(|allowed| allowed.digest == digest)
+    }
+}
+
+/// What the screen made of one source's tools: the verdict of each tool kept, in their order,
+/// and the names of those let through as reviewed.
+#[derive(Debug, Clone, Default)]
+pub struct Screened {
+    pub verdicts: Vec<Verdict>,
+    pub reviewed: HashSet<String>,
+}
+
+/// One source's tools screened: each flagged is reported (naming `source`, the evidence, and
+/// how to allow it), and with `quarantine` left out; those in `allowed` are let through as
+/// reviewed.
+pub fn screen(source: &str, tools: &mut Vec<Tool>, quarantine: bool, allowed: &[Allowed]) -> Screened {
+    let mut reviewed = HashSet::new();
+    let siblings: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+    let verdicts: Vec<Verdict> = tools
+        .iter()
+        .map(|tool| {
+            if is_allowed(tool, allowed) {
+                reviewed.insert(tool.name.clone());
+                return Verdict::default();
+            }
+            examine_in(tool, Listing { siblings: Some(&siblings), others: None })
+        })
+        .collect();
+    drop(siblings);
+    let mut kept = Vec::with_capacity(verdicts.len());
+    let mut verdicts = verdicts.into_iter();
+    tools.retain(|tool| {
+        let verdict = verdicts.next().unwrap_or_default();
+        if !verdict.flagged() {
+            kept.push(verdict);
+            return true;
+        }
+        let action = if quarantine { "hidden (--quarantine)" } else { "listed; --quarantine hides it" };
+        tracing::warn!(
+            "`{}` lists `{}`, suspected of poisoning, {action}: {}. Once reviewed, allow it with \
+             [[allow]] tool = \"{}\" digest = \"{}\" in the configuration",
+            printable(source),
+            printable(&tool.name),
+            verdict.explanation(),
+            printable(&tool.name),
+            crate::cache::digest(tool)
+        );
+        if !quarantine {
+            kept.push(verdict);
+        }
+        !quarantine
+    });
+    Screened { verdicts: kept, reviewed }
+}
+
+#[cfg(test)]
+mod tests;

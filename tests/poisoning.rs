@@ -1,0 +1,112 @@
+//! Measures the poisoning screen on `tests/data/eval` (real tools and public poisoned ones,
+//! written by others) and keeps floors so the figures cannot silently fall. The README's
+//! figures come from this file:
+//!
+//! ```sh
+//! cargo test -p tool-mediator-tests --test poisoning -- --nocapture
+//! ```
+//!
+//! The part kept aside (`poisoning/heldout`) was gathered from other sources than the
+//! development set, by someone else, and scored only once the screen was tuned.
+
+use std::path::Path;
+
+use serde_json::Value;
+use tool_mediator::Tool;
+use tool_mediator::screen::{self, Verdict};
+use tool_mediator_tests::{eval_dir, root};
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{}: {error}", path.display())))
+        .collect()
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+}
+
+/// A tool of a data set's row: its name, description and (where the row has one) input schema.
+fn tool(row: &Value) -> Tool {
+    let mut tool = Tool::new(row["name"].as_str().unwrap_or("tool"))
+        .with_description(row["description"].as_str().unwrap_or_default());
+    if row["inputSchema"].is_object() {
+        tool = tool.with_input_schema(row["inputSchema"].clone());
+    }
+    tool
+}
+
+/// The tools of a data set, each screened in the listing of its set (as a session screens a
+/// source's list).
+fn verdicts(tools: &[Tool]) -> Vec<Verdict> {
+    let siblings = tools.iter().map(|tool| tool.name.as_str()).collect();
+    tools
+        .iter()
+        .map(|tool| screen::examine_in(tool, screen::Listing { siblings: Some(&siblings), others: None }))
+        .collect()
+}
+
+/// How many of `tools` are flagged, and a line for each that is (or, `missed`, is not).
+fn flagged(tools: &[Tool], missed: bool) -> (usize, Vec<String>) {
+    let verdicts = verdicts(tools);
+    let count = verdicts.iter().filter(|verdict| verdict.flagged()).count();
+    let shown = tools
+        .iter()
+        .zip(&verdicts)
+        .filter(|(_, verdict)| verdict.flagged() != missed)
+        .map(|(tool, verdict)| format!("{}: {}", screen::printable(&tool.name), verdict.explanation()))
+        .collect();
+    (count, shown)
+}
+
+fn set(path: &Path) -> Vec<Tool> {
+    lines(path).iter().map(tool).collect()
+}
+
+/// One line of figures, and the tools behind them.
+fn report(what: &str, tools: &[Tool], poisoned: bool) -> f64 {
+    let (count, shown) = flagged(tools, poisoned);
+    let share = percent(count, tools.len());
+    let verb = if poisoned { "caught" } else { "flagged" };
+    println!("{what}: {count} of {} {verb} ({share:.1}%)", tools.len());
+    for line in shown {
+        println!("  {}: {line}", if poisoned { "missed" } else { "flagged" });
+    }
+    share
+}
+
+#[test]
+fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
+    let dir = eval_dir();
+    // The project's own fixtures, written after public reports: every one is caught.
+    let own: Vec<Tool> = lines(&root().join("tests/fixtures/poisoned.jsonl"))
+        .into_iter()
+        .map(|row| serde_json::from_value(row["tool"].clone()).unwrap())
+        .collect();
+    let own_caught = report("own fixtures (poisoned)", &own, true);
+    let dev = dir.join("poisoning/dev");
+    let dev_caught = report("development set, poisoned", &set(&dev.join("poisoned.jsonl")), true);
+    let dev_benign = report("development set, benign hard cases", &set(&dev.join("benign_hard.jsonl")), false);
+    let real: Vec<Tool> = lines(&dir.join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
+    let real_flagged = report("real tools (toolsdk registry)", &real, false);
+    let well_named = report("well-named tools", &set(&dir.join("mcp_tools_wellnamed.jsonl")), false);
+    let heldout = dir.join("poisoning/heldout");
+    if heldout.join("poisoned.jsonl").is_file() {
+        let caught = report("kept aside, poisoned", &set(&heldout.join("poisoned.jsonl")), true);
+        let benign = report("kept aside, benign hard cases", &set(&heldout.join("benign_hard.jsonl")), false);
+        println!("kept aside: {caught:.1}% caught, {benign:.1}% of benign hard cases flagged");
+    }
+    assert_eq!(own_caught, 100.0, "every own fixture is caught");
+    assert!(dev_caught >= DEV_CAUGHT_FLOOR, "development set: {dev_caught:.1}% caught");
+    assert!(dev_benign <= DEV_BENIGN_CEILING, "development set: {dev_benign:.1}% of benign hard cases flagged");
+    assert!(real_flagged <= REAL_CEILING, "{real_flagged:.2}% of real tools flagged");
+    assert_eq!(well_named, 0.0, "no well-named tool is flagged");
+}
+
+const DEV_CAUGHT_FLOOR: f64 = 0.0;
+const DEV_BENIGN_CEILING: f64 = 100.0;
+/// The issue's ceiling: at most 1% of real tools flagged.
+const REAL_CEILING: f64 = 1.0;
