@@ -1186,10 +1186,7 @@ fn lint_names_each_finding_with_its_rule_file_and_pointer_and_fails_on_errors() 
     let output = run(&["lint", file], None);
     assert_eq!(output.status.code(), Some(1), "an error fails the run: {}", stderr(&output));
     let said = stdout(&output);
-    assert!(
-        said.contains(&format!("{file}: `/tools/0/description`: error[instructions-to-the-model] `add`")),
-        "{said}"
-    );
+    assert!(said.contains(&format!("{file}: `/tools/0/description`: error[suspected-poisoning] `add`")), "{said}");
     assert!(said.contains("warning[cryptic-name] `gt_usr`: `gt_usr` reads as `get_user`"), "{said}");
     assert!(said.contains("`/tools/1/description`: note[description-too-short]"), "{said}");
     assert!(!said.contains("`get_weather`"), "a good tool has no findings: {said}");
@@ -1204,9 +1201,18 @@ fn lint_names_each_finding_with_its_rule_file_and_pointer_and_fails_on_errors() 
 
     let json = run(&["lint", file, "--format", "json", "--fail-on", "never"], None);
     let findings = json_out(&json)["findings"].as_array().unwrap().clone();
-    assert!(findings.iter().any(|finding| finding["rule"] == "instructions-to-the-model"
-        && finding["place"]["pointer"] == "/tools/0/description"
-        && finding["severity"] == "error"));
+    let poisoning = findings.iter().find(|finding| finding["rule"] == "suspected-poisoning").expect("flagged");
+    assert_eq!(poisoning["place"]["pointer"], "/tools/0/description");
+    assert_eq!(poisoning["severity"], "error");
+    // Each piece of evidence names its kind, field, span and text.
+    let evidence = poisoning["evidence"].as_array().unwrap();
+    assert!(
+        evidence.iter().all(|piece| piece["kind"].is_string()
+            && piece["field"] == "description"
+            && piece["span"].as_array().is_some_and(|span| span.len() == 2)
+            && piece["text"].is_string()),
+        "{poisoning:#}"
+    );
 }
 
 /// The SARIF 2.1.0 JSON schema as the `serde-sarif` package ships it (`src/schema.json`),
@@ -1350,7 +1356,7 @@ fn lint_points_at_a_parameter_in_the_dialect_of_the_file() {
         let output = run(&["lint", path.to_str().unwrap(), "--format", "json", "--fail-on", "never"], None);
         let findings = json_out(&output)["findings"].as_array().unwrap().clone();
         let poisoning: Vec<&Value> =
-            findings.iter().filter(|finding| finding["rule"] == "instructions-to-the-model").collect();
+            findings.iter().filter(|finding| finding["rule"] == "suspected-poisoning").collect();
         assert_eq!(poisoning.len(), 1, "{name}: {findings:#?}");
         assert_eq!(poisoning[0]["place"]["pointer"], pointer, "{name}");
     }
@@ -1391,7 +1397,7 @@ fn lint_refuses_bad_input_with_its_place_and_survives_hostile_text() {
     let output = run(&["lint", path.to_str().unwrap(), "--format", "json"], None);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let findings = json_out(&output)["findings"].as_array().unwrap().clone();
-    assert!(findings.iter().any(|finding| finding["rule"] == "hidden-text" && finding["tool"] == "a"));
+    assert!(findings.iter().any(|finding| finding["rule"] == "suspected-poisoning" && finding["tool"] == "a"));
 
     let deep = dir.path().join("deep.json");
     fs::write(&deep, format!("[{{\"name\": \"c\", \"inputSchema\": {}{}}}]", "{\"x\": ".repeat(500), "}".repeat(500)))
@@ -1747,7 +1753,7 @@ fn lint_server_fails_on_a_tool_it_cannot_read() {
         assert!(
             deep.iter().any(|finding| finding["severity"] == "error"
                 && finding["place"]["pointer"].as_str().unwrap().starts_with("/tools/1")
-                && ["unreadable-tool", "instructions-to-the-model"].contains(&finding["rule"].as_str().unwrap())),
+                && ["unreadable-tool", "suspected-poisoning"].contains(&finding["rule"].as_str().unwrap())),
             "depth {depth}: {report}"
         );
         if depth >= 64 {
@@ -1766,7 +1772,7 @@ fn lint_server_fails_on_a_tool_it_cannot_read() {
     // Not deep: nothing is left out.
     let fine = run_with_server(&["lint", "--format", "json", "--server"], &deep_server(3));
     assert!(!stdout(&fine).contains("unreadable-tool"), "{}", stdout(&fine));
-    assert!(stdout(&fine).contains("instructions-to-the-model"), "{}", stdout(&fine));
+    assert!(stdout(&fine).contains("suspected-poisoning"), "{}", stdout(&fine));
 }
 
 /// Regression (probe): an override's `$ref` to a definition that is not there passed

@@ -494,7 +494,7 @@ fn lint_and_pin_read_a_live_servers_tools() {
     assert_eq!(output.status.code(), Some(1), "a poisoned tool is an error: {}", stdout(&output));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let findings = report["findings"].as_array().unwrap();
-    assert!(findings.iter().any(|finding| finding["rule"] == "instructions-to-the-model"
+    assert!(findings.iter().any(|finding| finding["rule"] == "suspected-poisoning"
         && finding["tool"] == "add"
         && finding["place"]["pointer"] == "/tools/1/description"
         && finding["file"].as_str().unwrap().starts_with("server `")));

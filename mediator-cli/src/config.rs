@@ -97,6 +97,7 @@ impl Setup {
             cache: !args.cache.no_cache,
             ttl: args.cache.ttl,
             on_progress: Some(Arc::new(move |tools| bar.inc(tools as u64))),
+            judge: args.judge,
         };
         Ok(Setup {
             source: args.source.clone(),
@@ -113,6 +114,12 @@ impl Setup {
     pub fn mediator(&self, min_confidence: f64, dialect: Dialect) -> Mediator {
         let names = self.names.unwrap_or(if dialect == Dialect::Mcp { NameRules::MCP } else { NameRules::STRICT });
         self.transformers.mediator(names, min_confidence)
+    }
+
+    /// The judge of the tools the poisoning screen is unsure of (`--judge` with a language
+    /// model).
+    pub fn judge(&self) -> Option<&tool_mediator::llm::Judge> {
+        self.transformers.judge().map(|judge| &**judge)
     }
 
     /// Ends the progress display; the LLM transformer, for its usage figures.

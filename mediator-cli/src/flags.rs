@@ -66,6 +66,12 @@ pub struct ChainArgs {
     #[arg(long)]
     pub model: Option<String>,
 
+    /// Ask the language model about the tools the poisoning screen is unsure of (some
+    /// evidence, short of its threshold): its ruling can flag a tool, never clear one, and is
+    /// cached under the tool's digest (the configuration's `judge`).
+    #[arg(long)]
+    pub judge: bool,
+
     /// The provider's base URL (an OpenAI-compatible server: Ollama, vLLM, llama.cpp).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,

@@ -63,6 +63,8 @@ pub struct MediatorOptions {
     pub client_profile: Option<String>,
     /// Never use an answer less confident than this, 0 to 1.
     pub min_confidence: Option<f64>,
+    /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`).
+    pub judge: Option<bool>,
 }
 
 /// What a session shows first, over the mediator's settings.
@@ -131,6 +133,7 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
         prompts: options.prompts.map(PathBuf::from),
         llm_required: llm.flatten().is_some(),
         cache: options.cache.unwrap_or(true),
+        judge: options.judge.unwrap_or(false),
         ..ChainOptions::default()
     };
     let transformers = settings.build(&chain).await.map_err(failed)?;

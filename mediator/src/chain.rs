@@ -35,6 +35,7 @@ use tool_mediator_core::{EnhancedTool, Tool, ToolContext};
 /// Everything refused or repaired is reported as a [`ChainEvent`].
 pub struct Mediator {
     chain: Box<[Arc<dyn ToolTransformer>]>,
+    judge: Option<Arc<crate::llm::Judge>>,
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
@@ -44,6 +45,7 @@ pub struct Mediator {
 /// Builds a [`Mediator`]; register transformers in any order.
 pub struct MediatorBuilder {
     transformers: Vec<Arc<dyn ToolTransformer>>,
+    judge: Option<Arc<crate::llm::Judge>>,
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
@@ -51,13 +53,25 @@ pub struct MediatorBuilder {
 
 impl Default for MediatorBuilder {
     fn default() -> Self {
-        MediatorBuilder { transformers: Vec::new(), names: NameRules::MCP, acceptance: 0.5, min_confidence: 0.0 }
+        MediatorBuilder {
+            transformers: Vec::new(),
+            judge: None,
+            names: NameRules::MCP,
+            acceptance: 0.5,
+            min_confidence: 0.0,
+        }
     }
 }
 
 impl MediatorBuilder {
     pub fn transformer(mut self, transformer: impl ToolTransformer + 'static) -> Self {
         self.transformers.push(Arc::new(transformer));
+        self
+    }
+
+    /// A language model that judges the tools the poisoning screen is unsure of.
+    pub fn judge(mut self, judge: Arc<crate::llm::Judge>) -> Self {
+        self.judge = Some(judge);
         self
     }
 
@@ -84,6 +98,7 @@ impl MediatorBuilder {
         self.transformers.sort_by_key(|transformer| std::cmp::Reverse(transformer.priority()));
         Mediator {
             chain: self.transformers.into_boxed_slice(),
+            judge: self.judge,
             names: self.names,
             acceptance: self.acceptance,
             min_confidence: self.min_confidence,
@@ -176,6 +191,11 @@ impl Mediator {
 
     pub fn name_rules(&self) -> NameRules {
         self.names
+    }
+
+    /// The language model that judges the tools the poisoning screen is unsure of, if any.
+    pub fn judge(&self) -> Option<&crate::llm::Judge> {
+        self.judge.as_deref()
     }
 
     /// Runs `tools` through the chain; events go to `tracing`.

@@ -57,6 +57,9 @@ pub struct MediatorConfig {
     /// its digest (`[[allow]] tool = "NAME" digest = "sha256:..."`, as the warning and `lint`
     /// show it): a changed definition is screened again.
     pub allow: Vec<crate::screen::Allowed>,
+    /// Ask the language model (when one is configured) about the tools the poisoning screen is
+    /// unsure of; its ruling can flag a tool, never clear one. Off by default (`--judge`).
+    pub judge: bool,
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
     /// search yet) with an error saying how to see it, instead of calling it.
     pub calls_follow_disclosure: bool,
@@ -88,6 +91,7 @@ impl Default for MediatorConfig {
             whole_below: WHOLE_BELOW,
             quarantine: false,
             allow: Vec::new(),
+            judge: false,
             calls_follow_disclosure: false,
             builtin_overrides: true,
             override_dirs: Vec::new(),
@@ -256,7 +260,11 @@ impl MediatorConfig {
             }
             Some(provider) => Some(Arc::new(self.llm(provider, options)?)),
         };
-        Ok(Transformers { overrides, rules, llm, cache })
+        let judge = match &llm {
+            Some(llm) if (self.judge || options.judge) && !options.dry_run => Some(Arc::new(llm.judge(cache.clone()))),
+            _ => None,
+        };
+        Ok(Transformers { overrides, rules, llm, cache, judge })
     }
 
     /// Opens the cache, or goes on without it with a warning that says which directory and why.
@@ -353,6 +361,9 @@ pub struct ChainOptions {
     pub ttl: Option<Duration>,
     /// Told how many tools the language model has answered, as it goes.
     pub on_progress: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`),
+    /// besides the settings' `judge`.
+    pub judge: bool,
 }
 
 impl Default for ChainOptions {
@@ -367,6 +378,7 @@ impl Default for ChainOptions {
             cache: true,
             ttl: None,
             on_progress: None,
+            judge: false,
         }
     }
 }
@@ -378,6 +390,7 @@ pub struct Transformers {
     rules: Option<RuleTransformer>,
     llm: Option<Arc<LlmTransformer>>,
     cache: Option<Arc<Cache>>,
+    judge: Option<Arc<crate::llm::Judge>>,
 }
 
 impl Transformers {
@@ -398,7 +411,16 @@ impl Transformers {
             (Some(llm), None) => builder = builder.transformer(llm.clone()),
             (None, _) => {}
         }
+        if let Some(judge) = &self.judge {
+            builder = builder.judge(judge.clone());
+        }
         builder.build()
+    }
+
+    /// The judge of the tools the poisoning screen is unsure of, when asked for and a language
+    /// model is configured.
+    pub fn judge(&self) -> Option<&Arc<crate::llm::Judge>> {
+        self.judge.as_ref()
     }
 
     /// The language model transformer, for its usage figures.

@@ -233,6 +233,36 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
     findings
 }
 
+/// What is wrong with each of `tools`, with `judge`'s second look at the tools the poisoning
+/// screen is unsure of: one it rules poisoned is suspected of poisoning, with its reason.
+pub async fn judged(tools: &[Tool], judge: &crate::llm::Judge) -> Vec<Finding> {
+    let mut findings = lint(tools);
+    let grey: Vec<usize> = findings
+        .iter()
+        .enumerate()
+        .filter(|(_, finding)| finding.rule == "poisoning-evidence")
+        .map(|(at, _)| at)
+        .collect();
+    if grey.is_empty() {
+        return findings;
+    }
+    let siblings: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+    let asked: Vec<Tool> = grey.iter().map(|&at| tools[findings[at].index].clone()).collect();
+    let mut verdicts: Vec<screen::Verdict> = asked
+        .iter()
+        .map(|tool| screen::examine_in(tool, Listing { siblings: Some(&siblings), others: None }))
+        .collect();
+    judge.rule("lint", &asked, &mut verdicts).await;
+    for ((at, tool), verdict) in grey.into_iter().zip(&asked).zip(verdicts) {
+        if verdict.flagged()
+            && let Some(finding) = poisoning(findings[at].index, tool, verdict)
+        {
+            findings[at] = finding;
+        }
+    }
+    findings
+}
+
 /// The finding of the screen's `verdict` on `tool`: suspected poisoning when it is flagged,
 /// some evidence when it is in the grey zone. Its field is that of the strongest evidence.
 fn poisoning(index: usize, tool: &Tool, verdict: screen::Verdict) -> Option<Finding> {

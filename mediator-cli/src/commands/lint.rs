@@ -13,7 +13,8 @@ use tool_mediator::lint::{self, Finding, RULES, Severity};
 use tool_mediator::manifest::Origin;
 use tool_mediator_mcp::probe::Probed;
 
-use crate::flags::{InputArgs, ServerArgs};
+use crate::config::Setup;
+use crate::flags::{ChainArgs, InputArgs, ServerArgs};
 use crate::manifest;
 use crate::output;
 
@@ -32,6 +33,10 @@ pub struct LintArgs {
     /// Exit 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
+
+    /// The language model (for `--judge`) and the settings, as `enhance` reads them.
+    #[command(flatten)]
+    pub chain: ChainArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,11 +77,25 @@ struct Linted {
 }
 
 pub async fn run(args: LintArgs) -> Result<ExitCode> {
+    // A language model is built only for `--judge`: lint reads no model otherwise.
+    let setup = match args.chain.judge {
+        true => Some(Setup::from_args(&args.chain, tool_mediator::llm::Task::Enhance).await?),
+        false => None,
+    };
+    let judge = setup.as_ref().and_then(Setup::judge);
+    if args.chain.judge && judge.is_none() {
+        anyhow::bail!("--judge asks a language model: configure one (`llm_provider`) or give `--llm`");
+    }
+    let lint = async |tools: &[tool_mediator::Tool]| match judge {
+        Some(judge) => lint::judged(tools, judge).await,
+        None => lint::lint(tools),
+    };
     let mut linted = Vec::new();
     if args.server.server {
         let (origin, probed) = server_tools(&args.server).await?;
         let positions = probed.positions();
-        let mut findings: Vec<(Finding, Place)> = lint::lint(&probed.tools)
+        let mut findings: Vec<(Finding, Place)> = lint(&probed.tools)
+            .await
             .into_iter()
             .map(|mut finding| {
                 finding.index = positions[finding.index];
@@ -96,7 +115,8 @@ pub async fn run(args: LintArgs) -> Result<ExitCode> {
     }
     for origin in if args.server.server { Vec::new() } else { manifest::expand_inputs(&args.input.inputs)? } {
         let (manifest, _) = manifest::read(origin, args.input.max_input_size)?;
-        let findings = lint::lint(&manifest.tools)
+        let findings = lint(&manifest.tools)
+            .await
             .into_iter()
             .map(|finding| {
                 let place = manifest.place_of(finding.index, &finding.field);
@@ -115,6 +135,9 @@ pub async fn run(args: LintArgs) -> Result<ExitCode> {
         LintFormat::Sarif => serde_json::to_string_pretty(&sarif(&linted))? + "\n",
     };
     output::print(&text)?;
+    if let Some(setup) = &setup {
+        setup.finish();
+    }
     let threshold = match args.fail_on {
         FailOn::Never => return Ok(ExitCode::SUCCESS),
         FailOn::Note => Severity::Note,
@@ -175,18 +198,38 @@ fn json(linted: &[Linted]) -> Value {
         .iter()
         .flat_map(|Linted { origin, findings, .. }| {
             findings.iter().map(move |(finding, place)| {
-                json!({
+                let mut value = json!({
                     "file": origin,
                     "place": place_json(place),
                     "rule": finding.rule,
                     "severity": finding.severity.name(),
                     "tool": finding.tool,
                     "message": finding.message,
-                })
+                });
+                if !finding.evidence.is_empty() {
+                    value["evidence"] = evidence_json(&finding.evidence);
+                }
+                value
             })
         })
         .collect();
     json!({"findings": findings})
+}
+
+/// What a poisoning finding rests on: each piece's kind, field, span (bytes of the field's
+/// text) and text.
+fn evidence_json(evidence: &[tool_mediator::screen::Finding]) -> Value {
+    let pieces = evidence.iter().map(|piece| {
+        json!({
+            "kind": piece.kind.id(),
+            "what": piece.kind.what(),
+            "field": piece.field,
+            "span": [piece.span.start, piece.span.end],
+            "text": piece.excerpt,
+            "points": piece.points,
+        })
+    });
+    Value::Array(pieces.collect())
 }
 
 /// A file as a SARIF artifact URI: a relative path stays a relative reference, an absolute one
@@ -239,13 +282,17 @@ fn sarif(linted: &[Linted]) -> Value {
                 if let Place::Pointer(pointer) = place {
                     location["logicalLocations"] = json!([{"fullyQualifiedName": pointer, "kind": "member"}]);
                 }
-                json!({
+                let mut result = json!({
                     "ruleId": finding.rule,
                     "ruleIndex": RULES.iter().position(|rule| rule.id == finding.rule),
                     "level": finding.severity.name(),
                     "message": {"text": format!("`{}`: {}", finding.tool, finding.message)},
                     "locations": [location],
-                })
+                });
+                if !finding.evidence.is_empty() {
+                    result["properties"] = json!({"evidence": evidence_json(&finding.evidence)});
+                }
+                result
             })
         })
         .collect();

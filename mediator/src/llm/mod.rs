@@ -1,13 +1,14 @@
 //! The LLM transformer: a language model reads the tool list and proposes names, descriptions,
 //! categories and parameter descriptions. Its answers are untrusted and checked tool by tool.
 
+mod judge;
 mod left_weak;
 mod prompts;
 mod provider;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,6 +16,7 @@ use futures_util::stream::{self, StreamExt as _};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+pub use judge::{Judge, Ruling};
 pub use left_weak::{LeftWeak, Why, left_weak};
 pub use prompts::{PromptError, Prompts, Task};
 pub use provider::{Completion, DEFAULT_MAX_RESPONSE_BYTES, LlmClient, LlmError, Provider};
@@ -157,6 +159,12 @@ impl LlmTransformer {
     pub fn dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
         self
+    }
+
+    /// A judge asking this transformer's model, with its templates, about the tools the
+    /// poisoning screen is unsure of; its rulings kept in `cache`.
+    pub fn judge(&self, cache: Option<Arc<crate::cache::Cache>>) -> Judge {
+        Judge::new(self.client.clone(), self.prompts.clone(), cache, self.deadline)
     }
 
     pub fn usage(&self) -> UsageReport {

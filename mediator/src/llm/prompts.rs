@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 const ENHANCE: &str = include_str!("../../prompts/enhance.md");
 const CATEGORIZE: &str = include_str!("../../prompts/categorize.md");
+const JUDGE: &str = include_str!("../../prompts/judge.md");
 
 /// Which template a transformer sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +15,8 @@ pub enum Task {
     Enhance,
     /// Categories only.
     Categorize,
+    /// Whether a tool the screen is unsure of is poisoned.
+    Judge,
 }
 
 /// The templates in use.
@@ -21,6 +24,7 @@ pub enum Task {
 pub struct Prompts {
     enhance: String,
     categorize: String,
+    judge: String,
 }
 
 /// A prompt directory that cannot be used.
@@ -33,7 +37,7 @@ pub struct PromptError {
 
 impl Default for Prompts {
     fn default() -> Self {
-        Prompts { enhance: ENHANCE.to_owned(), categorize: CATEGORIZE.to_owned() }
+        Prompts { enhance: ENHANCE.to_owned(), categorize: CATEGORIZE.to_owned(), judge: JUDGE.to_owned() }
     }
 }
 
@@ -41,7 +45,12 @@ impl Prompts {
     /// The embedded templates, each replaced by `dir/<name>.md` where that file exists.
     pub fn from_dir(dir: &Path) -> Result<Prompts, PromptError> {
         let mut prompts = Prompts::default();
-        for (name, slot) in [("enhance.md", &mut prompts.enhance), ("categorize.md", &mut prompts.categorize)] {
+        let slots = [
+            ("enhance.md", &mut prompts.enhance),
+            ("categorize.md", &mut prompts.categorize),
+            ("judge.md", &mut prompts.judge),
+        ];
+        for (name, slot) in slots {
             let path = dir.join(name);
             match crate::read::read_settings(&path) {
                 Ok(text) => *slot = text,
@@ -56,6 +65,7 @@ impl Prompts {
         match task {
             Task::Enhance => &self.enhance,
             Task::Categorize => &self.categorize,
+            Task::Judge => &self.judge,
         }
     }
 

@@ -180,17 +180,20 @@ pub const EXCERPT: usize = 80;
 pub struct Verdict {
     pub findings: Vec<Finding>,
     pub score: u16,
+    /// Why a language model judged the tool poisoned, when one was asked (a tool in the grey
+    /// zone) and did: that flags it too.
+    pub judgement: Option<String>,
 }
 
 impl Verdict {
     /// Whether the evidence adds up to the threshold: the tool is suspected of poisoning.
     pub fn flagged(&self) -> bool {
-        self.score >= THRESHOLD
+        self.score >= THRESHOLD || self.judgement.is_some()
     }
 
     /// Whether the tool has evidence short of the threshold, enough for a second look.
     pub fn grey(&self) -> bool {
-        (GREY..THRESHOLD).contains(&self.score)
+        (GREY..THRESHOLD).contains(&self.score) && self.judgement.is_none()
     }
 
     /// The evidence in words: `score 160 of 100: shows a command line (description: "curl -s
@@ -207,6 +210,9 @@ impl Verdict {
                 printable(&finding.excerpt),
                 finding.points
             );
+        }
+        if let Some(judgement) = &self.judgement {
+            let _ = write!(out, "; a language model judged it poisoned: {}", printable(judgement));
         }
         out
     }
@@ -294,6 +300,7 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
     Verdict {
         findings: findings.into_iter().map(|(_, finding)| finding).collect(),
         score: addressing.min(ADDRESSING_AT_MOST) + acting,
+        judgement: None,
     }
 }
 
@@ -358,21 +365,20 @@ pub fn is_allowed(tool: &Tool, allowed: &[Allowed]) -> bool {
     }
 }
 
-/// What the screen made of one source's tools: the verdict of each tool kept, in their order,
-/// and the names of those let through as reviewed.
+/// What the screen made of one source's tools: the verdict of each, in their order, and the
+/// names of those let through as reviewed.
 #[derive(Debug, Clone, Default)]
 pub struct Screened {
     pub verdicts: Vec<Verdict>,
     pub reviewed: HashSet<String>,
 }
 
-/// One source's tools screened: each flagged is reported (naming `source`, the evidence, and
-/// how to allow it), and with `quarantine` left out; those in `allowed` are let through as
-/// reviewed.
-pub fn screen(source: &str, tools: &mut Vec<Tool>, quarantine: bool, allowed: &[Allowed]) -> Screened {
-    let mut reviewed = HashSet::new();
+/// The verdicts on one source's tools, each examined in their listing; those in `allowed` are
+/// let through as reviewed.
+pub fn examine_source(tools: &[Tool], allowed: &[Allowed]) -> Screened {
     let siblings: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-    let verdicts: Vec<Verdict> = tools
+    let mut reviewed = HashSet::new();
+    let verdicts = tools
         .iter()
         .map(|tool| {
             if is_allowed(tool, allowed) {
@@ -382,15 +388,15 @@ pub fn screen(source: &str, tools: &mut Vec<Tool>, quarantine: bool, allowed: &[
             examine_in(tool, Listing { siblings: Some(&siblings), others: None })
         })
         .collect();
-    drop(siblings);
-    let mut kept = Vec::with_capacity(verdicts.len());
-    let mut verdicts = verdicts.into_iter();
+    Screened { verdicts, reviewed }
+}
+
+/// Acts on the verdicts on `source`'s `tools` (in their order): each flagged is reported,
+/// naming the evidence and how to allow it, and with `quarantine` left out.
+pub fn apply(source: &str, tools: &mut Vec<Tool>, verdicts: &[Verdict], quarantine: bool) {
+    let mut verdicts = verdicts.iter();
     tools.retain(|tool| {
-        let verdict = verdicts.next().unwrap_or_default();
-        if !verdict.flagged() {
-            kept.push(verdict);
-            return true;
-        }
+        let Some(verdict) = verdicts.next().filter(|verdict| verdict.flagged()) else { return true };
         let action = if quarantine { "hidden (--quarantine)" } else { "listed; --quarantine hides it" };
         tracing::warn!(
             "`{}` lists `{}`, suspected of poisoning, {action}: {}. Once reviewed, allow it with \
@@ -401,12 +407,15 @@ pub fn screen(source: &str, tools: &mut Vec<Tool>, quarantine: bool, allowed: &[
             printable(&tool.name),
             crate::cache::digest(tool)
         );
-        if !quarantine {
-            kept.push(verdict);
-        }
         !quarantine
     });
-    Screened { verdicts: kept, reviewed }
+}
+
+/// One source's tools screened without a second look ([`examine_source`], then [`apply`]).
+pub fn screen(source: &str, tools: &mut Vec<Tool>, quarantine: bool, allowed: &[Allowed]) -> Screened {
+    let screened = examine_source(tools, allowed);
+    apply(source, tools, &screened.verdicts, quarantine);
+    screened
 }
 
 #[cfg(test)]

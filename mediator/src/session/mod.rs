@@ -307,10 +307,15 @@ impl Session {
         self.settle(0, Some(enhanced), kept);
     }
 
-    /// What every list taken in goes through: the screen (suspects reported, and with a
+    /// What every list taken in goes through: the screen (with a language model's second look
+    /// at the tools it is unsure of, when the chain has a judge; suspects reported, and with a
     /// quarantine left out), then the chain with `context`.
     async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Taken {
-        let screened = screen::screen(&context.source, &mut upstream, self.policy.quarantine, &self.policy.allowed);
+        let mut screened = screen::examine_source(&upstream, &self.policy.allowed);
+        if let Some(judge) = self.mediator.judge() {
+            judge.rule(&context.source, &upstream, &mut screened.verdicts).await;
+        }
+        screen::apply(&context.source, &mut upstream, &screened.verdicts, self.policy.quarantine);
         Taken { tools: self.mediator.enhance(upstream, context).await, reviewed: screened.reviewed }
     }
 
