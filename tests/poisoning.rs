@@ -98,6 +98,9 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
         let caught = report("kept aside, poisoned", &set(&heldout.join("poisoned.jsonl")), true);
         let benign = report("kept aside, benign hard cases", &set(&heldout.join("benign_hard.jsonl")), false);
         println!("kept aside: {caught:.1}% caught, {benign:.1}% of benign hard cases flagged");
+        // A floor at the figure first measured, once tuning had ended: it keeps the figure from
+        // falling, and was not tuned towards.
+        assert!(caught >= HELDOUT_CAUGHT_FLOOR, "kept aside: {caught:.1}% caught");
     }
     assert_eq!(own_caught, 100.0, "every own fixture is caught");
     assert!(dev_caught >= DEV_CAUGHT_FLOOR, "development set: {dev_caught:.1}% caught");
@@ -106,7 +109,12 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
     assert_eq!(well_named, 0.0, "no well-named tool is flagged");
 }
 
-const DEV_CAUGHT_FLOOR: f64 = 0.0;
-const DEV_BENIGN_CEILING: f64 = 100.0;
+/// What the screen catches of the development set it was tuned on (45 of 54; the nine it misses
+/// are listed by the test: six of them describe covert data collection without a word to the
+/// model), and flags of its benign hard cases (none).
+const DEV_CAUGHT_FLOOR: f64 = 83.0;
+const DEV_BENIGN_CEILING: f64 = 0.0;
+/// The share of the part kept aside caught when it was first scored (54 of 92), after tuning.
+const HELDOUT_CAUGHT_FLOOR: f64 = 58.0;
 /// The ceiling: at most 1% of real tools flagged.
 const REAL_CEILING: f64 = 1.0;

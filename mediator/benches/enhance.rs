@@ -1,6 +1,7 @@
 //! `cargo bench -p tool-mediator --bench enhance`: the chain (overrides + rules) on 1,000 and
-//! 10,000 tools, beside serde_json parsing and serializing the same manifest. The target:
-//! enhancing costs at most 3x that round trip.
+//! 10,000 tools, beside serde_json parsing and serializing the same manifest, and the poisoning
+//! screen over the same tools. The targets: enhancing costs at most 3x that round trip, and the
+//! screen is not the slow stage (it costs less than the chain).
 
 use std::sync::LazyLock;
 
@@ -77,4 +78,16 @@ struct ManifestIn {
 #[derive(serde::Serialize)]
 struct ManifestOut {
     tools: Vec<Tool>,
+}
+
+static PARSED: LazyLock<Vec<(usize, Vec<Tool>)>> = LazyLock::new(|| {
+    SIZES.iter().map(|&n| (n, serde_json::from_str::<ManifestIn>(text(n)).expect("a manifest").tools)).collect()
+});
+
+/// The poisoning screen over the same tools, each examined in its listing (what a session does
+/// to every list it takes in, before the chain).
+#[divan::bench(args = SIZES)]
+fn screen(bencher: Bencher, n: usize) {
+    let tools = &PARSED.iter().find(|(size, _)| *size == n).expect("a prepared size").1;
+    bencher.bench(|| tool_mediator::screen::examine_source(divan::black_box(tools), &[]));
 }

@@ -257,9 +257,28 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
         let finding = Finding { kind, field: text.field.clone(), excerpt: excerpt(text.text, &span), span, points };
         best.insert(source, (order, finding));
     };
-    for (order, text) in texts::texts(tool, input_schema.as_ref()).iter().enumerate() {
-        let identifier = text.kind == Kind::Identifier;
-        for reading in signs::read(text.text, identifier) {
+    let texts = texts::texts(tool, input_schema.as_ref());
+    let spaced: Vec<Option<String>> =
+        texts.iter().map(|text| (text.kind == Kind::Identifier).then(|| signs::spaced(text.text))).collect();
+    let joined = |identifiers: bool| {
+        let mut joined = String::new();
+        for (text, spaced) in texts.iter().zip(&spaced) {
+            if let Some(read) = if identifiers { spaced.as_deref() } else { spaced.is_none().then_some(text.text) } {
+                joined.push_str(read);
+                joined.push_str("\n\n");
+            }
+        }
+        joined
+    };
+    let (prose, identifiers) = (joined(false), joined(true));
+    let candidates = signs::Candidates::of(&signs::Haystack::new(&prose), &signs::Haystack::new(&identifiers));
+    for (order, (text, spaced)) in texts.iter().zip(&spaced).enumerate() {
+        let identifier = spaced.is_some();
+        let readings = match candidates.none() {
+            true => Vec::new(),
+            false => signs::read(&signs::Haystack::new(spaced.as_deref().unwrap_or(text.text)), identifier, candidates),
+        };
+        for reading in readings {
             let sign = &signs::SIGNS[reading.sign];
             let sensitive =
                 reading.in_company && sign.company.is_some_and(|(company, _)| company == signs::Company::Sensitive);

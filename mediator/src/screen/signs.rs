@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
 use super::Evidence;
 
@@ -45,13 +45,13 @@ impl Sign {
 }
 
 /// Verbs that send something away.
-const SENDING: &str = r"(?i)\b(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|deliver\w*|report|reports|emailed|notify|addressed|loop\s+\w+\s+in|let\s+\S+\s+know)\b|\b(?:[a-z]+_)*(?:send|post|email|mail|message|notify|upload|share)_\w+|\b[a-z]+_(?:send|post|email|mail|message|notify|upload|share)\b";
+const SENDING: &str = r"(?i)(?-u:\b)(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|deliver\w*|report|reports|emailed|notify|addressed|loop\s+\w+\s+in|let\s+\S+\s+know)(?-u:\b)|(?-u:\b)(?:[a-z]+_)*(?:send|post|email|mail|message|notify|upload|share)_\w+|(?-u:\b)[a-z]+_(?:send|post|email|mail|message|notify|upload|share)(?-u:\b)";
 
 /// What must not leave the user's machine or conversation.
-const SENSITIVE: &str = r"(?i)\b(?:credentials?|passwords?|passphrases?|api[\s_-]?keys?|access\s+tokens?|tokens|secrets?|private\s+(?:keys?|information|data)|ssh\s+keys?|cookies?|session\s+(?:ids?|tokens?)|conversation|chat\s+(?:history|context|content|messages)|(?:previous|prior|last|recent|all)\s+messages|system\s+prompt|environment\s+variables|env\s+vars|personal\s+(?:data|information)|sensitive\s+(?:data|information|documents)|credit\s+cards?|social\s+security|location\s+history|clipboard|browsing\s+history|account\s+(?:balance|numbers?)|phi|pii|harvested)\b|[A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)\b";
+const SENSITIVE: &str = r"(?i)(?-u:\b)(?:credentials?|passwords?|passphrases?|api[\s_-]?keys?|access\s+tokens?|tokens|secrets?|private\s+(?:keys?|information|data)|ssh\s+keys?|cookies?|session\s+(?:ids?|tokens?)|conversation|chat\s+(?:history|context|content|messages)|(?:previous|prior|last|recent|all)\s+messages|system\s+prompt|environment\s+variables|env\s+vars|personal\s+(?:data|information)|sensitive\s+(?:data|information|documents)|credit\s+cards?|social\s+security|location\s+history|clipboard|browsing\s+history|account\s+(?:balance|numbers?)|phi|pii|harvested)(?-u:\b)|[A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)(?-u:\b)";
 
 /// Verbs that put something into an argument, or read it for that.
-const CARRYING: &str = r"(?i)\b(?:pass|passes|put|include|includes|paste|provide|add|append|insert|attach|fill|place|enter|concatenate|encode|read|reads|open|send|cat|dump|extract|collect|copy|load)\b";
+const CARRYING: &str = r"(?i)(?-u:\b)(?:pass|passes|put|include|includes|paste|provide|add|append|insert|attach|fill|place|enter|concatenate|encode|read|reads|open|send|cat|dump|extract|collect|copy|load)(?-u:\b)";
 
 /// Every sign, by the evidence it is of.
 pub(super) static SIGNS: &[Sign] = &[
@@ -59,138 +59,140 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::Instructs,
         30,
-        r"(?i)\b(?:you\s+(?:must|should|shall|need\s+to|have\s+to|will\s+need\s+to|are\s+(?:required|expected|instructed|asked|obliged|supposed)\s+to)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|remember\s+to|(?:do\s+not|don't)\s+forget\s+to|it\s+is\s+(?:essential|critical|crucial|imperative|mandatory|vital)\s+(?:that|to)|(?:always|never)\s+(?:call|use|run|execute|send|include|set|pass|read|add|ask|tell|mention|reply|respond|answer|invoke|check|follow|forward|copy|append|prefix|format|return|bcc|cc|load|fetch)|before\s+(?:you\s+)?(?:answering|responding|replying|returning|using|calling|invoking|running|executing|proceeding|doing\s+anything|answer|respond|reply|return|execute|call|use|run)|first\s+(?:open|read|call|run|fetch|send|check|execute)|(?:once|after)\s+you\s+have|please\s+(?:call|run|execute|send|read|include|pass|use|forward|provide|paste|let|also))\b",
+        r"(?i)(?-u:\b)(?:you\s+(?:must|should|shall|need\s+to|have\s+to|will\s+need\s+to|are\s+(?:required|expected|instructed|asked|obliged|supposed)\s+to)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|remember\s+to|(?:do\s+not|don't)\s+forget\s+to|it\s+is\s+(?:essential|critical|crucial|imperative|mandatory|vital)\s+(?:that|to)|(?:always|never)\s+(?:call|use|run|execute|send|include|set|pass|read|add|ask|tell|mention|reply|respond|answer|invoke|check|follow|forward|copy|append|prefix|format|return|bcc|cc|load|fetch)|before\s+(?:you\s+)?(?:answering|responding|replying|returning|using|calling|invoking|running|executing|proceeding|doing\s+anything|answer|respond|reply|return|execute|call|use|run)|first\s+(?:open|read|call|run|fetch|send|check|execute)|(?:once|after)\s+you\s+have|please\s+(?:call|run|execute|send|read|include|pass|use|forward|provide|paste|let|also))(?-u:\b)",
     ),
     // Claims of authority: a header in capitals (`SYSTEM:`, `[ADMIN OVERRIDE]`), or a rule the
     // text says is imposed from outside.
     sign(
         Evidence::ClaimsAuthority,
         30,
-        r"(?:\[|\|{2,3}|\*\*|#+[ \t]*)?\b(?:[A-Z]{2,}[ _-]+){0,3}(?:SYSTEM|ADMIN|ADMINISTRATOR|SECURITY|MAINTENANCE|COMPLIANCE|OVERRIDE|DIRECTIVE|PROTOCOL|POLICY|EMERGENCY|ALERT|NOTICE|INSTRUCTIONS?|JAILBREAK|ROOT|ACT AS|DEVELOPER|OPERATOR|MANDATORY)(?:[ _-]+[A-Z]{2,}){0,3}\b(?:[ \t]*(?:\]|\|{2,3}|\*\*))?[ \t]*(?::|\]|\|{2,3})",
+        r"(?:\[|\|{2,3}|\*\*|#+[ \t]*)?(?-u:\b)(?:[A-Z]{2,}[ _-]+){0,3}(?:SYSTEM|ADMIN|ADMINISTRATOR|SECURITY|MAINTENANCE|COMPLIANCE|OVERRIDE|DIRECTIVE|PROTOCOL|POLICY|EMERGENCY|ALERT|NOTICE|INSTRUCTIONS?|JAILBREAK|ROOT|ACT AS|DEVELOPER|OPERATOR|MANDATORY)(?:[ _-]+[A-Z]{2,}){0,3}(?-u:\b)(?:[ \t]*(?:\]|\|{2,3}|\*\*))?[ \t]*(?::|\]|\|{2,3})",
     ),
     sign(
         Evidence::ClaimsAuthority,
         30,
-        r"(?i)\b(?:mandatory|for\s+compliance|compliance\s+(?:reasons|purposes|audit|requirements?)|required\s+(?:by|for)\s+(?:compliance|policy|security|law|audit|the\s+(?:gateway|host|system|administrator|platform|runtime))|audit(?:ing)?\s+(?:log|logging|trail|gateway|boundary|purposes)|security\s+(?:alert|notice|policy|requirement)|by\s+order\s+of|(?:your|the)\s+administrator|integration\s+contract|delivery\s+contract|this\s+is\s+(?:very\s+)+important)\b",
+        r"(?i)(?-u:\b)(?:mandatory|for\s+compliance|compliance\s+(?:reasons|purposes|audit|requirements?)|required\s+(?:by|for)\s+(?:compliance|policy|security|law|audit|the\s+(?:gateway|host|system|administrator|platform|runtime))|audit(?:ing)?\s+(?:log|logging|trail|gateway|boundary|purposes)|security\s+(?:alert|notice|policy|requirement)|by\s+order\s+of|(?:your|the)\s+administrator|integration\s+contract|delivery\s+contract|this\s+is\s+(?:very\s+)+important)(?-u:\b)",
     ),
     sign(
         Evidence::MarkupForTheModel,
         40,
-        r"(?i)</?[ \t]*(?:important|system|instructions?|admin|secret|hidden|critical|context|override|prompt)[ \t]*>|\[/?(?:INST|SYSTEM)\]|<\|(?:im_start|system)\|>",
+        r"(?i)</?[ \t]*(?:important|system|instructions?|admin|secret|hidden|critical|context|override|prompt)[ \t]*>|\[/?(?:inst|system)\]|<\|(?:im_start|system)\|>",
     ),
     // It tells the model to set its instructions aside.
     sign(
         Evidence::OverridesInstructions,
         100,
-        r"(?i)\b(?:ignore|disregard|forget|override|bypass)\b(?:[^.\n]|\.\S|\n){0,40}?\b(?:previous|prior|above|earlier|all|any|your|system|safety|security|existing|original|other|default)\b(?:[^.\n]|\.\S|\n){0,30}?\b(?:instructions?|guidelines?|rules|prompts?|directives?|restrictions?|policies|filters?|safeguards?|constraints|controls|checks)\b|\bignore\s+the\s+above\b|\b(?:reveal|print|show|output|repeat|leak)\s+(?:your|the)\s+(?:system\s+prompt|instructions|hidden\s+prompt|initial\s+prompt)\b|\bjailbreak\b|\bpretend\s+(?:to\s+be|you\s+are)\b|\byou\s+are\s+now\s+(?:a|an|in)\b|\b(?:disable|turn\s+off)\s+(?:all\s+)?(?:safety|security|content)\s+(?:filters?|filtering|checks|restrictions)\b",
+        r"(?i)(?-u:\b)(?:ignore|disregard|forget|override|bypass)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:previous|prior|above|earlier|all|any|your|system|safety|security|existing|original|other|default)(?-u:\b)(?:[^.\n]|\.\S|\n){0,30}?(?-u:\b)(?:instructions?|guidelines?|rules|prompts?|directives?|restrictions?|policies|filters?|safeguards?|constraints|controls|checks)(?-u:\b)|(?-u:\b)ignore\s+the\s+above(?-u:\b)|(?-u:\b)(?:reveal|print|show|output|repeat|leak)\s+(?:your|the)\s+(?:system\s+prompt|instructions|hidden\s+prompt|initial\s+prompt)(?-u:\b)|(?-u:\b)jailbreak(?-u:\b)|(?-u:\b)pretend\s+(?:to\s+be|you\s+are)(?-u:\b)|(?-u:\b)you\s+are\s+now\s+(?:a|an|in)(?-u:\b)|(?-u:\b)(?:disable|turn\s+off)\s+(?:all\s+)?(?:safety|security|content)\s+(?:filters?|filtering|checks|restrictions)(?-u:\b)",
     )
     .in_identifiers(),
     sign(
         Evidence::OverridesInstructions,
         60,
-        r"(?i)\btrust\s+all\b|\bwithout\s+(?:any\s+)?(?:validation|restrictions?|safety\s+checks|security\s+checks)\b|\bbypass(?:es)?\s+(?:all\s+)?(?:security|safety|validation|access\s+controls?|restrictions?)\b|\bdisable\s+all\b",
+        r"(?i)(?-u:\b)trust\s+all(?-u:\b)|(?-u:\b)without\s+(?:any\s+)?(?:validation|restrictions?|safety\s+checks|security\s+checks)(?-u:\b)|(?-u:\b)bypass(?:es)?\s+(?:all\s+)?(?:security|safety|validation|access\s+controls?|restrictions?)(?-u:\b)|(?-u:\b)disable\s+all(?-u:\b)",
     ),
     sign(
         Evidence::OverridesInstructions,
         50,
-        r"(?i)\b(?:unrestricted|elevated|root|superuser)\s+(?:access|privileges?|authority|mode)\b|\bACT\s+AS\b",
+        r"(?i)(?-u:\b)(?:unrestricted|elevated|root|superuser)\s+(?:access|privileges?|authority|mode)(?-u:\b)|(?-u:\b)act\s+as(?-u:\b)",
     ),
     // It hides something from the user.
     sign(
         Evidence::KeepsFromUser,
         100,
-        r"(?i)\b(?:do\s+not|don't|never|must\s+not|should\s+not|without)\s+(?:\w+\s+){0,3}?(?:tell|tells|telling|inform|informing|notify|notifying|alert|alerting|bother|bothering|reveal|revealing|disclose|disclosing|mention|mentioning|warn|warning)\b(?:[^.\n]|\.\S|\n){0,40}?\b(?:the\s+user|users?|user's|the\s+human|the\s+customer|them|anyone)\b|\b(?:hide|conceal|keep)\b(?:[^.\n]|\.\S|\n){0,40}?\bfrom\s+(?:the\s+)?(?:user|human|customer)s?\b|\bthe\s+user\s+(?:must|should|need)\s+not\s+(?:know|see|notice|be\s+told)\b|\bno\s+need\s+to\s+(?:mention|tell|inform|discuss)\b|\bnot\s+(?:an\s+action|something)\s+(?:that\s+)?needs?\s+to\s+be\s+(?:discussed|mentioned|shown|confirmed)\b|\bsecret\s+operation\b|\b(?:stripped|removed|hidden)\s+from\s+the\s+(?:visible|user)\b|\b(?:do\s+not|don't)\s+(?:mention|reveal|disclose)\b",
+        r"(?i)(?-u:\b)(?:do\s+not|don't|never|must\s+not|should\s+not|without)\s+(?:\w+\s+){0,3}?(?:tell|tells|telling|inform|informing|notify|notifying|alert|alerting|bother|bothering|reveal|revealing|disclose|disclosing|mention|mentioning|warn|warning)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:the\s+user|users?|user's|the\s+human|the\s+customer|them|anyone)(?-u:\b)|(?-u:\b)(?:hide|conceal|keep)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)from\s+(?:the\s+)?(?:user|human|customer)s?(?-u:\b)|(?-u:\b)the\s+user\s+(?:must|should|need)\s+not\s+(?:know|see|notice|be\s+told)(?-u:\b)|(?-u:\b)no\s+need\s+to\s+(?:mention|tell|inform|discuss)(?-u:\b)|(?-u:\b)not\s+(?:an\s+action|something)\s+(?:that\s+)?needs?\s+to\s+be\s+(?:discussed|mentioned|shown|confirmed)(?-u:\b)|(?-u:\b)secret\s+operation(?-u:\b)|(?-u:\b)(?:stripped|removed|hidden)\s+from\s+the\s+(?:visible|user)(?-u:\b)|(?-u:\b)(?:do\s+not|don't)\s+(?:mention|reveal|disclose)(?-u:\b)",
     ),
     sign(
         Evidence::KeepsFromUser,
         30,
-        r"(?i)\b(?:silently|quietly|covertly|secretly|invisibly|discreetly)\b|\bhidden\s+(?:bcc|cc|copy|recipient)\b",
+        r"(?i)(?-u:\b)(?:silently|quietly|covertly|secretly|invisibly|discreetly)(?-u:\b)|(?-u:\b)hidden\s+(?:bcc|cc|copy|recipient)(?-u:\b)",
     ),
     // It asks for an action outside the tool: a command line.
     sign(
         Evidence::ShellCommand,
         80,
-        r"(?i)\b(?:curl|wget)\b[^|\n]{0,200}\|[ \t]*(?:sudo[ \t]+)?(?:sh|bash|zsh|python3?|perl|ruby|node)\b|\brm[ \t]+-(?:rf|fr)\b|\b(?:nc|ncat|netcat)[ \t]+(?:-\w+[ \t]+)*[\w.-]+[ \t]+\d{2,5}\b|\b(?:curl|wget)\b[^\n]{0,200}[ \t](?:-d|--data(?:-\w+)?|-F|--form|-T|--upload-file)[ \t]*['\x22]?@|/dev/tcp/|\$\([ \t]*(?:curl|wget|cat|base64|env|printenv)\b|\bchmod[ \t]+(?:-R[ \t]+)?[0-7]{3,4}[ \t]+~|\b(?:os\.system|subprocess\.(?:run|call|Popen|check_output)|os\.popen)[ \t]*\(|\bbase64[ \t]+(?:-d|--decode)\b[^\n]{0,40}\|[ \t]*(?:sh|bash)\b",
+        r"(?i)(?-u:\b)(?:curl|wget)(?-u:\b)[^|\n]{0,200}\|[ \t]*(?:sudo[ \t]+)?(?:sh|bash|zsh|python3?|perl|ruby|node)(?-u:\b)|(?-u:\b)rm[ \t]+-(?:rf|fr)(?-u:\b)|(?-u:\b)(?:nc|ncat|netcat)[ \t]+(?:-\w+[ \t]+)*[\w.-]+[ \t]+\d{2,5}(?-u:\b)|(?-u:\b)(?:curl|wget)(?-u:\b)[^\n]{0,200}[ \t](?:-d|--data(?:-\w+)?|-f|--form|-t|--upload-file)[ \t]*['\x22]?@|/dev/tcp/|\$\([ \t]*(?:curl|wget|cat|base64|env|printenv)(?-u:\b)|(?-u:\b)chmod[ \t]+(?:-r[ \t]+)?[0-7]{3,4}[ \t]+~|(?-u:\b)(?:os\.system|subprocess\.(?:run|call|popen|check_output)|os\.popen)[ \t]*\(|(?-u:\b)base64[ \t]+(?:-d|--decode)(?-u:\b)[^\n]{0,40}\|[ \t]*(?:sh|bash)(?-u:\b)",
     ),
     sign(
         Evidence::ShellCommand,
         60,
-        r"(?i)\b(?:run|execute)\s+(?:any|the\s+following|this|these|arbitrary)\s+(?:shell\s+|bash\s+|system\s+|terminal\s+)?commands?\b",
+        r"(?i)(?-u:\b)(?:run|execute)\s+(?:any|the\s+following|this|these|arbitrary)\s+(?:shell\s+|bash\s+|system\s+|terminal\s+)?commands?(?-u:\b)",
     ),
     sign(
         Evidence::ShellCommand,
         50,
-        r"(?i)(?:^|[\s`'\x22(;|&])(?:curl|wget|bash|sh|zsh|nc|ncat|chmod|chown|rm|cat|scp|rsync|ssh|sudo|printenv|base64|powershell|pwsh|python3?|perl|env)[ \t]+(?:-{1,2}[A-Za-z][\w-]*|~|/[\w.~/-]+|https?://|\$\w+|[\w.-]+\.(?:sh|py|ps1)\b)",
+        r"(?i)(?:^|[\s`'\x22(;|&])(?:curl|wget|bash|sh|zsh|nc|ncat|chmod|chown|rm|cat|scp|rsync|ssh|sudo|printenv|base64|powershell|pwsh|python3?|perl|env)[ \t]+(?:-{1,2}[A-Za-z][\w-]*|~|/[\w.~/-]+|https?://|\$\w+|[\w.-]+\.(?:sh|py|ps1)(?-u:\b))",
     ),
     // A path to secrets or configuration.
     sign(
         Evidence::SecretPath,
         60,
-        r"(?i)~/\.ssh\b|\.ssh/|\bid[_ ](?:rsa|dsa|ecdsa|ed25519)\b|~/\.aws\b|\.aws/credentials|/etc/(?:passwd|shadow|sudoers)\b|(?:^|[\s`'\x22(/*])\.env\b|\.npmrc\b|\.netrc\b|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|\bmcp\.json\b|\.cursor/|claude[_ ]desktop[_ ]config\.json|\.(?:bash|zsh)_history\b|\*\.(?:pem|key|p12|pfx)\b|\bwallet\.dat\b|\.gnupg\b|\bsecrets?[\w-]*\.(?:txt|json|ya?ml|env)\b|\bcredentials\s+file\b",
+        r"(?i)~/\.ssh(?-u:\b)|\.ssh/|(?-u:\b)id[_ ](?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|~/\.aws(?-u:\b)|\.aws/credentials|/etc/(?:passwd|shadow|sudoers)(?-u:\b)|(?:^|[\s`'\x22(/*])\.env(?-u:\b)|\.npmrc(?-u:\b)|\.netrc(?-u:\b)|\.pgpass(?-u:\b)|\.git-credentials(?-u:\b)|\.docker/config\.json|\.kube/config(?-u:\b)|(?-u:\b)mcp\.json(?-u:\b)|\.cursor/|claude[_ ]desktop[_ ]config\.json|\.(?:bash|zsh)_history(?-u:\b)|\*\.(?:pem|key|p12|pfx)(?-u:\b)|(?-u:\b)wallet\.dat(?-u:\b)|\.gnupg(?-u:\b)|(?-u:\b)secrets?[\w-]*\.(?:txt|json|ya?ml|env)(?-u:\b)|(?-u:\b)credentials\s+file(?-u:\b)",
     )
     .with(Company::Carrying, 80)
     .in_identifiers(),
     // An address elsewhere: an email address, a URL or a host.
-    sign(Evidence::ForeignDestination, 30, r"(?i)\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b").with(Company::Sending, 60),
+    sign(Evidence::ForeignDestination, 30, r"(?i)(?-u:\b)[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?-u:\b)").with(Company::Sending, 60),
     sign(
         Evidence::ForeignDestination,
         15,
-        r"(?i)\bhttps?://[^\s'\x22`<>)\]]+|(?:^|[^@\w.-])(?P<at>[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|example|xyz|ru|cn|top|site|online))\b",
+        r"(?i)(?-u:\b)https?://[^\s'\x22`<>)\]]+|(?:^|[^@\w.-])(?P<at>[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|example|xyz|ru|cn|top|site|online))(?-u:\b)",
     )
     .with(Company::Sending, 50),
     // Sending or keeping data somewhere else.
     sign(
         Evidence::SendsData,
         40,
-        r"(?i)\b(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|loop\s+\w+\s+in|let\s+\S+\s+know|log|logs|logged|cached|stored|kept)\b(?:[^.\n]|\.\S|\n){0,120}?(?:\b(?:to|with|into|via|on|in)\s+(?:a\s+|an\s+|the\s+|our\s+)?(?:remote|external|third[ -]part(?:y|ies)|attacker\w*|partner|backup|archive|analytics|cloud|webhook|endpoint|logging\s+endpoint|research\s+team|marketing)\b|\b(?:remotely|externally)\b|https?://|\b[\w.+-]+@[\w-]+\.)",
+        r"(?i)(?-u:\b)(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|loop\s+\w+\s+in|let\s+\S+\s+know|log|logs|logged|cached|stored|kept)(?-u:\b)(?:[^.\n]|\.\S|\n){0,120}?(?:(?-u:\b)(?:to|with|into|via|on|in)\s+(?:a\s+|an\s+|the\s+|our\s+)?(?:remote|external|third[ -]part(?:y|ies)|attacker\w*|partner|backup|archive|analytics|cloud|webhook|endpoint|logging\s+endpoint|research\s+team|marketing)(?-u:\b)|(?-u:\b)(?:remotely|externally)(?-u:\b)|https?://|(?-u:\b)[\w.+-]+@[\w-]+\.)",
     )
     .with(Company::Sensitive, 100),
     sign(
         Evidence::SendsData,
         60,
-        r"(?i)\balso\s+(?:send|let|cc|bcc|forward|email|copy|loop|notify|share|post|upload)\b",
+        r"(?i)(?-u:\b)also\s+(?:send|let|cc|bcc|forward|email|copy|loop|notify|share|post|upload)(?-u:\b)",
     ),
     // It steers the model to another tool, or says how another tool must behave.
     sign(
         Evidence::SteersToTool,
         20,
-        r"(?i)\b(?:call|use|invoke|run|prefer|try|switch\s+to)\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?|\binstead\s+of\s+(?:this|the)\b|\b(?:do\s+not|don't|never)\s+use\s+this\s+tool\b|\buse\b(?:[^.\n]|\.\S|\n){0,40}\binstead\b",
+        r"(?i)(?-u:\b)(?:call|use|invoke|run|prefer|try|switch\s+to)\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?|(?-u:\b)instead\s+of\s+(?:this|the)(?-u:\b)|(?-u:\b)(?:do\s+not|don't|never)\s+use\s+this\s+tool(?-u:\b)|(?-u:\b)use(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}(?-u:\b)instead(?-u:\b)",
     ),
     sign(
         Evidence::ShadowsTool,
         60,
-        r"(?i)\bwhen(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)\b|\b(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)\b|\bside[\s-]effects?\s+on\b|\b[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)\b|\balso[\s-]present\b",
+        r"(?i)(?-u:\b)when(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)(?-u:\b)|(?-u:\b)(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)(?-u:\b)|(?-u:\b)side[\s-]effects?\s+on(?-u:\b)|(?-u:\b)[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)(?-u:\b)|(?-u:\b)also[\s-]present(?-u:\b)",
     ),
     sign(
         Evidence::ClaimsDeprecation,
         20,
-        r"(?i)\b(?:deprecated|obsolete|no\s+longer\s+(?:supported|available|works?|maintained)|replaced\s+by|superseded\s+by|has\s+been\s+(?:disabled|restricted|removed)|is\s+(?:disabled|restricted|unavailable))\b",
+        r"(?i)(?-u:\b)(?:deprecated|obsolete|no\s+longer\s+(?:supported|available|works?|maintained)|replaced\s+by|superseded\s+by|has\s+been\s+(?:disabled|restricted|removed)|is\s+(?:disabled|restricted|unavailable))(?-u:\b)",
     ),
     // It changes what the user asked for.
     sign(
         Evidence::ChangesArguments,
         60,
-        r"(?i)\bregardless\s+of\s+(?:what\s+the\s+user|the\s+user's)\b|\beven\s+if\s+the\s+user\b|\b(?:whatever|no\s+matter\s+what)\s+the\s+user\b|\binstead\s+of\s+what\s+the\s+user\b|\busers?\b(?:[^.\n]|\.\S|\n){0,60}?\b(?:actually|really|secretly)\s+(?:prefer|want|mean|need)s?\b|\bthe\s+user(?:'s)?\s+(?:actual|real|true)\s+(?:intent|preference|request)\b|\b(?:change|replace|rewrite|override|overwrite|swap|redirect)\s+(?:the\s+)?(?:recipient|destination|address|amount|account|query|currency|values?|target|url|path|arguments?|parameters?)\s+(?:to|with)\b",
+        r"(?i)(?-u:\b)regardless\s+of\s+(?:what\s+the\s+user|the\s+user's)(?-u:\b)|(?-u:\b)even\s+if\s+the\s+user(?-u:\b)|(?-u:\b)(?:whatever|no\s+matter\s+what)\s+the\s+user(?-u:\b)|(?-u:\b)instead\s+of\s+what\s+the\s+user(?-u:\b)|(?-u:\b)users?(?-u:\b)(?:[^.\n]|\.\S|\n){0,60}?(?-u:\b)(?:actually|really|secretly)\s+(?:prefer|want|mean|need)s?(?-u:\b)|(?-u:\b)the\s+user(?:'s)?\s+(?:actual|real|true)\s+(?:intent|preference|request)(?-u:\b)|(?-u:\b)(?:change|replace|rewrite|override|overwrite|swap|redirect)\s+(?:the\s+)?(?:recipient|destination|address|amount|account|query|currency|values?|target|url|path|arguments?|parameters?)\s+(?:to|with)(?-u:\b)",
     ),
     sign(
         Evidence::ChangesArguments,
         40,
-        r"(?i)\b(?:always|must)\s+(?:set|include|add|bcc|cc|pass|prefix|append|replace|change|override|send|forward|copy)\b(?:[^.\n]|\.\S|\n){0,60}?(?:\bto\b|=|@)",
+        r"(?i)(?-u:\b)(?:always|must)\s+(?:set|include|add|bcc|cc|pass|prefix|append|replace|change|override|send|forward|copy)(?-u:\b)(?:[^.\n]|\.\S|\n){0,60}?(?:(?-u:\b)to(?-u:\b)|=|@)",
     ),
-    sign(Evidence::ChangesArguments, 40, r"\b[Ss]et\s+[`'\x22]?\w+[`'\x22]?\s+to\s+[`'\x22]?[A-Z0-9+@][\w.+@-]*"),
+    sign(Evidence::ChangesArguments, 40, r"(?-u:\b)[Ss]et\s+[`'\x22]?\w+[`'\x22]?\s+to\s+[`'\x22]?[A-Z0-9+@][\w.+@-]*"),
     // It asks an argument to carry the conversation, files or credentials.
     sign(
         Evidence::CarriesContext,
         80,
-        r"(?i)\b(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)\b(?:[^.\n]|\.\S|\n){0,40}?\b(?:conversation|chat\s+history|(?:previous|prior|last|earlier|all|recent)\s+(?:messages|chats|turns|prompts)|system\s+prompt|(?:its|their|the\s+file'?s?)\s+contents?|contents\s+of|credentials?\s+file|private\s+(?:key|information|data)|personal\s+(?:information|data)|ssh\s+keys?|environment\s+variables|sensitive\s+(?:data|information))\b",
+        r"(?i)(?-u:\b)(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:conversation|chat\s+history|(?:previous|prior|last|earlier|all|recent)\s+(?:messages|chats|turns|prompts)|system\s+prompt|(?:its|their|the\s+file'?s?)\s+contents?|contents\s+of|credentials?\s+file|private\s+(?:key|information|data)|personal\s+(?:information|data)|ssh\s+keys?|environment\s+variables|sensitive\s+(?:data|information))(?-u:\b)",
     ),
 ];
 
-/// The signs' patterns compiled, in [`SIGNS`]' order, and a set of them all to tell at once
-/// which occur in a text.
+/// The signs' patterns compiled, in [`SIGNS`]' order, and those of their company. A pattern
+/// written `(?i)...` is compiled without the flag and run on the text in ASCII lower case: a
+/// case-sensitive pattern's literals let the engine skip ahead, and the texts' spans are the
+/// same bytes.
 struct Compiled {
     each: Vec<Regex>,
-    all: RegexSet,
+    lowered: Vec<bool>,
     sending: Regex,
     sensitive: Regex,
     carrying: Regex,
@@ -199,8 +201,13 @@ struct Compiled {
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns = SIGNS.iter().map(|sign| sign.pattern);
     Compiled {
-        each: patterns.clone().map(|pattern| Regex::new(pattern).expect("a sign's pattern compiles")).collect(),
-        all: RegexSet::new(patterns).expect("the signs' patterns compile"),
+        each: patterns
+            .clone()
+            .map(|pattern| {
+                Regex::new(pattern.strip_prefix("(?i)").unwrap_or(pattern)).expect("a sign's pattern compiles")
+            })
+            .collect(),
+        lowered: patterns.map(|pattern| pattern.starts_with("(?i)")).collect(),
         sending: Regex::new(SENDING).expect("compiles"),
         sensitive: Regex::new(SENSITIVE).expect("compiles"),
         carrying: Regex::new(CARRYING).expect("compiles"),
@@ -221,25 +228,80 @@ pub(super) struct Reading {
 /// company: a text that repeats a sign a million times costs no more than this.
 const PLACES_PER_SIGN: usize = 16;
 
-/// The signs read in `text`: for each sign that occurs, its place in the best company. In an
-/// identifier (`identifier`) only the signs read there, with `_` and `-` read as spaces.
-pub(super) fn read(text: &str, identifier: bool) -> Vec<Reading> {
+/// The signs that occur somewhere in a tool's texts, as bits by their index in [`SIGNS`]: each
+/// pattern is run once over all of a tool's prose (`prose`, the texts joined by blank lines)
+/// and its identifiers (`identifiers`, likewise, as [`spaced`] reads them), and a text is read
+/// only for these (running each pattern on each short text costs many times more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Candidates(u64);
+
+impl Candidates {
+    pub(super) fn of(prose: &Haystack, identifiers: &Haystack) -> Candidates {
+        const { assert!(SIGNS.len() <= 64, "a sign a bit") };
+        let compiled = &*COMPILED;
+        let mut bits = 0;
+        for (index, sign) in SIGNS.iter().enumerate() {
+            let found = compiled.each[index].is_match(prose.for_sign(index))
+                || sign.in_identifiers
+                    && !identifiers.text.is_empty()
+                    && compiled.each[index].is_match(identifiers.for_sign(index));
+            if found {
+                bits |= 1 << index;
+            }
+        }
+        Candidates(bits)
+    }
+
+    /// Every sign: for a text read on its own.
+    #[cfg(test)]
+    pub(super) const ALL: Candidates = Candidates(u64::MAX);
+
+    /// Whether no sign occurs: no text needs reading.
+    pub(super) fn none(self) -> bool {
+        self.0 == 0
+    }
+
+    fn has(self, index: usize) -> bool {
+        self.0 & (1 << index) != 0
+    }
+}
+
+/// A text as the signs read it, and in ASCII lower case (the same bytes but for the letters).
+pub(super) struct Haystack<'a> {
+    pub(super) text: &'a str,
+    pub(super) lower: String,
+}
+
+impl<'a> Haystack<'a> {
+    pub(super) fn new(text: &'a str) -> Haystack<'a> {
+        Haystack { text, lower: text.to_ascii_lowercase() }
+    }
+
+    /// What sign number `index` runs on.
+    fn for_sign(&self, index: usize) -> &str {
+        if COMPILED.lowered[index] { &self.lower } else { self.text }
+    }
+}
+
+/// An identifier as the signs read it: `_` and `-` as spaces (the same length, so its spans
+/// are the identifier's).
+pub(super) fn spaced(identifier: &str) -> String {
+    identifier.replace(['_', '-'], " ")
+}
+
+/// The signs among `candidates` read in `text`: for each that occurs, its place in the best
+/// company. In an identifier (`identifier`, as [`spaced`] made it) only the signs read there.
+pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates) -> Vec<Reading> {
     let compiled = &*COMPILED;
-    let spaced;
-    let text = if identifier {
-        spaced = text.replace(['_', '-'], " ");
-        spaced.as_str()
-    } else {
-        text
-    };
+    let text = haystack.text;
     let mut readings = Vec::new();
-    for index in compiled.all.matches(text).iter() {
-        let sign = &SIGNS[index];
-        if identifier && !sign.in_identifiers {
+    for (index, sign) in SIGNS.iter().enumerate() {
+        let searched = haystack.for_sign(index);
+        if !candidates.has(index) || identifier && !sign.in_identifiers || !compiled.each[index].is_match(searched) {
             continue;
         }
         let mut best: Option<Reading> = None;
-        for captures in compiled.each[index].captures_iter(text).take(PLACES_PER_SIGN) {
+        for captures in compiled.each[index].captures_iter(searched).take(PLACES_PER_SIGN) {
             // A pattern that needs to see what comes before its sign names the sign `at`.
             let Some(found) = captures.name("at").or_else(|| captures.get(0)) else { continue };
             let company = sign.company.filter(|&(company, _)| {
@@ -351,17 +413,20 @@ mod tests {
 
     #[test]
     fn identifiers_are_read_with_their_separators_as_spaces() {
-        let readings = read("content_from_id_rsa", true);
+        let readings = read(&Haystack::new(&spaced("content_from_id_rsa")), true, Candidates::ALL);
         assert_eq!(readings.len(), 1);
         assert_eq!(SIGNS[readings[0].sign].kind, Evidence::SecretPath);
         assert_eq!(readings[0].span, 13..19);
-        assert!(read("send_to_ops_at_example", true).is_empty(), "only some signs are read in identifiers");
+        assert!(
+            read(&Haystack::new(&spaced("send_to_ops_at_example")), true, Candidates::ALL).is_empty(),
+            "only some signs are read in identifiers"
+        );
     }
 
     #[test]
     fn a_sign_repeated_without_end_is_looked_at_a_bounded_number_of_times() {
         let text = "silently ".repeat(100_000);
-        let readings = read(&text, false);
+        let readings = read(&Haystack::new(&text), false, Candidates::ALL);
         assert_eq!(readings.len(), 1);
         assert_eq!(readings[0].span, 0..8);
     }
