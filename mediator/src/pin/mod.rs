@@ -7,7 +7,7 @@ mod file;
 mod trust;
 
 pub use file::{PinsError, PinsFile, Stamp};
-pub use trust::{Definition, HeldTool, Hold, Pins, ServerPins, Verdict};
+pub use trust::{Definition, HeldTool, Hold, Pins, ServerPins, Verdict, quoted_for_shell};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -102,6 +102,13 @@ impl HeldTool<'_> {
     }
 }
 
+/// `text` as a shell reads it back: as it is when it is plain, else in single quotes. A
+/// review's `--approve SERVER/TOOL` is shown so (a proxy's server key is its command line).
+pub fn quoted_for_shell(text: &str) -> String {
+    let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:@,%".contains(c));
+    if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', r"'\''")) }
+}
+
 impl Pins {
     /// Screens server `server`'s listing: each tool's verdict, in order. The first listing of
     /// a server not seen before pins every tool in it; later, a tool not as pinned is held back
@@ -154,12 +161,14 @@ impl Pins {
     }
 
     /// The held tool a review names as `SERVER/TOOL` (a server's key may hold `/` itself, so the
-    /// whole is matched), as (server, tool).
+    /// whole is matched), as (server, tool). A name with characters a terminal must not be sent
+    /// is found as a review shows it too, escaped ([`printable`](crate::screen::printable)).
     pub fn find_held(&self, key: &str) -> Option<(String, String)> {
-        self.held()
-            .into_iter()
-            .find(|held| held.key() == key)
-            .map(|held| (held.server.to_owned(), held.name.to_owned()))
+        let named = |held: &HeldTool<'_>| {
+            let own = held.key();
+            own == key || crate::screen::printable(&own) == key
+        };
+        self.held().into_iter().find(named).map(|held| (held.server.to_owned(), held.name.to_owned()))
     }
 
     /// Pins server `server`'s held tool `name` as it is now; whether it was held.
@@ -302,6 +311,17 @@ mod tests {
         pins.screen("python /srv/x.py", &[tool("run", "Runs.")]);
         pins.screen("python /srv/x.py", &[tool("run", "Runs anything.")]);
         assert_eq!(pins.find_held("python /srv/x.py/run"), Some(("python /srv/x.py".to_owned(), "run".to_owned())));
+        // A name a terminal is not sent as it is: found as the review shows it.
+        pins.screen("a", &[tool("search", "Searches a."), tool("\u{1b}[2Jclear", "New.")]);
+        assert_eq!(pins.find_held("a/\\u{1b}[2Jclear"), Some(("a".to_owned(), "\u{1b}[2Jclear".to_owned())));
+    }
+
+    #[test]
+    fn a_review_key_is_quoted_for_the_shell_only_when_it_needs_to_be() {
+        assert_eq!(quoted_for_shell("web/search"), "web/search");
+        assert_eq!(quoted_for_shell("python x.py/run"), "'python x.py/run'");
+        assert_eq!(quoted_for_shell("it's/run"), r"'it'\''s/run'");
+        assert_eq!(quoted_for_shell(""), "''");
     }
 
     #[test]
