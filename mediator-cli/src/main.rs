@@ -62,6 +62,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Unwrap(args) => commands::wrap::unwrap(args),
         Command::Lint(args) => commands::lint::run(args).await,
         Command::Pin(args) => commands::pin::run(args).await,
+        Command::Review(args) => commands::review::run(args),
         Command::Auth(command) => commands::auth::run(command).await,
         Command::Config { config } => commands::configuration::run(&config),
         Command::Cache { action, cache, config } => commands::cache::run(&action, &cache, &config),
