@@ -136,7 +136,8 @@ impl Router {
             }
             *seen = now;
         }
-        for link in &self.links {
+        // A server that is down has its tools out of the list; its next listing is screened.
+        for link in self.links.iter().filter(|link| link.is_up()) {
             // One listing at a time per server: this is one.
             let _listing = link.listing_gate.lock().await;
             let Some(before) = lock(&link.listing).as_ref().and_then(|listing| listing.screened.clone()) else {
