@@ -67,7 +67,7 @@ pub enum Command {
     ///
     /// Exit codes: 0 the client closed the connection; 1 the server exited first; 2 bad usage,
     /// or the server could not be started.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Pin a manifest's tools against rug pulls: write a lock file with each tool's canonical
     /// digest, for `enhance --locked` and `proxy --locked` to compare with.
     Pin(PinArgs),
