@@ -14,6 +14,9 @@ use tool_mediator::screen::printable;
 /// How often a running session looks whether the pins file changed (a review approved a tool).
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
+/// Held tools remembered as told of, at most.
+const MOST_TOLD: usize = 4096;
+
 /// Trust on first use, as one router keeps it.
 pub(super) struct Trust {
     file: Arc<PinsFile>,
@@ -102,8 +105,15 @@ impl Router {
     /// review it.
     fn tell_held(&self, trust: &Trust, link: &Link, tool: &Tool, hold: Hold) {
         let told = (link.pinned_as.clone(), tool.name.clone(), tool_mediator::cache::digest(tool));
-        if !lock(&trust.told).insert(told) {
-            return;
+        {
+            let mut already = lock(&trust.told);
+            // Bounded: a server that changes its tools at every listing is told of again.
+            if already.len() >= MOST_TOLD {
+                already.clear();
+            }
+            if !already.insert(told) {
+                return;
+            }
         }
         let server = server_named(link);
         let key = quoted_for_shell(&format!("{}/{}", link.pinned_as, tool.name));
