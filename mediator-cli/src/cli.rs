@@ -15,6 +15,7 @@ use crate::commands::names::NamesArgs;
 use crate::commands::overrides::OverridesCommand;
 use crate::commands::pin::PinArgs;
 use crate::commands::proxy::ProxyArgs;
+use crate::commands::review::ReviewArgs;
 use crate::commands::shell::{CompletionsArgs, ManArgs};
 use crate::commands::tokens::TokensArgs;
 use crate::commands::wrap::{UnwrapArgs, WrapArgs};
@@ -66,10 +67,17 @@ pub enum Command {
     ///
     /// Exit codes: 0 the client closed the connection; 1 the server exited first; 2 bad usage,
     /// or the server could not be started.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Pin a manifest's tools against rug pulls: write a lock file with each tool's canonical
     /// digest, for `enhance --locked` and `proxy --locked` to compare with.
     Pin(PinArgs),
+    /// Review what trust on first use holds back (`proxy` and `gateway` with
+    /// `--trust-on-first-use`): each tool that changed since it was pinned, or is new to a server
+    /// already seen, shown as a diff of its definition; approve or reject it.
+    ///
+    /// Exit codes: 0 done; 1 `--check` found a tool held back; 2 bad usage, a SERVER/TOOL not
+    /// held back, or a pins file that cannot be read (nothing is written then).
+    Review(ReviewArgs),
     /// What is wrong with each tool of each manifest: cryptic or invalid names, weak
     /// definitions, non-standard or invalid schemas, names strict clients reject, duplicates,
     /// and suspected poisoning (evidence that the text instructs the model to act outside the

@@ -194,6 +194,18 @@ pub struct MediationArgs {
     #[arg(long, value_enum, default_value_t = OnChange::Hide, requires = "locked")]
     pub on_change: OnChange,
 
+    /// Trust on first use: pin each server's tools the first time they are listed, and hold
+    /// back a tool that changed since, or is new to a server already seen, until `tool-mediator
+    /// review` approves it (the configuration's `trust_on_first_use`).
+    #[arg(long)]
+    pub trust_on_first_use: bool,
+
+    /// The pins file of trust on first use, shared by every proxy and gateway that names it (the
+    /// configuration's `pins_file`, else `tool-mediator/pins.json` in the platform data
+    /// directory). Naming one turns trust on first use on.
+    #[arg(long, value_name = "FILE")]
+    pub pins_file: Option<PathBuf>,
+
     /// Hide the tools whose text addresses the model or hides text (suspected poisoning; see
     /// `tool-mediator lint`). Without it they are listed, and a warning is logged for each.
     #[arg(long)]

@@ -24,6 +24,11 @@ pub struct ProxyOptions {
     /// without `hide_changed`, listed with a warning); a new one is reported.
     pub lock: Option<Arc<tool_mediator::pin::Lock>>,
     pub hide_changed: bool,
+    /// Trust on first use: each server's tools are pinned in this file the first time they are
+    /// listed, and one that changed, or is new to a server already seen, is held back until
+    /// `tool-mediator review` approves it. An approval reaches a running session. Each server
+    /// is pinned under its [`LinkSettings::pinned_as`](crate::LinkSettings), else its name.
+    pub pins: Option<Arc<tool_mediator::pin::PinsFile>>,
     /// Start a server that stops again after this delay, doubled at each stop in a row (up to
     /// 30 s); `None` ends the run when a server ends, as the one-server proxy does.
     pub restart: Option<Duration>,
@@ -50,6 +55,7 @@ impl ProxyOptions {
             request_timeout: Duration::from_secs(60),
             lock: None,
             hide_changed: true,
+            pins: None,
             restart: None,
             withheld_env: Arc::new([]),
         }

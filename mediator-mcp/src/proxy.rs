@@ -133,6 +133,7 @@ impl ServerSpec {
             include: config.include.clone(),
             exclude: config.exclude.clone(),
             sign_in,
+            pinned_as: None,
         };
         ServerSpec { settings, start: Arc::new(start) }
     }

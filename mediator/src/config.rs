@@ -63,6 +63,13 @@ pub struct MediatorConfig {
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
     /// search yet) with an error saying how to see it, instead of calling it.
     pub calls_follow_disclosure: bool,
+    /// Trust on first use in the proxy and the gateway: each server's tools are pinned the first
+    /// time they are listed, and a tool that changes, or is new to a server already seen, is held
+    /// back until `tool-mediator review` approves it.
+    pub trust_on_first_use: bool,
+    /// The pins file of trust on first use (the platform data directory's
+    /// `tool-mediator/pins.json` by default).
+    pub pins_file: Option<PathBuf>,
     /// Apply the curated override files built into the program (on by default). A remote
     /// collection and `override_dirs` refine them.
     pub builtin_overrides: bool,
@@ -93,6 +100,8 @@ impl Default for MediatorConfig {
             allow: Vec::new(),
             judge: false,
             calls_follow_disclosure: false,
+            trust_on_first_use: false,
+            pins_file: None,
             builtin_overrides: true,
             override_dirs: Vec::new(),
             overrides_url: None,
@@ -196,6 +205,12 @@ impl MediatorConfig {
     /// `tool-mediator`.
     pub fn cache_directory(&self) -> Option<PathBuf> {
         self.cache_dir.clone().or_else(|| dirs::cache_dir().map(|dir| dir.join("tool-mediator")))
+    }
+
+    /// The pins file in use: `pins_file`, else the platform data directory's
+    /// `tool-mediator/pins.json`.
+    pub fn pins_path(&self) -> Option<PathBuf> {
+        self.pins_file.clone().or_else(crate::pin::PinsFile::user_path)
     }
 
     /// The session policy of a mediating front door (the proxy, the gateway, the CLI's `tokens`,

@@ -1,16 +1,22 @@
 """The smallest MCP server, for tests of what the mediator makes of a listing.
 
     python listed.py TOOLS_JSON
+    python listed.py @FILE
 
 Speaks MCP over stdio: answers initialize, lists the tools given (a JSON array, written as
-they are), and answers a tools/call of any of them with `called NAME`. Notifications are read
-and ignored.
+they are; or read from FILE when it starts, so a test changes them without changing the command
+line), and answers a tools/call of any of them with `called NAME`. Notifications are read and
+ignored.
 """
 
 import json
 import sys
 
-tools = json.loads(sys.argv[1])
+given = sys.argv[1]
+if given.startswith("@"):
+    with open(given[1:]) as file:
+        given = file.read()
+tools = json.loads(given)
 for line in sys.stdin:
     message = json.loads(line)
     if "id" not in message:

@@ -17,6 +17,10 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
     if effective.cache_dir.is_none() {
         effective.cache_dir = effective.cache_directory();
     }
+    // Where trust on first use keeps its pins, whether or not it is on.
+    if effective.pins_file.is_none() {
+        effective.pins_file = effective.pins_path();
+    }
     let mut text = String::new();
     match &file {
         Some(path) => writeln!(text, "# read from {}", output::shown(path))?,

@@ -13,6 +13,7 @@ pub mod names;
 pub mod overrides;
 pub mod pin;
 pub mod proxy;
+pub mod review;
 pub mod shell;
 pub mod tokens;
 pub mod wrap;

@@ -4,9 +4,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::Args;
 use tool_mediator::llm::Task;
+use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
 use tool_mediator_mcp::listen::ListenOptions;
 use tool_mediator_mcp::remote::Remote;
@@ -39,6 +40,11 @@ pub struct ProxyArgs {
 
     #[command(flatten)]
     pub listen: ListenArgs,
+
+    /// What trust on first use pins this server's tools under, and `review` calls it: by
+    /// default its command line, or its URL without user, password, query or fragment.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
 
     /// The MCP server's command and its arguments: everything from the first word that is not
     /// an option of the proxy's (or everything after `--`).
@@ -79,8 +85,29 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
             (None, None) => unreachable!("clap requires a command or a URL"),
         })
     };
-    let server = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
+    let settings = LinkSettings { pinned_as: Some(pinned_as(&args)), ..LinkSettings::default() };
+    let server = ServerSpec { settings, start: Arc::new(start) };
     serve(setup, options, vec![server], &args.listen).await
+}
+
+/// What trust on first use pins the proxy's server under: `--name`, else what the user wrote to
+/// start or reach it (the command line, quoted as a shell reads it; the URL without what may
+/// be a credential), which stays the same from run to run.
+fn pinned_as(args: &ProxyArgs) -> String {
+    if let Some(name) = &args.name {
+        return name.clone();
+    }
+    if let Some(url) = &args.url {
+        let mut url = url.clone();
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.set_query(None);
+        url.set_fragment(None);
+        return url.to_string();
+    }
+    let words: Vec<String> =
+        args.command.iter().map(|word| tool_mediator::pin::quoted_for_shell(&word.to_string_lossy())).collect();
+    words.join(" ")
 }
 
 /// The proxy's options from the command line; `prefix` prefixes every tool with its server's
@@ -112,10 +139,26 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
         grace: args.grace,
         request_timeout: args.request_timeout,
         lock,
+        pins: pins_file(&settings, args)?.map(Arc::new),
         hide_changed: args.on_change == OnChange::Hide,
         max_message_bytes: usize::try_from(args.max_message_size).unwrap_or(usize::MAX),
         ..ProxyOptions::new(mediator, policy)
     })
+}
+
+/// The pins file of trust on first use, when it is on (`--trust-on-first-use`, `--pins-file` or
+/// the configuration's `trust_on_first_use`), read once now: one that cannot be used stops the
+/// start, naming its place.
+fn pins_file(settings: &tool_mediator::MediatorConfig, args: &MediationArgs) -> Result<Option<PinsFile>> {
+    if !(args.trust_on_first_use || args.pins_file.is_some() || settings.trust_on_first_use) {
+        return Ok(None);
+    }
+    let path = args.pins_file.clone().or_else(|| settings.pins_path()).context(
+        "trust on first use: no data directory for the pins file (set XDG_DATA_HOME or HOME, or give --pins-file)",
+    )?;
+    let file = PinsFile::at(path);
+    file.read()?;
+    Ok(Some(file))
 }
 
 /// Serves `servers` to one client over stdio, or to many over HTTP with `--listen`, until the

@@ -88,11 +88,15 @@ pub struct LinkSettings {
     pub exclude: Vec<String>,
     /// Signing in to it, for a remote server that may ask.
     pub sign_in: Option<Arc<crate::auth::SignIn>>,
+    /// What trust on first use pins its tools under; by default `name`.
+    pub pinned_as: Option<String>,
 }
 
 pub(crate) struct Link {
     pub(crate) index: usize,
     pub(crate) name: String,
+    /// What trust on first use pins its tools under: its name, or what the proxy was told.
+    pub(super) pinned_as: String,
     /// How logs and errors name the server: "the MCP server `NAME`", or without a name (the
     /// proxy's one server) "the MCP server".
     pub(crate) label: String,
@@ -147,6 +151,7 @@ impl Link {
             fallback_source: Mutex::new(settings.name.clone()),
             pending: Mutex::new(Pending::gone_with(format!("{label} has not started"))),
             label,
+            pinned_as: settings.pinned_as.unwrap_or_else(|| settings.name.clone()),
             name: settings.name,
             source: settings.source,
             outbox: Mutex::default(),

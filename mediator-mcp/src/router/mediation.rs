@@ -14,6 +14,8 @@ pub(super) struct Listing {
     pub(super) rest: Map<String, Value>,
     /// The tools of it that could not be read, left out of what the client sees.
     pub(super) left_out: Vec<LeftOut>,
+    /// With trust on first use: the tools as screened against the pins, to screen again.
+    pub(super) screened: Option<super::trust::Screened>,
 }
 
 /// A tool a server listed that cannot be read (not a tool's shape, a duplicate key, nested
@@ -123,12 +125,14 @@ impl Router {
         }
         let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let fetched = self.fetch(link, meta).await?;
-        // What was left out of a list that has not changed is left out still.
-        let (known, left_out) = match lock(&link.listing).as_ref() {
-            Some(known) => (Some(known.fingerprint), known.left_out.clone()),
-            None => (None, Vec::new()),
+        // What was left out of a list that has not changed is left out still, and what was
+        // held back of it is held still.
+        let (known, left_out, screened) = match lock(&link.listing).as_ref() {
+            Some(known) => (Some(known.fingerprint), known.left_out.clone(), known.screened.clone()),
+            None => (None, Vec::new(), None),
         };
-        let mut listing = Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone(), left_out };
+        let mut listing =
+            Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone(), left_out, screened };
         if known != Some(listing.fingerprint) {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
@@ -149,6 +153,13 @@ impl Router {
                         !self.hide_changed
                     }
                 });
+            }
+            // Trust on first use: held back until reviewed, by the server's own names.
+            if let Some(trust) = &self.trust {
+                let (admitted, screened) =
+                    self.screen_pins(trust, link, Arc::new(tools)).await.map_err(Unanswered::Failed)?;
+                listing.screened = Some(screened);
+                tools = admitted;
             }
             let source = link.source(self.source.as_ref());
             if known.is_none() {
@@ -215,6 +226,10 @@ impl Router {
     }
 
     pub(super) async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
+        // A review since the last look is seen by the listing that follows it.
+        if cursor.is_none() {
+            self.notice_reviews().await;
+        }
         let stored = match cursor.is_some() {
             true => self.links.iter().find_map(|link| lock(&link.listing).as_ref().map(|listing| listing.rest.clone())),
             false => None,
@@ -361,7 +376,8 @@ impl Router {
         };
         // A lock screens tools as they are listed: no call passes unlisted (the session's
         // quarantine keeps them out the same way).
-        if matches!(route, Route::Upstream { .. }) && self.lock.is_some() && !self.session.has_list() {
+        let screens = self.lock.is_some() || self.trust.is_some();
+        if matches!(route, Route::Upstream { .. }) && screens && !self.session.has_list() {
             return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")));
         }
         match route {

@@ -34,6 +34,7 @@ mod aggregate;
 mod incoming;
 mod link;
 mod mediation;
+mod trust;
 
 pub use link::LinkSettings;
 use link::{Joining, Purpose, Reply, Unanswered, Waiter};
@@ -84,6 +85,8 @@ pub(super) struct Router {
     prefix: bool,
     lock: Option<Arc<tool_mediator::pin::Lock>>,
     hide_changed: bool,
+    /// Trust on first use, when on.
+    trust: Option<trust::Trust>,
     pub(super) to_client: Outbox,
     pub(super) links: Vec<Arc<Link>>,
     warnings: Warnings,
@@ -112,6 +115,7 @@ impl Router {
             prefix: options.policy.prefix,
             lock: options.lock.clone(),
             hide_changed: options.hide_changed,
+            trust: options.pins.clone().map(trust::Trust::new),
             to_client,
             links,
             warnings: Warnings::default(),
@@ -123,6 +127,7 @@ impl Router {
             session: session.clone(),
         });
         tokio::spawn(router.clone().announce(session.subscribe()));
+        Router::watch_pins(&router);
         router
     }
 

@@ -1,5 +1,13 @@
 //! Pinning tools against rug pulls: a lock file records each tool's canonical digest (the one
-//! the cache keys use); a later list is compared with it, tool by tool.
+//! the cache keys use); a later list is compared with it, tool by tool. Trust on first use
+//! ([`Pins`], kept in a [`PinsFile`]) needs no lock written first: each server's tools are pinned
+//! the first time they are seen, and a change is held back until reviewed.
+
+mod file;
+mod trust;
+
+pub use file::{PinsError, PinsFile, Stamp};
+pub use trust::{Definition, HeldTool, Hold, Pins, ServerPins, Verdict, quoted_for_shell};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
