@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use tool_mediator::{Json, Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
-use tool_mediator_tests::{eval_dir, external_eval_file, root};
+use tool_mediator_tests::{eval_dir, external_eval_file};
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

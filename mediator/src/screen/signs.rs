@@ -380,7 +380,7 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<(Evidence, &str, u16)> {
-        read(text, false)
+        read(&Haystack::new(text), false, Candidates::ALL)
             .into_iter()
             .map(|reading| (SIGNS[reading.sign].kind, &text[reading.span], reading.points))
             .collect()
