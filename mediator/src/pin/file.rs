@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::is_digest;
 use super::trust::{Definition, Pins, ServerPins};
 use crate::cache::digest;
 use crate::read::MAX_FILE_SIZE;
@@ -386,11 +387,6 @@ fn definition(name: &str, entry: Value, at: &dyn Fn(&[&str]) -> String) -> Resul
         return Err((Some(at(&["digest"])), message));
     }
     Ok(Definition { digest: computed, tool })
-}
-
-/// Whether `text` is a digest as [`digest`] writes it.
-fn is_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The directory, made readable by the user alone if it is new.

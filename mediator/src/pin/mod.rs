@@ -134,7 +134,7 @@ impl Lock {
 }
 
 /// Whether `text` is a digest as [`digest`] writes it.
-fn is_digest(text: &str) -> bool {
+pub(crate) fn is_digest(text: &str) -> bool {
     text.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 

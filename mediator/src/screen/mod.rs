@@ -206,7 +206,7 @@ impl Verdict {
                 out,
                 "{separator}{} ({}: \"{}\", {} points)",
                 finding.kind.what(),
-                finding.field,
+                printable(&finding.field),
                 printable(&finding.excerpt),
                 finding.points
             );
@@ -353,14 +353,22 @@ fn excerpt(text: &str, span: &Range<usize>) -> String {
 /// without a `_`, `-` or `.`, is too common a word to tell.
 fn named_tool(text: &str, own: &str, names: &HashSet<&str>) -> Option<Range<usize>> {
     let telling = |name: &str| name.len() >= 5 && name.contains(['_', '-', '.']) && name != own;
-    let mut start = 0;
-    for word in text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
-        let at = start;
-        start += word.len() + 1;
-        let trimmed = word.trim_matches('.');
-        if telling(trimmed) && names.contains(trimmed) {
-            let offset = at + word.find(trimmed).unwrap_or(0);
-            return Some(offset..offset + trimmed.len());
+    let in_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut start = None;
+    // Each word by the byte offsets of its characters (separators may be several bytes long).
+    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (in_name(c), start) {
+            (true, None) => start = Some(at),
+            (false, Some(from)) => {
+                start = None;
+                let word = &text[from..at];
+                let trimmed = word.trim_matches('.');
+                if telling(trimmed) && names.contains(trimmed) {
+                    let offset = from + (word.len() - word.trim_start_matches('.').len());
+                    return Some(offset..offset + trimmed.len());
+                }
+            }
+            _ => {}
         }
     }
     None

@@ -241,3 +241,14 @@ fn every_kind_of_evidence_has_an_example_that_shows_it() {
     let ids: HashSet<&str> = Evidence::ALL.iter().map(|kind| kind.id()).collect();
     assert_eq!(ids.len(), Evidence::ALL.len(), "ids are unique");
 }
+
+/// Regression (review): a name between multibyte quotes was placed by counting each separator
+/// as one byte, and the excerpt sliced inside a character (a panic on honest text).
+#[test]
+fn a_name_between_multibyte_quotes_is_placed_exactly() {
+    let siblings: HashSet<&str> = ["create_issue"].into_iter().collect();
+    let tool = described("triage", "Use “create_issue” first — then → “create_issue” again.");
+    let verdict = examine_in(&tool, Listing { siblings: Some(&siblings), others: None });
+    let named = verdict.findings.iter().find(|finding| finding.excerpt == "create_issue").expect("found");
+    assert_eq!(&tool.description.as_deref().unwrap()[named.span.clone()], "create_issue");
+}
