@@ -35,7 +35,7 @@ use tool_mediator_core::{EnhancedTool, Tool, ToolContext};
 /// Everything refused or repaired is reported as a [`ChainEvent`].
 pub struct Mediator {
     chain: Box<[Arc<dyn ToolTransformer>]>,
-    judge: Option<Arc<crate::llm::Judge>>,
+    judge: Option<Arc<dyn crate::screen::SecondLook>>,
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
@@ -45,7 +45,7 @@ pub struct Mediator {
 /// Builds a [`Mediator`]; register transformers in any order.
 pub struct MediatorBuilder {
     transformers: Vec<Arc<dyn ToolTransformer>>,
-    judge: Option<Arc<crate::llm::Judge>>,
+    judge: Option<Arc<dyn crate::screen::SecondLook>>,
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
@@ -69,8 +69,8 @@ impl MediatorBuilder {
         self
     }
 
-    /// A language model that judges the tools the poisoning screen is unsure of.
-    pub fn judge(mut self, judge: Arc<crate::llm::Judge>) -> Self {
+    /// A second look (a language model's) at the tools the poisoning screen is unsure of.
+    pub fn judge(mut self, judge: Arc<dyn crate::screen::SecondLook>) -> Self {
         self.judge = Some(judge);
         self
     }
@@ -193,8 +193,8 @@ impl Mediator {
         self.names
     }
 
-    /// The language model that judges the tools the poisoning screen is unsure of, if any.
-    pub fn judge(&self) -> Option<&crate::llm::Judge> {
+    /// The second look at the tools the poisoning screen is unsure of, if any.
+    pub fn judge(&self) -> Option<&dyn crate::screen::SecondLook> {
         self.judge.as_deref()
     }
 

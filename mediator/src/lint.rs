@@ -235,7 +235,7 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
 
 /// What is wrong with each of `tools`, with `judge`'s second look at the tools the poisoning
 /// screen is unsure of: one it rules poisoned is suspected of poisoning, with its reason.
-pub async fn judged(tools: &[Tool], judge: &crate::llm::Judge) -> Vec<Finding> {
+pub async fn judged(tools: &[Tool], judge: &dyn screen::SecondLook) -> Vec<Finding> {
     let mut findings = lint(tools);
     let grey: Vec<usize> = findings
         .iter()

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::{LlmClient, Prompts, Task};
 use crate::cache::{Cache, digest};
-use crate::screen::Verdict;
+use crate::screen::{SecondLook, Verdict};
 use tool_mediator_core::Tool;
 
 /// What the model must answer.
@@ -72,11 +72,14 @@ impl Judge {
     pub fn asked(&self) -> u64 {
         self.asked.load(Ordering::Relaxed)
     }
+}
 
+#[async_trait::async_trait]
+impl SecondLook for Judge {
     /// Rules on each of `tools` whose verdict (`verdicts`, in the same order) is in the grey
     /// zone: a tool the model rules poisoned has its verdict's judgement set, so it is flagged.
     /// A question that fails leaves its verdict as the evidence made it, with a warning.
-    pub async fn rule(&self, source: &str, tools: &[Tool], verdicts: &mut [Verdict]) {
+    async fn rule(&self, source: &str, tools: &[Tool], verdicts: &mut [Verdict]) {
         let grey: Vec<usize> =
             verdicts.iter().enumerate().filter(|(_, verdict)| verdict.grey()).map(|(i, _)| i).collect();
         if grey.is_empty() {
@@ -95,7 +98,9 @@ impl Judge {
             }
         }
     }
+}
 
+impl Judge {
     /// The ruling on one tool: cached, or asked for and cached.
     async fn ruling(&self, source: &str, tool: &Tool, verdict: &Verdict, deadline: Instant) -> Option<Ruling> {
         let key = self.key(tool);
@@ -139,13 +144,13 @@ impl Judge {
         Some(ruling)
     }
 
-    /// The cache key of a ruling on `tool`: the task, the template, the model, and the tool's
-    /// canonical digest.
+    /// The cache key of a ruling on `tool`: the judge's version and system text, the template,
+    /// the model, and the tool's canonical digest.
     fn key(&self, tool: &Tool) -> Vec<u8> {
         let mut hash = Sha256::new();
-        for part in
-            [self.prompts.hash(Task::Judge).as_str(), self.client.base_url(), self.client.model(), &digest(tool)]
-        {
+        let template = self.prompts.hash(Task::Judge);
+        let parts = [JUDGE_VERSION, SYSTEM, &template, self.client.base_url(), self.client.model(), &digest(tool)];
+        for part in parts {
             hash.update((part.len() as u64).to_be_bytes());
             hash.update(part.as_bytes());
         }

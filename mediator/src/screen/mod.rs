@@ -218,6 +218,15 @@ impl Verdict {
     }
 }
 
+/// A second look at the tools the screen is unsure of: a language model's ([`crate::llm::Judge`]).
+/// It may set a verdict's judgement, which flags the tool; it never clears a flag.
+#[async_trait::async_trait]
+pub trait SecondLook: Send + Sync {
+    /// Looks again at each of `source`'s `tools` whose verdict (`verdicts`, in the same order)
+    /// is in the grey zone.
+    async fn rule(&self, source: &str, tools: &[Tool], verdicts: &mut [Verdict]);
+}
+
 /// The other tools a tool is listed with: its siblings from the same source, and the tools of
 /// the other servers behind a gateway (each by the name its server gives it).
 #[derive(Debug, Clone, Copy, Default)]
