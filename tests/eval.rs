@@ -6,20 +6,9 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use serde_json::Value;
 use tool_mediator::{Json, Mediator, RuleTransformer, SourceType, Tool, ToolContext, schema};
-use tool_mediator_tests::{eval_dir, external_eval_file};
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{}: {error}", path.display())))
-        .collect()
-}
+use tool_mediator_tests::{eval_dir, external_eval_file, json_lines, percent};
 
 fn enhance(tools: Vec<Tool>) -> Vec<tool_mediator::EnhancedTool> {
     let mediator = Mediator::builder().transformer(RuleTransformer::new()).build();
@@ -27,16 +16,12 @@ fn enhance(tools: Vec<Tool>) -> Vec<tool_mediator::EnhancedTool> {
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(mediator.enhance(tools, &context))
 }
 
-fn percent(part: usize, whole: usize) -> f64 {
-    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
-}
-
 /// SCANL pairs: for each (identifier, abbreviation, expansion), does reading the identifier
 /// expand that abbreviation, and to the right words? Names alone, no context.
 #[test]
 fn abbreviation_expansion_on_scanl() {
     let dir = eval_dir();
-    let rows = lines(&dir.join("abbrev_pairs_scanl.jsonl"));
+    let rows = json_lines(&dir.join("abbrev_pairs_scanl.jsonl"));
     let rules = RuleTransformer::new();
     let (mut made, mut correct) = (0, 0);
     for row in &rows {
@@ -108,7 +93,7 @@ const SPLIT_FLOOR: f64 = 79.0;
 #[test]
 fn well_named_tools_come_out_unchanged() {
     let dir = eval_dir();
-    let rows = lines(&dir.join("mcp_tools_wellnamed.jsonl"));
+    let rows = json_lines(&dir.join("mcp_tools_wellnamed.jsonl"));
     let mut by_server: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for row in &rows {
         let tool = Tool::new(row["name"].as_str().unwrap())
@@ -140,7 +125,7 @@ fn well_named_tools_come_out_unchanged() {
 #[test]
 fn bfcl_schemas_come_out_valid() {
     let dir = eval_dir();
-    let rows = lines(&dir.join("bfcl_nonlive_functions.jsonl"));
+    let rows = json_lines(&dir.join("bfcl_nonlive_functions.jsonl"));
     let tools: Vec<Tool> = rows
         .iter()
         .map(|row| {
@@ -173,7 +158,7 @@ fn bfcl_schemas_come_out_valid() {
 #[test]
 fn toolsdk_names_harm_survey() {
     let dir = eval_dir();
-    let rows = lines(&dir.join("mcp_tool_names_toolsdk.jsonl"));
+    let rows = json_lines(&dir.join("mcp_tool_names_toolsdk.jsonl"));
     let mut by_package: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
     for row in &rows {
         let mut tool = Tool::new(row["name"].as_str().unwrap()).with_input_schema(schema::empty_object());

@@ -83,6 +83,22 @@ pub fn run_with(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &s
 }
 
 /// The evaluation data set, in the repository (`tests/data/eval`, see its README).
+/// The rows of a JSON Lines file of evaluation data (blank lines skipped); a row that does not
+/// parse fails the test naming the file.
+pub fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{}: {error}", path.display())))
+        .collect()
+}
+
+/// `part` of `whole` in percent (0 of nothing is 0%).
+pub fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+}
+
 pub fn eval_dir() -> PathBuf {
     root().join("tests/data/eval")
 }

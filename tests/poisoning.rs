@@ -14,20 +14,7 @@ use std::path::Path;
 use serde_json::Value;
 use tool_mediator::Tool;
 use tool_mediator::screen::{self, Verdict};
-use tool_mediator_tests::{eval_dir, root};
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{}: {error}", path.display())))
-        .collect()
-}
-
-fn percent(part: usize, whole: usize) -> f64 {
-    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
-}
+use tool_mediator_tests::{eval_dir, json_lines, percent, root};
 
 /// A tool of a data set's row: its name, description and (where the row has one) input schema.
 fn tool(row: &Value) -> Tool {
@@ -63,7 +50,7 @@ fn flagged(tools: &[Tool], missed: bool) -> (usize, Vec<String>) {
 }
 
 fn set(path: &Path) -> Vec<Tool> {
-    lines(path).iter().map(tool).collect()
+    json_lines(path).iter().map(tool).collect()
 }
 
 /// One line of figures, and the tools behind them.
@@ -82,7 +69,7 @@ fn report(what: &str, tools: &[Tool], poisoned: bool) -> f64 {
 fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
     let dir = eval_dir();
     // The project's own fixtures, written after public reports: every one is caught.
-    let own: Vec<Tool> = lines(&root().join("tests/fixtures/poisoned.jsonl"))
+    let own: Vec<Tool> = json_lines(&root().join("tests/fixtures/poisoned.jsonl"))
         .into_iter()
         .map(|row| serde_json::from_value(row["tool"].clone()).unwrap())
         .collect();
@@ -90,7 +77,7 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
     let dev = dir.join("poisoning/dev");
     let dev_caught = report("development set, poisoned", &set(&dev.join("poisoned.jsonl")), true);
     let dev_benign = report("development set, benign hard cases", &set(&dev.join("benign_hard.jsonl")), false);
-    let real: Vec<Tool> = lines(&dir.join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
+    let real: Vec<Tool> = json_lines(&dir.join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
     let real_flagged = report("real tools (toolsdk registry)", &real, false);
     let well_named = report("well-named tools", &set(&dir.join("mcp_tools_wellnamed.jsonl")), false);
     let heldout = dir.join("poisoning/heldout");

@@ -30,6 +30,7 @@ pub mod cache;
 mod chain;
 mod config;
 pub mod http;
+pub mod kept;
 pub mod lint;
 pub mod llm;
 pub mod manifest;

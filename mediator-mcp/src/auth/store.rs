@@ -8,13 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::platform::{self, PlatformError, Secrets};
 use super::registration::Client;
+use tool_mediator::kept;
 
 /// The environment variable that keeps every sign-in in the file (`file`), the platform's
 /// credential store unused.
@@ -247,7 +248,7 @@ impl CredentialStore {
     }
 
     fn read(&self) -> Result<File1, StoreError> {
-        let file = match open_no_follow(&self.path, false) {
+        let file = match open_no_follow(&self.path) {
             Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(File1::default()),
             Err(_) if fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.file_type().is_symlink()) => {
@@ -272,91 +273,31 @@ impl CredentialStore {
     /// Reads, changes and writes the file under the lock; whether `change` changed anything.
     fn change(&self, change: impl FnOnce(&mut File1) -> Result<bool, StoreError>) -> Result<bool, StoreError> {
         let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
-        private_dir(dir).map_err(|error| self.error(error))?;
-        let lock_path = dir.join("credentials.lock");
-        let lock = open_no_follow(&lock_path, true).map_err(|error| self.error(error))?;
-        locked(&lock).map_err(|error| self.error(error))?;
+        kept::private_dir(dir).map_err(|error| self.error(error))?;
+        let lock = kept::lock(&dir.join("credentials.lock")).map_err(|error| self.error(error))?;
         let mut file = self.read()?;
         if !change(&mut file)? {
             return Ok(false);
         }
         file.version = 1;
         let text = serde_json::to_string_pretty(&file).map_err(|error| self.error(error))?;
-        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let fresh = dir.join(format!(".credentials.{}.{write}.tmp", std::process::id()));
-        let written = (|| {
-            let mut out = new_private_file(&fresh)?;
-            out.write_all(text.as_bytes())?;
-            out.write_all(b"\n")?;
-            out.sync_all()?;
-            // A link in the file's place is replaced, not written through.
-            fs::rename(&fresh, &self.path)
-        })();
-        if let Err(error) = written {
-            let _ = fs::remove_file(&fresh);
-            return Err(self.error(error));
-        }
+        let text = text + "\n";
+        kept::replace(&self.path, text.as_bytes(), kept::Mode::Private).map_err(|error| self.error(error))?;
+        drop(lock);
         Ok(true)
     }
 }
 
-/// The directory, made readable by the user alone if it is new; one that is a link is refused.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    match fs::symlink_metadata(dir) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            Err(std::io::Error::other(format!("{} is a link; sign-ins are not kept through it", dir.display())))
-        }
-        Ok(_) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let mut builder = fs::DirBuilder::new();
-            builder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(dir)
-        }
-        Err(error) => Err(error),
-    }
-}
-
-fn open_no_follow(path: &Path, create: bool) -> std::io::Result<File> {
+/// The file at `path`, opened to read but never through a link.
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true);
-    if create {
-        options.write(true).create(true);
-    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW).mode(0o600);
+        options.custom_flags(libc::O_NOFOLLOW);
     }
     options.open(path)
-}
-
-fn new_private_file(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-/// Holds an exclusive lock on `file` until it is closed.
-fn locked(file: &File) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: flock takes a descriptor this process owns and open for as long as the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = file;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -19,8 +19,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File, OpenOptions};
-use std::io::Write as _;
+use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -28,6 +27,7 @@ use serde_json::{Map, Value, json};
 use super::is_digest;
 use super::trust::{Definition, Pins, ServerPins};
 use crate::cache::digest;
+use crate::kept;
 use crate::read::MAX_FILE_SIZE;
 use tool_mediator_core::Place;
 use tool_mediator_core::Tool;
@@ -98,17 +98,16 @@ impl PinsFile {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
             _ => PathBuf::from("."),
         };
-        private_dir(&dir).map_err(|error| self.error(None, format!("cannot make its directory: {error}")))?;
+        kept::private_dir(&dir).map_err(|error| self.error(None, format!("cannot make its directory: {error}")))?;
         let name = self.path.file_name().ok_or_else(|| self.error(None, "not a file's path".to_owned()))?;
         let lock_path = dir.join(format!("{}.lock", name.to_string_lossy()));
-        let lock = open_lock(&lock_path)
+        let lock = kept::lock(&lock_path)
             .map_err(|error| self.error(None, format!("cannot open its lock {}: {error}", lock_path.display())))?;
-        locked(&lock).map_err(|error| self.error(None, format!("cannot lock {}: {error}", lock_path.display())))?;
         let mut pins = self.read()?;
         let before = pins.clone();
         let outcome = change(&mut pins);
         if pins != before {
-            self.write(&dir, &pins)?;
+            self.write(&pins)?;
         }
         drop(lock);
         Ok(outcome)
@@ -169,26 +168,11 @@ impl PinsFile {
         })
     }
 
-    /// Writes `pins` whole to a new file in `dir` and renames it over the file: a link in the
-    /// file's place is replaced, never written through. The file keeps its mode.
-    fn write(&self, dir: &Path, pins: &Pins) -> Result<(), PinsError> {
+    /// Writes `pins` whole, replacing the file ([`kept::replace`]); it keeps its mode.
+    fn write(&self, pins: &Pins) -> Result<(), PinsError> {
         let text = to_text(pins).map_err(|error| self.error(None, format!("cannot write it: {error}")))?;
-        let mode = existing_mode(&self.path);
-        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = self.path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        let fresh = dir.join(format!(".{name}.{}.{write}.tmp", std::process::id()));
-        let written = (|| {
-            let mut out = new_file(&fresh, mode)?;
-            out.write_all(text.as_bytes())?;
-            out.sync_all()?;
-            fs::rename(&fresh, &self.path)
-        })();
-        if let Err(error) = written {
-            let _ = fs::remove_file(&fresh);
-            return Err(self.error(None, format!("cannot write it: {error}")));
-        }
-        Ok(())
+        kept::replace(&self.path, text.as_bytes(), kept::Mode::Kept)
+            .map_err(|error| self.error(None, format!("cannot write it: {error}")))
     }
 }
 
@@ -389,85 +373,6 @@ fn definition(name: &str, entry: Value, at: &dyn Fn(&[&str]) -> String) -> Resul
     Ok(Definition { digest: computed, tool })
 }
 
-/// The directory, made readable by the user alone if it is new.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// The lock file, opened (made if new) but never through a link.
-fn open_lock(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).mode(0o600);
-    }
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    Ok(file)
-}
-
-/// The mode of the file at `path` if there is one (not through a link), for the file that
-/// replaces it.
-fn existing_mode(path: &Path) -> Option<u32> {
-    let metadata = fs::symlink_metadata(path).ok().filter(|metadata| metadata.is_file())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        Some(metadata.permissions().mode() & 0o7777)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = metadata;
-        None
-    }
-}
-
-/// A new file, readable by the user alone unless `mode` says otherwise.
-fn new_file(path: &Path, mode: Option<u32>) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let file = options.open(path)?;
-    #[cfg(unix)]
-    if let Some(mode) = mode {
-        use std::os::unix::fs::PermissionsExt as _;
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    Ok(file)
-}
-
-/// Holds an exclusive lock on `file` until it is closed.
-fn locked(file: &File) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: flock takes a descriptor this process owns and keeps open for the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = file;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::trust::Verdict;
@@ -638,7 +543,7 @@ mod tests {
         assert!(error.contains("not a regular file"), "{error}");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pins.json");
-        let big = File::create(&path).unwrap();
+        let big = fs::File::create(&path).unwrap();
         big.set_len(MAX_FILE_SIZE + 1).unwrap();
         let error = PinsFile::at(&path).read().unwrap_err().to_string();
         assert!(error.ends_with("larger than the limit of 128 MiB"), "{error}");
