@@ -16,16 +16,86 @@ pub(super) struct Job {
     pub(super) files: bool,
     pub(super) web: bool,
     pub(super) messages: bool,
+    /// The ways the tool acts, by the words of its name and first sentence.
+    acts: Acts,
+}
+
+/// Ways a tool acts on the world, as bits: a tool may name another that acts the same way
+/// (`delete_project` pointing to `delete_branch`) without asking for anything outside its job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Acts(u8);
+
+/// The words of each way of acting, by its bit.
+const ACTING: &[(u8, &[&str])] = &[
+    (
+        1,
+        &[
+            "send", "sends", "post", "posts", "email", "emails", "mail", "forward", "share", "publish", "invite",
+            "notify", "message", "messages", "reply",
+        ],
+    ),
+    (2, &["delete", "deletes", "remove", "removes", "drop", "purge", "wipe", "cancel", "cancels", "unlink", "clear"]),
+    (
+        4,
+        &[
+            "write", "writes", "upload", "uploads", "export", "exports", "log", "logs", "save", "saves", "store",
+            "edit", "edits", "update", "updates", "put", "append",
+        ],
+    ),
+    (8, &["transfer", "transfers", "pay", "pays", "payment"]),
+    (16, &["exec", "execute", "executes", "run", "runs", "command", "shell"]),
+];
+
+impl Acts {
+    /// The ways of acting the words of `text` name (split at anything but letters and at a
+    /// lower-to-upper case change).
+    fn of(text: &str) -> Acts {
+        let mut bits = 0;
+        for word in words(text) {
+            let word = word.to_ascii_lowercase();
+            for (bit, verbs) in ACTING {
+                if verbs.contains(&word.as_str()) {
+                    bits |= bit;
+                }
+            }
+        }
+        Acts(bits)
+    }
+}
+
+/// The words of `text`: runs of ASCII letters, split where a lower-case letter is followed
+/// by an upper-case one (`sendEmail`).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = None;
+    let mut out = Vec::new();
+    for at in 0..=bytes.len() {
+        let letter = bytes.get(at).is_some_and(u8::is_ascii_alphabetic);
+        let boundary = letter && at > 0 && bytes[at - 1].is_ascii_lowercase() && bytes[at].is_ascii_uppercase();
+        match (letter, start) {
+            (true, None) => start = Some(at),
+            (true, Some(from)) if boundary => {
+                out.push(&text[from..at]);
+                start = Some(at);
+            }
+            (false, Some(from)) => {
+                out.push(&text[from..at]);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out.into_iter()
 }
 
 static SHELL: LazyLock<Regex> = LazyLock::new(|| {
     word(
-        r"shell|shells|command|commands|cmd|terminal|bash|exec|execute|executes|cli|console|powershell|ssh|script|scripts|process|processes|kubectl|docker|container|sandbox|code|repl|run",
+        r"shell|shells|command|commands|cmd|terminal|bash|zsh|exec|execute|executes|cli|console|powershell|ssh|subprocess|process|processes|interpreter|kubectl|docker|container|sandbox|repl",
     )
 });
 static FILES: LazyLock<Regex> = LazyLock::new(|| {
     word(
-        r"file|files|path|paths|directory|directories|folder|folders|filesystem|fs|disk|config|configuration|dotfiles?|env|environment|secret|secrets|vault|keychain|credentials?|keys?",
+        r"file|files|path|paths|directory|directories|folder|folders|filesystem|fs|disk|dotfiles?|secret|secrets|vault|keychain|credentials?",
     )
 });
 static WEB: LazyLock<Regex> = LazyLock::new(|| {
@@ -49,7 +119,14 @@ impl Job {
         let first = tool.description.as_deref().map(first_sentence).unwrap_or_default();
         let title = tool.title.as_deref().unwrap_or_default();
         let about = |pattern: &Regex| [tool.name.as_str(), title, first].iter().any(|text| pattern.is_match(text));
-        Job { shell: about(&SHELL), files: about(&FILES), web: about(&WEB), messages: about(&MESSAGES) }
+        let acts = Acts(Acts::of(&tool.name).0 | Acts::of(title).0 | Acts::of(first).0);
+        Job { shell: about(&SHELL), files: about(&FILES), web: about(&WEB), messages: about(&MESSAGES), acts }
+    }
+
+    /// Whether the tool named `other` acts in one of the ways this tool's own job does (a
+    /// delete tool pointing to another delete tool).
+    pub(super) fn acts_like(self, other: &str) -> bool {
+        self.acts.0 & Acts::of(other).0 != 0
     }
 
     /// What `points` of evidence `kind` count for in a tool of this job; `sensitive`, when they

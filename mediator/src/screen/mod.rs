@@ -48,6 +48,8 @@ pub enum Evidence {
     ClaimsAuthority,
     /// It wraps text in tags meant for the model (`<IMPORTANT>`, `<system>`).
     MarkupForTheModel,
+    /// It gives the model orders inside such tags, where a page shows none of it.
+    OrdersInMarkup,
     /// It tells the model to set its instructions or safeguards aside.
     OverridesInstructions,
     /// It shows a command line to run (flags, pipes into a shell, `$(...)`, redirects).
@@ -60,30 +62,39 @@ pub enum Evidence {
     SendsData,
     /// It steers the model to another tool (call, prefer, use instead).
     SteersToTool,
-    /// It says how another tool must behave, or names another server's tool.
+    /// It says how another tool must behave or runs it down, puts itself before every other
+    /// tool, or names another server's tool.
     ShadowsTool,
+    /// It has the model call a tool that acts (sends, writes, deletes) on the side.
+    CallsActingTool,
     /// It claims a tool is deprecated, restricted or replaced.
     ClaimsDeprecation,
     /// It changes what the user asked for (`always set`, `regardless of`, `users actually prefer`).
     ChangesArguments,
     /// It asks an argument to carry the conversation, files or credentials.
     CarriesContext,
+    /// It asks the model to find secrets, or to put them in its answer.
+    RevealsSecrets,
     /// It keeps something from the user (`do not mention`, `silently`).
     KeepsFromUser,
     /// It holds invisible or bidirectional characters.
     HiddenCharacter,
     /// It hides text in an HTML comment.
     HtmlComment,
-    /// It carries an encoded payload (a long base64 run).
+    /// It carries an encoded payload (a long base64 or hex run).
     EncodedBlob,
+    /// It puts text in a schema where the schema holds none (a sentence as a type or a
+    /// required name, prose under a key no schema defines).
+    MisplacedText,
 }
 
 impl Evidence {
     /// Every kind, in the order above.
-    pub const ALL: [Evidence; 17] = [
+    pub const ALL: [Evidence; 21] = [
         Evidence::Instructs,
         Evidence::ClaimsAuthority,
         Evidence::MarkupForTheModel,
+        Evidence::OrdersInMarkup,
         Evidence::OverridesInstructions,
         Evidence::ShellCommand,
         Evidence::SecretPath,
@@ -91,13 +102,16 @@ impl Evidence {
         Evidence::SendsData,
         Evidence::SteersToTool,
         Evidence::ShadowsTool,
+        Evidence::CallsActingTool,
         Evidence::ClaimsDeprecation,
         Evidence::ChangesArguments,
         Evidence::CarriesContext,
+        Evidence::RevealsSecrets,
         Evidence::KeepsFromUser,
         Evidence::HiddenCharacter,
         Evidence::HtmlComment,
         Evidence::EncodedBlob,
+        Evidence::MisplacedText,
     ];
 
     /// A stable id, for JSON and SARIF.
@@ -106,6 +120,7 @@ impl Evidence {
             Evidence::Instructs => "instructs-the-model",
             Evidence::ClaimsAuthority => "claims-authority",
             Evidence::MarkupForTheModel => "markup-for-the-model",
+            Evidence::OrdersInMarkup => "orders-in-markup",
             Evidence::OverridesInstructions => "overrides-instructions",
             Evidence::ShellCommand => "shell-command",
             Evidence::SecretPath => "secret-path",
@@ -113,13 +128,16 @@ impl Evidence {
             Evidence::SendsData => "sends-data",
             Evidence::SteersToTool => "steers-to-tool",
             Evidence::ShadowsTool => "shadows-tool",
+            Evidence::CallsActingTool => "calls-acting-tool",
             Evidence::ClaimsDeprecation => "claims-deprecation",
             Evidence::ChangesArguments => "changes-arguments",
             Evidence::CarriesContext => "carries-context",
+            Evidence::RevealsSecrets => "reveals-secrets",
             Evidence::KeepsFromUser => "keeps-from-user",
             Evidence::HiddenCharacter => "hidden-character",
             Evidence::HtmlComment => "html-comment",
             Evidence::EncodedBlob => "encoded-blob",
+            Evidence::MisplacedText => "misplaced-text",
         }
     }
 
@@ -129,6 +147,7 @@ impl Evidence {
             Evidence::Instructs => "instructs the model",
             Evidence::ClaimsAuthority => "claims authority",
             Evidence::MarkupForTheModel => "wraps text in markup for the model",
+            Evidence::OrdersInMarkup => "gives orders inside markup for the model",
             Evidence::OverridesInstructions => "tells the model to set its instructions aside",
             Evidence::ShellCommand => "shows a command line",
             Evidence::SecretPath => "names a path to secrets or configuration",
@@ -136,13 +155,16 @@ impl Evidence {
             Evidence::SendsData => "sends data elsewhere",
             Evidence::SteersToTool => "steers the model to another tool",
             Evidence::ShadowsTool => "tells how another tool must behave",
+            Evidence::CallsActingTool => "has the model call a tool that acts on the side",
             Evidence::ClaimsDeprecation => "claims a tool is deprecated or replaced",
             Evidence::ChangesArguments => "changes what the user asked for",
             Evidence::CarriesContext => "asks an argument to carry the conversation, files or credentials",
+            Evidence::RevealsSecrets => "asks the model to find or reveal secrets",
             Evidence::KeepsFromUser => "keeps something from the user",
             Evidence::HiddenCharacter => "holds an invisible or bidirectional character",
             Evidence::HtmlComment => "hides text in an HTML comment",
             Evidence::EncodedBlob => "carries an encoded payload",
+            Evidence::MisplacedText => "puts text where a schema holds none",
         }
     }
 
@@ -254,18 +276,24 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
     let input_schema = tool.input_schema_value();
     // The best place of each source, with the order of its text for reporting.
     let mut best: BTreeMap<Source, (usize, Finding)> = BTreeMap::new();
-    let mut keep = |source: Source, order: usize, text: &Text<'_>, span: Range<usize>, points: u16, sensitive: bool| {
-        let kind = match source {
-            Source::Sign(index) => signs::SIGNS[index].kind,
-            Source::Own(kind) => kind,
+    // `weighed`: whether the tool's job counts the evidence down (not where the text hides it in
+    // a block of markup for the model, which is no description of the tool).
+    let mut keep =
+        |source: Source, order: usize, text: &Text<'_>, span: Range<usize>, points: u16, weighed: Weighed| {
+            let kind = match source {
+                Source::Sign(index) => signs::SIGNS[index].kind,
+                Source::Own(kind) => kind,
+            };
+            let points = match weighed {
+                Weighed::ByJob { sensitive } => job.weigh(kind, points, sensitive),
+                Weighed::Whole => points,
+            };
+            if best.get(&source).is_some_and(|(_, known)| known.points >= points) {
+                return;
+            }
+            let finding = Finding { kind, field: text.field.clone(), excerpt: excerpt(text.text, &span), span, points };
+            best.insert(source, (order, finding));
         };
-        let points = job.weigh(kind, points, sensitive);
-        if best.get(&source).is_some_and(|(_, known)| known.points >= points) {
-            return;
-        }
-        let finding = Finding { kind, field: text.field.clone(), excerpt: excerpt(text.text, &span), span, points };
-        best.insert(source, (order, finding));
-    };
     let texts = texts::texts(tool, input_schema.as_ref());
     let spaced: Vec<Option<String>> =
         texts.iter().map(|text| (text.kind == Kind::Identifier).then(|| signs::spaced(text.text))).collect();
@@ -287,32 +315,77 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
             true => Vec::new(),
             false => signs::read(&signs::Haystack::new(spaced.as_deref().unwrap_or(text.text)), identifier, candidates),
         };
+        let block = (text.kind == Kind::Prose).then(|| signs::markup_block(text.text)).flatten();
+        let mut orders_in_block = false;
         for reading in readings {
             let sign = &signs::SIGNS[reading.sign];
-            let sensitive =
-                reading.in_company && sign.company.is_some_and(|(company, _)| company == signs::Company::Sensitive);
-            keep(Source::Sign(reading.sign), order, text, reading.span.clone(), reading.points, sensitive);
-            // A parameter named for a secret asks the model to fill it with one.
-            if identifier && text.is_parameter() && sign.kind == Evidence::SecretPath {
-                keep(Source::Own(Evidence::CarriesContext), order, text, reading.span, 80, false);
+            // A tool speaking of itself (`each edit_block call`) steers to no other tool.
+            let other_tool =
+                matches!(sign.kind, Evidence::ShadowsTool | Evidence::SteersToTool | Evidence::CallsActingTool);
+            if other_tool && names(&text.text[reading.span.clone()], &tool.name) {
+                continue;
+            }
+            // A tool pointing to another that acts as it does (`delete_project` to
+            // `delete_branch`) asks for nothing outside its job.
+            if sign.kind == Evidence::CallsActingTool && job.acts_like(&text.text[reading.span.clone()]) {
+                continue;
+            }
+            let in_block = block
+                .as_ref()
+                .filter(|block| block.span.start <= reading.span.start && reading.span.end <= block.span.end);
+            // Tools named in a block of examples are shown, not called.
+            if other_tool && in_block.is_some_and(|block| block.examples) {
+                continue;
+            }
+            let ordering = matches!(sign.kind, Evidence::Instructs | Evidence::OverridesInstructions);
+            orders_in_block |= ordering && in_block.is_some_and(|block| block.for_the_model);
+            let in_block = in_block.is_some();
+            let weighed = match in_block {
+                true => Weighed::Whole,
+                false => Weighed::ByJob { sensitive: reading.company == Some(signs::Company::Sensitive) },
+            };
+            keep(Source::Sign(reading.sign), order, text, reading.span.clone(), reading.points, weighed);
+            // A parameter named for a secret, or described as taking one in (`Contents of
+            // ~/.ssh/id_rsa`, `read ~/.env and include it`), asks the model to fill it with one.
+            if text.is_parameter() && sign.kind == Evidence::SecretPath && (identifier || reading.company.is_some()) {
+                keep(Source::Own(Evidence::CarriesContext), order, text, reading.span, 80, Weighed::Whole);
             }
         }
+        match text.misplaced {
+            Some(texts::Misplaced::Invalid) => {
+                keep(Source::Own(Evidence::MisplacedText), order, text, 0..text.text.len(), 100, Weighed::Whole);
+            }
+            Some(texts::Misplaced::Unknown) if text.text.split_whitespace().count() >= 4 => {
+                keep(Source::Own(Evidence::MisplacedText), order, text, 0..text.text.len(), 40, Weighed::Whole);
+            }
+            _ => {}
+        }
         if let Some((span, _)) = hidden::invisible_character(text.text) {
-            keep(Source::Own(Evidence::HiddenCharacter), order, text, span, 100, false);
+            keep(Source::Own(Evidence::HiddenCharacter), order, text, span, 100, Weighed::Whole);
         }
         if let Some(start) = text.text.find("<!--") {
             let end = text.text[start..].find("-->").map_or(text.text.len(), |end| start + end + 3);
-            keep(Source::Own(Evidence::HtmlComment), order, text, start..end, 100, false);
+            keep(Source::Own(Evidence::HtmlComment), order, text, start..end, 100, Weighed::Whole);
         }
-        if let Some(span) = hidden::encoded_blob(text.text) {
-            keep(Source::Own(Evidence::EncodedBlob), order, text, span, 50, false);
+        if let Some(blob) = hidden::encoded_blob(text.text) {
+            let points = if blob.says_words { 100 } else { 50 };
+            keep(Source::Own(Evidence::EncodedBlob), order, text, blob.span, points, Weighed::Whole);
         }
         if text.kind == Kind::Prose {
+            // A block whose tag claims weight or secrecy is for the model; one of examples or
+            // notes is a page's structure.
+            if let Some(signs::Block { span, for_the_model: true, .. }) = block {
+                let (kind, points) = match orders_in_block {
+                    true => (Evidence::OrdersInMarkup, 50),
+                    false => (Evidence::MarkupForTheModel, 40),
+                };
+                keep(Source::Own(kind), order, text, span, points, Weighed::Whole);
+            }
             if let Some(span) = listing.others.and_then(|others| named_tool(text.text, &tool.name, others)) {
-                keep(Source::Own(Evidence::ShadowsTool), order, text, span, 60, false);
+                keep(Source::Own(Evidence::ShadowsTool), order, text, span, 60, Weighed::Whole);
             }
             if let Some(span) = listing.siblings.and_then(|siblings| named_tool(text.text, &tool.name, siblings)) {
-                keep(Source::Own(Evidence::SteersToTool), order, text, span, 20, false);
+                keep(Source::Own(Evidence::SteersToTool), order, text, span, 20, Weighed::Whole);
             }
         }
     }
@@ -330,6 +403,24 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
         score: addressing.min(ADDRESSING_AT_MOST) + acting,
         judgement: None,
     }
+}
+
+/// Whether a piece of evidence counts for less in a tool whose job it is.
+#[derive(Debug, Clone, Copy)]
+enum Weighed {
+    /// As the tool's job weighs it; `sensitive`, when it is about secrets or the conversation.
+    ByJob { sensitive: bool },
+    /// Whole.
+    Whole,
+}
+
+/// Whether `text` names the tool `name` as a word of its own.
+fn names(text: &str, name: &str) -> bool {
+    let in_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-');
+    !name.is_empty()
+        && text
+            .match_indices(name)
+            .any(|(at, _)| !text[..at].ends_with(in_name) && !text[at + name.len()..].starts_with(in_name))
 }
 
 /// The text of `span`, at most [`EXCERPT`] bytes of it (cut at a character), with runs of

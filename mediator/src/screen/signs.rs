@@ -18,29 +18,41 @@ pub(super) enum Company {
     Sensitive,
     /// A verb that puts something into an argument, or reads it to do so.
     Carrying,
+    /// An order to the model to read, pass or send something: such a verb in its plain form
+    /// where a sentence or clause starts (`Before analysis, read ...`), not a description of
+    /// what the tool does (`Reads ...`).
+    Ordering,
 }
 
-/// One sign: the evidence it is of, its points, its points in company, and its pattern.
+/// One sign: the evidence it is of, its points, its points in each company (the best found
+/// counts), and its pattern.
 pub(super) struct Sign {
     pub(super) kind: Evidence,
     pub(super) points: u16,
-    pub(super) company: Option<(Company, u16)>,
+    pub(super) company: &'static [(Company, u16)],
     /// Whether the sign is read in identifiers (parameter names, allowed values) too.
     pub(super) in_identifiers: bool,
+    /// Whether a negation before it in its clause turns it around (`cannot be used to bypass
+    /// security`).
+    negatable: bool,
     pattern: &'static str,
 }
 
 const fn sign(kind: Evidence, points: u16, pattern: &'static str) -> Sign {
-    Sign { kind, points, company: None, in_identifiers: false, pattern }
+    Sign { kind, points, company: &[], in_identifiers: false, negatable: false, pattern }
 }
 
 impl Sign {
-    const fn with(self, company: Company, points: u16) -> Sign {
-        Sign { company: Some((company, points)), ..self }
+    const fn with(self, company: &'static [(Company, u16)]) -> Sign {
+        Sign { company, ..self }
     }
 
     const fn in_identifiers(self) -> Sign {
         Sign { in_identifiers: true, ..self }
+    }
+
+    const fn negatable(self) -> Sign {
+        Sign { negatable: true, ..self }
     }
 }
 
@@ -48,10 +60,13 @@ impl Sign {
 const SENDING: &str = r"(?i)(?-u:\b)(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|deliver\w*|report|reports|emailed|notify|addressed|loop\s+\w+\s+in|let\s+\S+\s+know)(?-u:\b)|(?-u:\b)(?:[a-z]+_)*(?:send|post|email|mail|message|notify|upload|share)_\w+|(?-u:\b)[a-z]+_(?:send|post|email|mail|message|notify|upload|share)(?-u:\b)";
 
 /// What must not leave the user's machine or conversation.
-const SENSITIVE: &str = r"(?i)(?-u:\b)(?:credentials?|passwords?|passphrases?|api[\s_-]?keys?|access\s+tokens?|tokens|secrets?|private\s+(?:keys?|information|data)|ssh\s+keys?|cookies?|session\s+(?:ids?|tokens?)|conversation|chat\s+(?:history|context|content|messages)|(?:previous|prior|last|recent|all)\s+messages|system\s+prompt|environment\s+variables|env\s+vars|personal\s+(?:data|information)|sensitive\s+(?:data|information|documents)|credit\s+cards?|social\s+security|location\s+history|clipboard|browsing\s+history|account\s+(?:balance|numbers?)|phi|pii|harvested)(?-u:\b)|[A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)(?-u:\b)";
+const SENSITIVE: &str = r"(?i)(?-u:\b)(?:credentials?|passwords?|passphrases?|api[\s_-]?keys?|access\s+tokens?|tokens|secrets?|private\s+(?:keys?|information|data)|ssh\s+keys?|cookies?|session\s+(?:ids?|tokens?)|conversation|chat\s+(?:history|context|content|messages)|(?:previous|prior|last|recent|all)\s+messages|system\s+prompt|environment\s+variables|env\s+vars|personal\s+(?:data|information)|sensitive\s+(?:data|information|documents)|credit\s+cards?|social\s+security|location\s+history|clipboard|browsing\s+history|account\s+(?:balance|numbers?)|phi|pii|harvested|(?:user|customer)\s+data|master\s+password|environment\s+(?:data|details)|id_rsa|inbox|seed\s+phrases?|mnemonic(?:\s+phrases?)?|recovery\s+phrases?|(?:2fa|otp|verification|one[\s-]time)\s+codes?|routing\s+numbers?|bank\s+accounts?|passport\s+numbers?)(?-u:\b)|\.ssh/|/etc/(?:passwd|shadow)(?-u:\b)|(?:^|[\s`\x27\x22(/*])\.env(?-u:\b)|\*\.(?:pem|key|p12|pfx)(?-u:\b)|(?-u:\b)wallet\.dat(?-u:\b)|[A-Z0-9_]*(?:API_KEY|SECRET|TOKEN|PASSWORD)(?-u:\b)";
 
 /// Verbs that put something into an argument, or read it for that.
-const CARRYING: &str = r"(?i)(?-u:\b)(?:pass|passes|put|include|includes|paste|provide|add|append|insert|attach|fill|place|enter|concatenate|encode|read|reads|open|send|cat|dump|extract|collect|copy|load)(?-u:\b)";
+const CARRYING: &str = r"(?i)(?-u:\b)(?:pass|passes|put|include|includes|paste|provide|add|append|insert|attach|fill|place|enter|concatenate|encode|read|reads|open|send|cat|dump|extract|collect|copy|load|contents?)(?-u:\b)";
+
+/// An order's verb in its plain form where a sentence, a line or a clause starts.
+const ORDERING: &str = r"(?i)(?:^\s*|[.!?:;,]\s+|\n[ \t]*(?:[-*][ \t]+)?|(?-u:\b)(?:and|then|first|also|please)\s+)(?:read|open|cat|load|include|provide|pass|paste|attach|send|upload|append|insert|copy|extract|collect|access|retrieve|forward|post|export)(?-u:\b)";
 
 /// Every sign, by the evidence it is of.
 pub(super) static SIGNS: &[Sign] = &[
@@ -59,24 +74,24 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::Instructs,
         30,
-        r"(?i)(?-u:\b)(?:you\s+(?:must|should|shall|need\s+to|have\s+to|will\s+need\s+to|are\s+(?:required|expected|instructed|asked|obliged|supposed)\s+to)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|remember\s+to|(?:do\s+not|don't)\s+forget\s+to|it\s+is\s+(?:essential|critical|crucial|imperative|mandatory|vital)\s+(?:that|to)|(?:always|never)\s+(?:call|use|run|execute|send|include|set|pass|read|add|ask|tell|mention|reply|respond|answer|invoke|check|follow|forward|copy|append|prefix|format|return|bcc|cc|load|fetch)|before\s+(?:you\s+)?(?:answering|responding|replying|returning|using|calling|invoking|running|executing|proceeding|doing\s+anything|answer|respond|reply|return|execute|call|use|run)|first\s+(?:open|read|call|run|fetch|send|check|execute)|(?:once|after)\s+you\s+have|please\s+(?:call|run|execute|send|read|include|pass|use|forward|provide|paste|let|also))(?-u:\b)",
+        r"(?i)(?-u:\b)(?:(?:you|the\s+(?:agent|assistant|model|ai|llm))\s+(?:must|should|shall|need\s+to|needs\s+to|have\s+to|will\s+need\s+to|(?:are|is)\s+(?:required|expected|instructed|asked|obliged|supposed)\s+to)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|remember\s+to|(?:do\s+not|don't)\s+forget\s+to|it\s+is\s+(?:essential|critical|crucial|imperative|mandatory|vital)\s+(?:that|to)|(?:always|never)\s+(?:call|use|run|execute|send|include|set|pass|read|add|ask|tell|mention|reply|respond|answer|invoke|check|follow|forward|copy|append|prefix|format|return|bcc|cc|load|fetch)|before\s+(?:you\s+)?(?:answering|responding|replying|returning|using|calling|invoking|running|executing|proceeding|doing\s+anything|answer|respond|reply|return|execute|call|use|run)|first\s+(?:open|read|call|run|fetch|send|check|execute)|(?:once|after)\s+you\s+have|please\s+(?:call|run|execute|send|read|include|pass|use|forward|provide|paste|let|also)|(?:call|run|invoke|use)\s+this(?:\s+tool)?\s+(?:first|after|before|whenever|every\s+time|each\s+time|once)|remember,|(?:we|you)\s+need\s+to\s+(?:inform|tell|notify|remind|assure)\s+the\s+user)(?-u:\b)",
     ),
     // Claims of authority: a header in capitals (`SYSTEM:`, `[ADMIN OVERRIDE]`), or a rule the
     // text says is imposed from outside.
     sign(
         Evidence::ClaimsAuthority,
         30,
-        r"(?:\[|\|{2,3}|\*\*|#+[ \t]*)?(?-u:\b)(?:[A-Z]{2,}[ _-]+){0,3}(?:SYSTEM|ADMIN|ADMINISTRATOR|SECURITY|MAINTENANCE|COMPLIANCE|OVERRIDE|DIRECTIVE|PROTOCOL|POLICY|EMERGENCY|ALERT|NOTICE|INSTRUCTIONS?|JAILBREAK|ROOT|ACT AS|DEVELOPER|OPERATOR|MANDATORY)(?:[ _-]+[A-Z]{2,}){0,3}(?-u:\b)(?:[ \t]*(?:\]|\|{2,3}|\*\*))?[ \t]*(?::|\]|\|{2,3})",
+        r"(?:\[|\|{2,3}|\*\*|#+[ \t]*)?(?-u:\b)(?:[A-Z]{2,}[ _-]+){0,3}(?:SYSTEM|ADMIN|ADMINISTRATOR|SECURITY|MAINTENANCE|COMPLIANCE|OVERRIDE|DIRECTIVE|PROTOCOL|POLICY|EMERGENCY|ALERT|NOTICE|INSTRUCTIONS?|JAILBREAK|ROOT|ACT AS|DEVELOPER|OPERATOR|MANDATORY|OFFICIAL|VERIFIED|CERTIFIED|RECOMMENDED|INTERNAL|GATEWAY|HIDDEN|AUDIT|PREREQUISITE)(?:[ _-]+[A-Z]{2,}){0,3}(?-u:\b)(?:[ \t]*(?:\]|\|{2,3}|\*\*))?[ \t]*(?::|\]|\|{2,3}|#{2,})",
     ),
     sign(
         Evidence::ClaimsAuthority,
         30,
-        r"(?i)(?-u:\b)(?:mandatory|for\s+compliance|compliance\s+(?:reasons|purposes|audit|requirements?)|required\s+(?:by|for)\s+(?:compliance|policy|security|law|audit|the\s+(?:gateway|host|system|administrator|platform|runtime))|audit(?:ing)?\s+(?:log|logging|trail|gateway|boundary|purposes)|security\s+(?:alert|notice|policy|requirement)|by\s+order\s+of|(?:your|the)\s+administrator|integration\s+contract|delivery\s+contract|this\s+is\s+(?:very\s+)+important)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:mandatory|for\s+compliance|compliance\s+(?:reasons|purposes|audit|requirements?)|required\s+(?:by|for)\s+(?:compliance|policy|security|law|audit|the\s+(?:gateway|host|system|administrator|platform|runtime))|audit(?:ing)?\s+(?:log|logging|trail|gateway|boundary|purposes)|security\s+(?:alert|notice|policy|requirement)|by\s+order\s+of|(?:your|the)\s+administrator|integration\s+contract|delivery\s+contract|this\s+is\s+(?:very\s+)+important|(?:requested|approved|authori[sz]ed|mandated|required)\s+by\s+(?:the\s+|your\s+)?(?:system\s+)?(?:administrators?|admins?|security\s+team|it\s+department|management)|(?:an\s+)?iron\s+rule|without\s+exception|act\s+now|limited\s+time\s+offer|cannot\s+be\s+(?:broken|skipped|bypassed)\s+by\s+anyone)(?-u:\b)",
     ),
     sign(
         Evidence::MarkupForTheModel,
         40,
-        r"(?i)</?[ \t]*(?:important|system|instructions?|admin|secret|hidden|critical|context|override|prompt)[ \t]*>|\[/?(?:inst|system)\]|<\|(?:im_start|system)\|>",
+        r"(?i)</?[ \t]*(?:[a-z]+_)?(?:important|system|instructions?|admin|secret|hidden|critical|context|override|prompt|directive|note_to_(?:ai|assistant|model))[ \t]*>|\[/?(?:inst|system)\]|<\|(?:im_start|system)\|>",
     ),
     // It tells the model to set its instructions aside.
     sign(
@@ -85,21 +100,34 @@ pub(super) static SIGNS: &[Sign] = &[
         r"(?i)(?-u:\b)(?:ignore|disregard|forget|override|bypass)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:previous|prior|above|earlier|all|any|your|system|safety|security|existing|original|other|default)(?-u:\b)(?:[^.\n]|\.\S|\n){0,30}?(?-u:\b)(?:instructions?|guidelines?|rules|prompts?|directives?|restrictions?|policies|filters?|safeguards?|constraints|controls|checks)(?-u:\b)|(?-u:\b)ignore\s+the\s+above(?-u:\b)|(?-u:\b)(?:reveal|print|show|output|repeat|leak)\s+(?:your|the)\s+(?:system\s+prompt|instructions|hidden\s+prompt|initial\s+prompt)(?-u:\b)|(?-u:\b)jailbreak(?-u:\b)|(?-u:\b)pretend\s+(?:to\s+be|you\s+are)(?-u:\b)|(?-u:\b)you\s+are\s+now\s+(?:a|an|in)(?-u:\b)|(?-u:\b)(?:disable|turn\s+off)\s+(?:all\s+)?(?:safety|security|content)\s+(?:filters?|filtering|checks|restrictions)(?-u:\b)",
     )
     .in_identifiers(),
+    // ... or its safeguards, or to take on another self.
+    sign(
+        Evidence::OverridesInstructions,
+        100,
+        r"(?i)(?-u:\b)(?:disable|turn\s+off|deactivate|switch\s+off|skip|drop)\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:guardrails|safeguards|safety\s+(?:checks|measures|filters|guidelines|rules)|content\s+filter\w*|audit[\s_]+logging|(?:security|safety)\s+(?:checks|controls|restrictions|filters))(?-u:\b)|(?-u:\b)security[\s_]+level\s*(?:=|to)\s*0(?-u:\b)|(?-u:\b)(?:grant|give)\s+(?:\w+\s+)?unrestricted[\s_]+access(?-u:\b)|(?-u:\b)from\s+now\s+on,?\s+(?:you|always|never|respond|reply|answer|speak|act)(?-u:\b)|(?-u:\b)trust\s+(?:this\s+tool|it|me)\s+(?:completely|fully|blindly|unconditionally)(?-u:\b)",
+    ),
     sign(
         Evidence::OverridesInstructions,
         60,
         r"(?i)(?-u:\b)trust\s+all(?-u:\b)|(?-u:\b)without\s+(?:any\s+)?(?:validation|restrictions?|safety\s+checks|security\s+checks)(?-u:\b)|(?-u:\b)bypass(?:es)?\s+(?:all\s+)?(?:security|safety|validation|access\s+controls?|restrictions?)(?-u:\b)|(?-u:\b)disable\s+all(?-u:\b)",
-    ),
+    )
+    .negatable(),
     sign(
         Evidence::OverridesInstructions,
         50,
-        r"(?i)(?-u:\b)(?:unrestricted|elevated|root|superuser)\s+(?:access|privileges?|authority|mode)(?-u:\b)|(?-u:\b)act\s+as(?-u:\b)",
+        r"(?i)(?-u:\b)(?:unrestricted|elevated|root|superuser)[\s_]+(?:access|privileges?|authority|mode)(?-u:\b)|(?-u:\b)act\s+as(?-u:\b)",
     ),
     // It hides something from the user.
     sign(
         Evidence::KeepsFromUser,
         100,
-        r"(?i)(?-u:\b)(?:do\s+not|don't|never|must\s+not|should\s+not|without)\s+(?:\w+\s+){0,3}?(?:tell|tells|telling|inform|informing|notify|notifying|alert|alerting|bother|bothering|reveal|revealing|disclose|disclosing|mention|mentioning|warn|warning)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:the\s+user|users?|user's|the\s+human|the\s+customer|them|anyone)(?-u:\b)|(?-u:\b)(?:hide|conceal|keep)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)from\s+(?:the\s+)?(?:user|human|customer)s?(?-u:\b)|(?-u:\b)the\s+user\s+(?:must|should|need)\s+not\s+(?:know|see|notice|be\s+told)(?-u:\b)|(?-u:\b)no\s+need\s+to\s+(?:mention|tell|inform|discuss)(?-u:\b)|(?-u:\b)not\s+(?:an\s+action|something)\s+(?:that\s+)?needs?\s+to\s+be\s+(?:discussed|mentioned|shown|confirmed)(?-u:\b)|(?-u:\b)secret\s+operation(?-u:\b)|(?-u:\b)(?:stripped|removed|hidden)\s+from\s+the\s+(?:visible|user)(?-u:\b)|(?-u:\b)(?:do\s+not|don't)\s+(?:mention|reveal|disclose)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:do\s+not|don't|never|must\s+not|should\s+not|without)\s+(?:\w+\s+){0,3}?(?:tell|tells|telling|inform|informing|notify|notifying|alert|alerting|bother|bothering|reveal|revealing|disclose|disclosing|mention|mentioning|warn|warning|show|showing|display|displaying)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:the\s+user|users?|user's|the\s+human|the\s+customer|them|anyone)(?-u:\b)|(?-u:\b)(?:hide|conceal|keep)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)from\s+(?:the\s+)?(?:user|human|customer)s?(?-u:\b)|(?-u:\b)the\s+user\s+(?:must|should|need)\s+not\s+(?:know|see|notice|be\s+told)(?-u:\b)|(?-u:\b)no\s+need\s+to\s+(?:mention|tell|inform|discuss)(?-u:\b)|(?-u:\b)not\s+(?:an\s+action|something)\s+(?:that\s+)?needs?\s+to\s+be\s+(?:discussed|mentioned|shown|confirmed)(?-u:\b)|(?-u:\b)secret\s+operation(?-u:\b)|(?-u:\b)(?:stripped|removed|hidden)\s+from\s+the\s+(?:visible|user)(?-u:\b)|(?-u:\b)(?:do\s+not|don't|never)\s+(?:\w+ly\s+)?(?:mention|reveal|disclose)(?-u:\b)|(?-u:\b)(?:do\s+not|don't|never)\s+(?:\w+ly\s+)?(?:include|show|display|repeat|print|echo|output)\s+(?:this|these|the\s+above|the\s+following|any\s+of\s+this)\s+(?:instructions?|notes?|text|section|message|steps?|directives?|part)(?-u:\b)",
+    ),
+    // ... or says its orders are hidden from the user.
+    sign(
+        Evidence::KeepsFromUser,
+        100,
+        r"(?i)(?-u:\b)hidden\s+(?:system\s+)?(?:instructions?|directives?)(?-u:\b)|(?-u:\b)invisible\s+to\s+(?:the\s+)?(?:users?|user\s+interface|humans?)(?-u:\b)|(?-u:\b)(?:only\s+)?visible\s+to\s+(?:the\s+)?(?:ai|model|llm|assistant)(?-u:\b)|(?-u:\b)to\s+avoid\s+(?:the\s+)?(?:user(?:'s)?\s+)?(?:suspicion|noticing)(?-u:\b)|(?-u:\b)background\s+system\s+requirement(?-u:\b)",
     ),
     sign(
         Evidence::KeepsFromUser,
@@ -126,25 +154,32 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::SecretPath,
         60,
-        r"(?i)~/\.ssh(?-u:\b)|\.ssh/|(?-u:\b)id[_ ](?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|~/\.aws(?-u:\b)|\.aws/credentials|/etc/(?:passwd|shadow|sudoers)(?-u:\b)|(?:^|[\s`'\x22(/*])\.env(?-u:\b)|\.npmrc(?-u:\b)|\.netrc(?-u:\b)|\.pgpass(?-u:\b)|\.git-credentials(?-u:\b)|\.docker/config\.json|\.kube/config(?-u:\b)|(?-u:\b)mcp\.json(?-u:\b)|\.cursor/|claude[_ ]desktop[_ ]config\.json|\.(?:bash|zsh)_history(?-u:\b)|\*\.(?:pem|key|p12|pfx)(?-u:\b)|(?-u:\b)wallet\.dat(?-u:\b)|\.gnupg(?-u:\b)|(?-u:\b)secrets?[\w-]*\.(?:txt|json|ya?ml|env)(?-u:\b)|(?-u:\b)credentials\s+file(?-u:\b)",
+        r"(?i)~/\.ssh(?-u:\b)|\.ssh/|(?-u:\b)id[_ ](?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|~/\.aws(?-u:\b)|\.aws/credentials|/etc/(?:passwd|shadow|sudoers)(?-u:\b)|(?:^|[\s`'\x22(/*])\.env(?-u:\b)|\.npmrc(?-u:\b)|\.netrc(?-u:\b)|\.pgpass(?-u:\b)|\.git-credentials(?-u:\b)|\.docker/config\.json|\.kube/config(?-u:\b)|(?-u:\b)mcp\.json(?-u:\b)|\.cursor/|claude[_ ]desktop[_ ]config\.json|\.(?:bash|zsh)_history(?-u:\b)|\.(?:bashrc|zshrc|bash_profile|zprofile)(?-u:\b)|\.aws/config(?-u:\b)|application_default_credentials\.json|\.azure/|\.config/(?:gcloud|gh)/|(?-u:\b)known_hosts(?-u:\b)|(?-u:\b)authorized_keys(?-u:\b)|/proc/self/environ|\.pypirc(?-u:\b)|\.vault-token|\.kdbx(?-u:\b)|\.password-store|(?-u:\b)login\s+data(?-u:\b)|\.(?:bitcoin|ethereum)/|\*\.(?:pem|key|p12|pfx)(?-u:\b)|(?-u:\b)wallet\.dat(?-u:\b)|\.gnupg(?-u:\b)|(?-u:\b)secrets?[\w-]*\.(?:txt|json|ya?ml|env)(?-u:\b)|(?-u:\b)credentials\s+file(?-u:\b)",
     )
-    .with(Company::Carrying, 80)
+    .with(&[(Company::Carrying, 80), (Company::Ordering, 100)])
     .in_identifiers(),
     // An address elsewhere: an email address, a URL or a host.
-    sign(Evidence::ForeignDestination, 30, r"(?i)(?-u:\b)[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?-u:\b)").with(Company::Sending, 60),
+    sign(Evidence::ForeignDestination, 30, r"(?i)(?-u:\b)[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?-u:\b)").with(&[(Company::Sending, 60)]),
     sign(
         Evidence::ForeignDestination,
         15,
         r"(?i)(?-u:\b)https?://[^\s'\x22`<>)\]]+|(?:^|[^@\w.-])(?P<at>[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|example|xyz|ru|cn|top|site|online))(?-u:\b)",
     )
-    .with(Company::Sending, 50),
+    .with(&[(Company::Sending, 50)]),
+    // ... or one made to receive what is sent to it (request catchers, tunnels, chat webhooks).
+    sign(
+        Evidence::ForeignDestination,
+        50,
+        r"(?i)(?-u:\b)(?:webhook\.site|pastebin\.com|requestbin\.\w+|\w+\.ngrok(?:-free)?\.(?:io|app|dev)|burpcollaborator\.net|\w+\.oast\.\w+|interact\.sh|pipedream\.net|discord(?:app)?\.com/api/webhooks|api\.telegram\.org/bot)",
+    )
+    .with(&[(Company::Sending, 80)]),
     // Sending or keeping data somewhere else.
     sign(
         Evidence::SendsData,
         40,
-        r"(?i)(?-u:\b)(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|loop\s+\w+\s+in|let\s+\S+\s+know|log|logs|logged|cached|stored|kept)(?-u:\b)(?:[^.\n]|\.\S|\n){0,120}?(?:(?-u:\b)(?:to|with|into|via|on|in)\s+(?:a\s+|an\s+|the\s+|our\s+)?(?:remote|external|third[ -]part(?:y|ies)|attacker\w*|partner|backup|archive|analytics|cloud|webhook|endpoint|logging\s+endpoint|research\s+team|marketing)(?-u:\b)|(?-u:\b)(?:remotely|externally)(?-u:\b)|https?://|(?-u:\b)[\w.+-]+@[\w-]+\.)",
+        r"(?i)(?-u:\b)(?:send|sends|sent|sending|post|posts|posted|posting|upload|uploads|uploaded|uploading|forward|forwards|forwarded|forwarding|transmit\w*|exfiltrat\w*|stream|streams|streamed|sync|syncs|synced|share|shares|shared|mirror|mirrors|leak\w*|bcc|cc|loop\s+\w+\s+in|let\s+\S+\s+know|log|logs|logged|cached|stored|kept|export|exports|exported|exporting|redirect|redirects|redirected|dump|dumps)(?-u:\b)(?:[^.\n]|\.\S|\n){0,120}?(?:(?-u:\b)(?:to|with|into|via|on|in)\s+(?:a\s+|an\s+|the\s+|our\s+|my\s+|this\s+)?(?:remote|external|third[ -]part(?:y|ies)|attacker\w*|partner|backup|archive|analytics|cloud|webhook|endpoint|logging\s+endpoint|research\s+team|marketing|server|host|collector|telemetry|monitoring\s+(?:service|server|endpoint)|pastebin|discord|telegram|gist)(?-u:\b)|(?-u:\b)(?:remotely|externally)(?-u:\b)|https?://|(?-u:\b)[\w.+-]+@[\w-]+\.|(?-u:\b)to\s+\+\d{3,}|(?-u:\b)(?:to|into)\s+/tmp/)",
     )
-    .with(Company::Sensitive, 100),
+    .with(&[(Company::Sensitive, 100)]),
     sign(
         Evidence::SendsData,
         60,
@@ -161,6 +196,38 @@ pub(super) static SIGNS: &[Sign] = &[
         60,
         r"(?i)(?-u:\b)when(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)(?-u:\b)|(?-u:\b)(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)(?-u:\b)|(?-u:\b)side[\s-]effects?\s+on(?-u:\b)|(?-u:\b)[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)(?-u:\b)|(?-u:\b)also[\s-]present(?-u:\b)",
     ),
+    // ... or to keep away from the other tools.
+    sign(
+        Evidence::ShadowsTool,
+        60,
+        r"(?i)(?-u:\b)(?:ignore|avoid|disregard|do\s+not\s+use|don't\s+use|never\s+use)\s+(?:all\s+|any\s+)?(?:the\s+)?other\s+(?:[\w-]+\s+){0,2}?(?:tools?|converters?|services?|servers?|providers?|options|alternatives|apis?)(?-u:\b)|(?-u:\b)other\s+(?:[\w-]+\s+){0,2}?(?:tools?|converters?|services?)\s+(?:are|is)\s+(?:being\s+|now\s+)?(?:deprecated|outdated|inaccurate|unreliable|obsolete|insecure|compromised|broken|disabled)(?-u:\b)|(?-u:\b)(?:inferior|untrusted|unreliable)\s+(?:alternatives|tools|options)(?-u:\b)|(?-u:\b)only\s+(?:[\w-]+\s+)?(?:tool|converter|service|source)\s+(?:you\s+)?(?:should|can|may|must)\s+(?:ever\s+)?(?:trust|use)(?-u:\b)",
+    ),
+    // ... or runs another tool down (`the standard `get_balance` tool is deprecated`), or puts
+    // itself before or after every other operation.
+    sign(
+        Evidence::ShadowsTool,
+        50,
+        r"(?i)(?-u:\b)(?:legacy|standard|old|original|unverified|unsecured|uncertified|insecure|outdated|deprecated)\s+(?:[\w-]+\s+)?[`'\x22]?[a-z]+_[a-z_*]+|[`'\x22]?(?-u:\b)[a-z]+_\w+[`'\x22]?\s+(?:tool\s+)?(?:is|are)\s+(?:currently\s+|now\s+)?(?:undergoing\s+maintenance|deprecated|broken|unreliable|blocked|disabled|compromised|outdated|insecure|unsafe)(?-u:\b)|(?-u:\b)blocked\s+by\s+the\s+firewall(?-u:\b)|(?-u:\b)unlike\s+the\s+(?:legacy|standard|old)(?-u:\b)|(?-u:\b)(?:must|should|needs?\s+to|has\s+to)\s+be\s+(?:called|invoked|run|performed|executed|used)\s+(?:immediately\s+|first\s+)?(?:before|after|prior\s+to)\s+(?:any|every|all|each)(?-u:\b)|(?-u:\b)required\s+to\s+unlock(?-u:\b)",
+    ),
+    // ... or has the model call another tool with an argument it fixes in advance.
+    sign(
+        Evidence::ShadowsTool,
+        50,
+        r"(?i)(?-u:\b)(?:call|invoke|execute|run|trigger|use|using|via|with|performing\s+an?)\s+(?:the\s+)?[`'\x22]?(?P<at>[a-z]+_[a-z_]+)[`'\x22]?\s+(?:tool\s+)?(?:on|to|with|for|at|in|and|titled|named|called|as)\s+(?:\w+\s+){0,3}?(?:set\s+to\s+|=\s*)?(?:'|\x22|‘|“|#)",
+    ),
+    // ... or to pick this tool over the others whatever the task.
+    sign(
+        Evidence::ShadowsTool,
+        40,
+        r"(?i)(?-u:\b)(?:choose|use|select|pick|prefer|try|call)\s+this\s+(?:tool|service|function|server)\s+(?:above\s+all|over\s+(?:any|all|every|the)\s+other|before\s+(?:any|all|every)\s+other|instead\s+of\s+(?:any|all|every|the)\s+other|instead\s+of\s+(?:the\s+)?(?:standard|legacy|default|original|regular|built-in|native|old|direct|unverified)|for\s+(?:all|every|any)\s+(?:[\w-]+\s+)?(?:queries|requests|tasks|questions))(?-u:\b)|(?-u:\b)(?:superior|better)\s+(?:to|than)\s+(?:all|any|every|the)\s+other(?-u:\b)|(?-u:\b)(?:the\s+)?(?:best|#1|number\s+one|most\s+(?:accurate|reliable|trusted))\s+(?:[\w-]+\s+){0,2}?(?:tool|service|option)\s+(?:available|in\s+the\s+world|ever|for\s+everything)(?-u:\b)",
+    ),
+    // It has the model call a tool that acts (sends, writes, deletes) on the side: the span is
+    // the tool's name, which the screen sets against the tool's own job.
+    sign(
+        Evidence::CallsActingTool,
+        60,
+        r"(?i)(?-u:\b)(?:call|invoke|execute|run|trigger|use|using|via|with|performing\s+an?)\s+(?:the\s+)?[`'\x22]?(?P<at>(?:[a-z]+[_-])+(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)*|(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)+)(?-u:\b)|(?-u:\b)(?P<at2>(?:[a-z]+[_-])+(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)*|(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)+)[`'\x22]?\s+(?:on|to|with)\s+['\x22‘“]",
+    ),
     sign(
         Evidence::ClaimsDeprecation,
         20,
@@ -170,7 +237,13 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::ChangesArguments,
         60,
-        r"(?i)(?-u:\b)regardless\s+of\s+(?:what\s+the\s+user|the\s+user's)(?-u:\b)|(?-u:\b)even\s+if\s+the\s+user(?-u:\b)|(?-u:\b)(?:whatever|no\s+matter\s+what)\s+the\s+user(?-u:\b)|(?-u:\b)instead\s+of\s+what\s+the\s+user(?-u:\b)|(?-u:\b)users?(?-u:\b)(?:[^.\n]|\.\S|\n){0,60}?(?-u:\b)(?:actually|really|secretly)\s+(?:prefer|want|mean|need)s?(?-u:\b)|(?-u:\b)the\s+user(?:'s)?\s+(?:actual|real|true)\s+(?:intent|preference|request)(?-u:\b)|(?-u:\b)(?:change|replace|rewrite|override|overwrite|swap|redirect)\s+(?:the\s+)?(?:recipient|destination|address|amount|account|query|currency|values?|target|url|path|arguments?|parameters?)\s+(?:to|with)(?-u:\b)",
+        r"(?i)(?-u:\b)regardless\s+of\s+(?:what\s+the\s+user|the\s+user's)(?-u:\b)|(?-u:\b)even\s+if\s+the\s+user(?-u:\b)|(?-u:\b)(?:whatever|no\s+matter\s+what)\s+the\s+user(?-u:\b)|(?-u:\b)instead\s+of\s+what\s+the\s+user(?-u:\b)|(?-u:\b)users?(?-u:\b)(?:[^.\n]|\.\S|\n){0,60}?(?-u:\b)(?:actually|really|secretly)\s+(?:prefer|want|mean|need)s?(?-u:\b)|(?-u:\b)the\s+user(?:'s)?\s+(?:actual|real|true)\s+(?:intent|preference|request)(?-u:\b)|(?-u:\b)(?:change|replace|rewrite|override|overwrite|swap|redirect)\s+(?:the\s+)?(?:recipient|destination|address|amount|account|query|currency|values?|target|url|path|arguments?|parameters?)\s+(?:to|with)(?-u:\b)|(?-u:\b)(?:redirect|reroute|divert)\s+(?:all\s+|every\s+|any\s+)?(?:[\w-]+\s+)?(?:emails?|messages?|payments?|transfers?|funds|traffic|requests?|calls?|mail)\s+to(?-u:\b)",
+    ),
+    // ... or what the model answers.
+    sign(
+        Evidence::ChangesArguments,
+        50,
+        r"(?i)(?-u:\b)(?:respond|reply|answer)\s+(?:only\s+)?with\s*(?::|'|\x22|‘|“)",
     ),
     sign(
         Evidence::ChangesArguments,
@@ -182,7 +255,19 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::CarriesContext,
         80,
-        r"(?i)(?-u:\b)(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:conversation|chat\s+history|(?:previous|prior|last|earlier|all|recent)\s+(?:messages|chats|turns|prompts)|system\s+prompt|(?:its|their|the\s+file'?s?)\s+contents?|contents\s+of|credentials?\s+file|private\s+(?:key|information|data)|personal\s+(?:information|data)|ssh\s+keys?|environment\s+variables|sensitive\s+(?:data|information))(?-u:\b)",
+        r"(?i)(?-u:\b)(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:conversation|chat\s+history|(?:previous|prior|last|earlier|all|recent)\s+(?:messages|chats|turns|prompts)|system\s+prompt|(?:its|their|the\s+file'?s?)\s+contents?|contents\s+of|credentials?\s+file|private\s+(?:key|information|data)|personal\s+(?:information|data)|ssh\s+keys?|environment\s+(?:variables|data|details)|sensitive\s+(?:data|information))(?-u:\b)|(?-u:\b)(?:credential|password|token|api\s+key|secret|private\s+key)s?\s+(?:value\s+)?(?:(?:to|must|should|will)\s+be|is\s+to\s+be)\s+(?:appended|prepended|concatenated|embedded)(?-u:\b)",
+    ),
+    // ... or the model to say what it is.
+    sign(
+        Evidence::CarriesContext,
+        60,
+        r"(?i)(?-u:\b)(?:name|version|identity|type)\s+of\s+the\s+(?:llm|ai|language\s+model|model|assistant|agent)(?:\s+model)?\s+(?:that|which|who)\s+(?:is\s+)?(?:calls|calling|uses|using|invokes|invoking)(?-u:\b)|(?-u:\b)your\s+(?:model\s+name|system\s+prompt|full\s+instructions|initial\s+instructions)(?-u:\b)",
+    ),
+    // It asks the model to find or reveal secrets.
+    sign(
+        Evidence::RevealsSecrets,
+        80,
+        r"(?i)(?-u:\b)(?:extract|collect|gather|harvest|dump|retrieve|obtain|grab|search\s+for|look\s+for|locate|print|output|reveal|display|include|add|append|put|insert|embed)\s+(?:all\s+|any\s+|every\s+|the\s+|their\s+|these\s+|those\s+)?(?:[\w'-]+\s+){0,3}?(?:credentials|passwords|api\s+keys|secrets|private\s+keys|access\s+tokens|tokens|environment\s+variables|master\s+password|ssh\s+keys|seed\s+phrases?|(?:their|its|the\s+file'?s?)\s+contents)(?-u:\b)(?:[^.\n]|\.\S){0,60}?(?:(?-u:\b)in\s+(?:your|the)\s+(?:response|answer|reply|output|result)(?-u:\b)|(?-u:\b)to\s+the\s+(?:output|response|answer)(?-u:\b))|(?-u:\b)(?:extract|collect|gather|harvest|dump|search\s+for|look\s+for)\s+(?:all\s+|any\s+|every\s+)(?:[\w'-]+\s+){0,2}?(?:credentials|passwords|api\s+keys|secrets|private\s+keys|tokens|environment\s+variables|ssh\s+keys|seed\s+phrases?)(?-u:\b)|(?-u:\b)(?:search\s+for|find|look\s+for)\s+(?:all\s+|any\s+)?files\s+(?:containing|with|that\s+contain)\s+(?:[^.\n]{0,20}?)(?:passwords?|secrets?|api[_\s]?keys?|credentials|tokens?)(?-u:\b)",
     ),
 ];
 
@@ -196,6 +281,7 @@ struct Compiled {
     sending: Regex,
     sensitive: Regex,
     carrying: Regex,
+    ordering: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -211,6 +297,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         sending: Regex::new(SENDING).expect("compiles"),
         sensitive: Regex::new(SENSITIVE).expect("compiles"),
         carrying: Regex::new(CARRYING).expect("compiles"),
+        ordering: Regex::new(ORDERING).expect("compiles"),
     }
 });
 
@@ -220,8 +307,8 @@ pub(super) struct Reading {
     pub(super) sign: usize,
     pub(super) span: Range<usize>,
     pub(super) points: u16,
-    /// Whether the points are those in company.
-    pub(super) in_company: bool,
+    /// The company the points are those in, if any.
+    pub(super) company: Option<Company>,
 }
 
 /// At most this many places of one sign are looked at in one text, for the one in the best
@@ -303,20 +390,52 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
         let mut best: Option<Reading> = None;
         for captures in compiled.each[index].captures_iter(searched).take(PLACES_PER_SIGN) {
             // A pattern that needs to see what comes before its sign names the sign `at`.
-            let Some(found) = captures.name("at").or_else(|| captures.get(0)) else { continue };
-            let company = sign.company.filter(|&(company, _)| {
-                !is_example(text, found.start()) && in_company(text, found.range(), company, compiled)
-            });
-            let points = company.map_or(sign.points, |(_, points)| points);
+            let Some(found) = captures.name("at").or_else(|| captures.name("at2")).or_else(|| captures.get(0)) else {
+                continue;
+            };
+            // `Never proceed without showing the user`, `cannot be used to bypass security`: the
+            // sign turned around.
+            let turned = sign.negatable || searched[found.range()].starts_with("without");
+            if turned && negated(text, found.start()) {
+                continue;
+            }
+            let example = !sign.company.is_empty() && is_example(text, found.start());
+            let company = sign
+                .company
+                .iter()
+                .filter(|&&(company, _)| !example && in_company(text, found.range(), company, compiled))
+                .max_by_key(|&&(_, points)| points);
+            let points = company.map_or(sign.points, |&(_, points)| points);
             if best.as_ref().is_none_or(|best| points > best.points) {
                 let span = trimmed(text, found.range());
-                best = Some(Reading { sign: index, span, points, in_company: company.is_some() });
+                best = Some(Reading { sign: index, span, points, company: company.map(|&(company, _)| company) });
             }
         }
         readings.extend(best);
     }
     readings
 }
+
+/// Whether the clause before `at` in `text` (at most [`NEGATION_REACH`] bytes of it) says
+/// `not`, `never`, `cannot`, `prevents` or the like.
+fn negated(text: &str, at: usize) -> bool {
+    static NEGATION: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)(?-u:\b)(?:not|never|cannot|can't|no|unable|won't|don't|prevents?|to\s+prevent|impossible)(?-u:\b)",
+        )
+        .expect("the negation's pattern compiles")
+    });
+    let mut from = at.saturating_sub(NEGATION_REACH);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let before = &text[from..at];
+    let clause = before.rfind(['.', '!', '?', ';', ':', '\n']).map_or(before, |end| &before[end + 1..]);
+    NEGATION.is_match(clause)
+}
+
+/// How far back a negation is looked for, in bytes.
+const NEGATION_REACH: usize = 80;
 
 /// Whether the sentence around `span` in `text` has `company`.
 fn in_company(text: &str, span: Range<usize>, company: Company, compiled: &Compiled) -> bool {
@@ -325,6 +444,7 @@ fn in_company(text: &str, span: Range<usize>, company: Company, compiled: &Compi
         Company::Sending => compiled.sending.is_match(sentence),
         Company::Sensitive => compiled.sensitive.is_match(sentence),
         Company::Carrying => compiled.carrying.is_match(sentence),
+        Company::Ordering => compiled.ordering.is_match(sentence),
     }
 }
 
@@ -364,6 +484,108 @@ fn sentence_around(text: &str, span: Range<usize>) -> Range<usize> {
     let start = (reach_back..span.start).rev().find(|&at| ends_sentence(at)).map_or(reach_back, |at| at + 1);
     let end = (span.end..reach_on).find(|&at| ends_sentence(at)).unwrap_or(reach_on);
     start..end
+}
+
+/// Elements of HTML and Markdown's HTML that descriptions honestly carry.
+const HTML_ELEMENTS: &[&str] = &[
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "code",
+    "dd",
+    "del",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "img",
+    "ins",
+    "kbd",
+    "li",
+    "mark",
+    "ol",
+    "p",
+    "pre",
+    "q",
+    "s",
+    "samp",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "u",
+    "ul",
+    "var",
+];
+
+/// A block of `text` wrapped in a tag of a made-up name: where it is, and what its name says.
+pub(super) struct Block {
+    pub(super) span: Range<usize>,
+    /// Its name claims weight or secrecy (`IMPORTANT`, `system`, `hidden`, `secret`): what it
+    /// holds is meant for the model, not for a reader.
+    pub(super) for_the_model: bool,
+    /// Its name says it holds examples (`<examples>`, `<example_usage>`).
+    pub(super) examples: bool,
+}
+
+/// The first block of `text` wrapped in a tag of a made-up name (`<IMPORTANT> ... </IMPORTANT>`,
+/// `<Mandatory Dev Protocol> ... </Mandatory Dev Protocol>`): markup no page shows, for the
+/// model. Tags of HTML's elements are not.
+pub(super) fn markup_block(text: &str) -> Option<Block> {
+    static OPENING: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"<([A-Za-z][A-Za-z0-9_ -]{0,38}[A-Za-z0-9])>").expect("the tag's pattern compiles")
+    });
+    for tag in OPENING.captures_iter(text).take(PLACES_PER_SIGN) {
+        let (whole, name) = (tag.get(0)?, tag.get(1)?.as_str());
+        if HTML_ELEMENTS.contains(&name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        let closing = format!("</{name}>");
+        if let Some(end) = text[whole.end()..].find(&closing) {
+            let lower = name.to_ascii_lowercase();
+            let weighty = [
+                "important",
+                "system",
+                "hidden",
+                "secret",
+                "instruction",
+                "admin",
+                "critical",
+                "override",
+                "directive",
+                "prompt",
+                "mandatory",
+            ];
+            let addressed = ["ai", "llm", "assistant", "model", "agent"];
+            let for_the_model = (weighty.iter().any(|word| lower.contains(word)) && !lower.contains("notes"))
+                || lower.split(['_', '-', ' ']).any(|word| addressed.contains(&word));
+            return Some(Block {
+                span: whole.start()..whole.end() + end + closing.len(),
+                for_the_model,
+                examples: lower.starts_with("example"),
+            });
+        }
+    }
+    None
 }
 
 /// `span` without the whitespace and punctuation a pattern takes in at its edges.

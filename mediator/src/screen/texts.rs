@@ -11,11 +11,21 @@ pub(super) enum Kind {
     Identifier,
 }
 
+/// Where a schema's text is not one a schema holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Misplaced {
+    /// Where a schema holds a name (a type, a required property): a sentence there is no schema.
+    Invalid,
+    /// Under a key no schema vocabulary defines.
+    Unknown,
+}
+
 /// One text of a tool, with where it is (a pointer relative to the tool, segments escaped).
 pub(super) struct Text<'a> {
     pub(super) field: String,
     pub(super) text: &'a str,
     pub(super) kind: Kind,
+    pub(super) misplaced: Option<Misplaced>,
 }
 
 impl Text<'_> {
@@ -34,16 +44,102 @@ const MAX_SCHEMA_DEPTH: usize = 64;
 pub(super) fn texts<'a>(tool: &'a Tool, input_schema: Option<&'a serde_json::Value>) -> Vec<Text<'a>> {
     let mut texts = Vec::new();
     if let Some(title) = &tool.title {
-        texts.push(Text { field: "title".to_owned(), text: title, kind: Kind::Prose });
+        texts.push(Text { field: "title".to_owned(), text: title, kind: Kind::Prose, misplaced: None });
     }
     if let Some(description) = &tool.description {
-        texts.push(Text { field: "description".to_owned(), text: description, kind: Kind::Prose });
+        texts.push(Text { field: "description".to_owned(), text: description, kind: Kind::Prose, misplaced: None });
     }
     if let Some(input_schema) = input_schema {
         schema_texts(input_schema, &mut "inputSchema".to_owned(), 0, &mut texts);
     }
     texts
 }
+
+/// The keywords of JSON Schema (every draft) and those schemas in the wild commonly carry;
+/// prose under any other key (but an `x-` extension) is text a schema does not hold.
+const VOCABULARY: &[&str] = &[
+    "$schema",
+    "$id",
+    "$ref",
+    "$defs",
+    "$anchor",
+    "$comment",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "id",
+    "definitions",
+    "type",
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "example",
+    "title",
+    "description",
+    "format",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "required",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "minProperties",
+    "maxProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "nullable",
+    "discriminator",
+    "markdownDescription",
+    "enumDescriptions",
+    "markdownEnumDescriptions",
+    "errorMessage",
+    "deprecationMessage",
+    "enumNames",
+    "placeholder",
+    "label",
+    "hint",
+    "help",
+    "units",
+    "unit",
+];
+
+/// The types a schema's `type` names.
+const TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
 
 /// The texts of the schema `node` at `path`, and of the schemas inside it.
 fn schema_texts<'a>(node: &'a serde_json::Value, path: &mut String, depth: usize, texts: &mut Vec<Text<'a>>) {
@@ -66,22 +162,48 @@ fn schema_texts<'a>(node: &'a serde_json::Value, path: &mut String, depth: usize
         schema_texts(node, path, depth + 1, texts);
         path.truncate(length);
     };
-    for (key, value) in members {
-        match (key.as_str(), value) {
+    // A value of a name's place that is a sentence; a value (a default, an example) read as
+    // prose when it has words, else as an identifier.
+    let sentence = |text: &str| text.trim().contains(char::is_whitespace);
+    let value = |text: &str| if sentence(text) { Kind::Prose } else { Kind::Identifier };
+    let properties = members.get("properties").and_then(Value::as_object);
+    for (key, member) in members {
+        match (key.as_str(), member) {
             ("title" | "description", Value::String(text)) => {
-                texts.push(Text { field: at(path, &[key]), text, kind: Kind::Prose });
+                texts.push(Text { field: at(path, &[key]), text, kind: Kind::Prose, misplaced: None });
             }
-            ("enum", Value::Array(values)) => {
-                for (index, value) in values.iter().enumerate() {
-                    if let Value::String(text) = value {
+            ("enum" | "examples", Value::Array(values)) => {
+                for (index, value_in) in values.iter().enumerate() {
+                    if let Value::String(text) = value_in {
                         let field = at(path, &[key, &index.to_string()]);
-                        texts.push(Text { field, text, kind: Kind::Identifier });
+                        texts.push(Text { field, text, kind: value(text), misplaced: None });
+                    }
+                }
+            }
+            ("default" | "const" | "example", Value::String(text)) => {
+                texts.push(Text { field: at(path, &[key]), text, kind: value(text), misplaced: None });
+            }
+            ("type", Value::String(text)) if !TYPES.contains(&text.as_str()) && sentence(text) => {
+                let field = at(path, &[key]);
+                texts.push(Text { field, text, kind: Kind::Prose, misplaced: Some(Misplaced::Invalid) });
+            }
+            ("type" | "required", Value::Array(names)) => {
+                for (index, name) in names.iter().enumerate() {
+                    let Value::String(text) = name else { continue };
+                    let named = match key.as_str() {
+                        "type" => TYPES.contains(&text.as_str()),
+                        _ => properties.is_some_and(|properties| properties.contains_key(text)),
+                    };
+                    if !named && sentence(text) {
+                        let field = at(path, &[key, &index.to_string()]);
+                        texts.push(Text { field, text, kind: Kind::Prose, misplaced: Some(Misplaced::Invalid) });
                     }
                 }
             }
             ("properties", Value::Object(properties)) => {
                 for (name, property) in properties {
-                    texts.push(Text { field: at(path, &[key, name]), text: name, kind: Kind::Identifier });
+                    let field = at(path, &[key, name]);
+                    texts.push(Text { field, text: name, kind: Kind::Identifier, misplaced: None });
                     inside(path, &[key, name], property, texts);
                 }
             }
@@ -108,7 +230,11 @@ fn schema_texts<'a>(node: &'a serde_json::Value, path: &mut String, depth: usize
                 | "unevaluatedProperties"
                 | "unevaluatedItems",
                 Value::Object(_),
-            ) => inside(path, &[key], value, texts),
+            ) => inside(path, &[key], member, texts),
+            (key, Value::String(text)) if !key.starts_with("x-") && !VOCABULARY.contains(&key) && sentence(text) => {
+                let field = at(path, &[key]);
+                texts.push(Text { field, text, kind: Kind::Prose, misplaced: Some(Misplaced::Unknown) });
+            }
             _ => {}
         }
     }
