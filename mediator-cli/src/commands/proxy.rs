@@ -91,8 +91,8 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
 }
 
 /// What trust on first use pins the proxy's server under: `--name`, else what the user wrote to
-/// start or reach it (the command line, quoted as a shell reads it; the URL without what may
-/// be a credential), which stays the same from run to run.
+/// start or reach it (the command line without the credentials it may carry; the URL without
+/// what may be a credential), which stays the same from run to run.
 fn pinned_as(args: &ProxyArgs) -> String {
     if let Some(name) = &args.name {
         return name.clone();
@@ -105,9 +105,8 @@ fn pinned_as(args: &ProxyArgs) -> String {
         url.set_fragment(None);
         return url.to_string();
     }
-    let words: Vec<String> =
-        args.command.iter().map(|word| tool_mediator::pin::quoted_for_shell(&word.to_string_lossy())).collect();
-    words.join(" ")
+    let words: Vec<String> = args.command.iter().map(|word| word.to_string_lossy().into_owned()).collect();
+    tool_mediator::pin::server_key(&words)
 }
 
 /// The proxy's options from the command line; `prefix` prefixes every tool with its server's

@@ -22,7 +22,8 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "FILE")]
     pub pins_file: Option<PathBuf>,
 
-    /// Pin this held tool as the server lists it now, `SERVER/TOOL` as the review shows it;
+    /// Pin this held tool, `SERVER/TOOL@DIGEST` as the review shows it: refused when the tool
+    /// has changed again since (without `@DIGEST`, pinned as the server lists it now);
     /// repeatable. A running proxy or gateway lists it within a second.
     #[arg(long, value_name = "SERVER/TOOL")]
     pub approve: Vec<String>,
@@ -32,7 +33,7 @@ pub struct ReviewArgs {
     pub approve_all: bool,
 
     /// Keep this held tool held back, and do not offer this definition for review again (a
-    /// further change is); repeatable.
+    /// further change is), `SERVER/TOOL@DIGEST` as the review shows it; repeatable.
     #[arg(long, value_name = "SERVER/TOOL")]
     pub reject: Vec<String>,
 
@@ -66,7 +67,15 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             let mut decided = Vec::new();
             for (keys, approve) in [(&args.reject, false), (&args.approve, true)] {
                 for key in keys {
-                    let Some((server, name)) = next.find_held(key) else { return Err(key.clone()) };
+                    let (named, digest) = reviewed(key);
+                    let Some((server, name)) = next.find_held(named) else { return Err(Refused::NotHeld(key.clone())) };
+                    if let Some(digest) = digest
+                        && !next.held().iter().any(|held| {
+                            held.server == server && held.name == name && held.held.digest.starts_with(digest)
+                        })
+                    {
+                        return Err(Refused::Changed(key.clone()));
+                    }
                     if approve {
                         next.approve(&server, &name);
                         decided.push(format!("approved {key}: pinned as the server lists it now"));
@@ -90,9 +99,14 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
                 let text: String = decided.iter().map(|line| format!("{line}\n")).collect();
                 output::print(&output::printable_lines(&text))?;
             }
-            Err(key) => {
+            Err(Refused::NotHeld(key)) => {
                 bail!("{}: `{key}` is not held back; `tool-mediator review{named}` lists what is", output::shown(&path))
             }
+            Err(Refused::Changed(key)) => bail!(
+                "{}: `{key}` has changed again since that review, and nothing was decided; `tool-mediator \
+                 review{named}` shows it as it is now",
+                output::shown(&path)
+            ),
         }
     }
     let pins = file.read()?;
@@ -111,6 +125,29 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
     });
     output::print(&output::printable_lines(&text))?;
     Ok(if args.check && !held.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Why a review's decisions were not taken (all or nothing).
+enum Refused {
+    /// The key names no held tool.
+    NotHeld(String),
+    /// The held tool is no longer the definition the key's digest names.
+    Changed(String),
+}
+
+/// A review's `SERVER/TOOL@sha256:0123456789ab`: the key and the digest of the definition
+/// reviewed (its first 12 hexadecimal digits or more), when it names one.
+fn reviewed(key: &str) -> (&str, Option<&str>) {
+    match key.rsplit_once('@') {
+        Some((named, digest))
+            if digest
+                .strip_prefix("sha256:")
+                .is_some_and(|hex| hex.len() >= 12 && hex.bytes().all(|byte| byte.is_ascii_hexdigit())) =>
+        {
+            (named, Some(digest))
+        }
+        _ => (key, None),
+    }
 }
 
 /// One held tool: why, the diff of its definition from the pinned one (the whole definition for
@@ -132,7 +169,7 @@ fn shown(held: &HeldTool<'_>, named: &str) -> String {
     };
     let diff = similar::TextDiff::from_lines(&before, &now);
     let diff = diff.unified_diff().context_radius(3).header(&from, &format!("{key} (held back)")).to_string();
-    let argument = quoted_for_shell(&key);
+    let argument = quoted_for_shell(&format!("{key}@{}", short(&held.held.digest)));
     format!(
         "{key}: {why}\n{diff}approve: tool-mediator review{named} --approve {argument}\nreject:  tool-mediator \
          review{named} --reject {argument}\n"

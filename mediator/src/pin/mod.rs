@@ -7,7 +7,7 @@ mod file;
 mod trust;
 
 pub use file::{PinsError, PinsFile, Stamp};
-pub use trust::{Definition, HeldTool, Hold, Pins, ServerPins, Verdict, quoted_for_shell};
+pub use trust::{Definition, HeldTool, Hold, Pins, ServerPins, Verdict, quoted_for_shell, server_key};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -109,6 +109,91 @@ pub fn quoted_for_shell(text: &str) -> String {
     if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', r"'\''")) }
 }
 
+/// The key a server started by `command` is pinned under when the user gave it no name: its
+/// words as a shell reads them back, with every value that looks like a credential (the value
+/// of a `KEY=`, `--token` or `--api-key=` word, a token of a well-known shape, a URL's password
+/// or query) replaced by `[redacted HASH]`, the first 12 hexadecimal digits of its SHA-256. The
+/// key is written to the pins file and shown in warnings and reviews, so it must not carry a
+/// secret; it stays the same from run to run, and two different secrets give two keys.
+pub fn server_key(command: &[String]) -> String {
+    let mut words = Vec::with_capacity(command.len());
+    let mut secret_next = false;
+    for word in command {
+        let shown = if std::mem::take(&mut secret_next) {
+            redacted(word)
+        } else if let Some((name, value)) = word.split_once('=')
+            && names_a_secret(name)
+        {
+            format!("{name}={}", redacted(value))
+        } else if word.starts_with('-') && names_a_secret(word) {
+            secret_next = true;
+            word.clone()
+        } else if looks_like_a_token(word) {
+            redacted(word)
+        } else {
+            without_url_secrets(word)
+        };
+        words.push(quoted_for_shell(&shown));
+    }
+    words.join(" ")
+}
+
+/// Whether a variable's or a flag's name says it holds a credential.
+fn names_a_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["key", "token", "secret", "passw", "pwd", "auth", "credential", "cookie", "session", "bearer", "private"]
+        .iter()
+        .any(|part| name.contains(part))
+}
+
+/// Whether `word` has the shape of a well-known kind of token (GitHub's, OpenAI's, Slack's,
+/// AWS's, GitLab's, a JWT).
+fn looks_like_a_token(word: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "sk-",
+        "sk_live_",
+        "rk_live_",
+        "xoxb-",
+        "xoxp-",
+        "xoxa-",
+        "AKIA",
+        "glpat-",
+        "eyJ",
+    ];
+    word.len() >= 16 && PREFIXES.iter().any(|prefix| word.starts_with(prefix))
+}
+
+/// `word` with a URL's password and query redacted, when it is a URL that has them.
+fn without_url_secrets(word: &str) -> String {
+    let Some((scheme, rest)) = word.split_once("://") else { return word.to_owned() };
+    let (authority_end, _) =
+        rest.char_indices().find(|&(_, c)| matches!(c, '/' | '?' | '#')).unwrap_or((rest.len(), ' '));
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((user_info, host)) => format!("{}@{host}", redacted(user_info)),
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => format!("{path}?{}", redacted(query)),
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// `[redacted HASH]` for a secret `value`.
+fn redacted(value: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let hash = Sha256::digest(value.as_bytes());
+    let hex: String = hash.iter().take(6).map(|byte| format!("{byte:02x}")).collect();
+    format!("[redacted {hex}]")
+}
+
 impl Pins {
     /// Screens server `server`'s listing: each tool's verdict, in order. The first listing of
     /// a server not seen before pins every tool in it; later, a tool not as pinned is held back
@@ -209,6 +294,34 @@ mod tests {
         Tool::new(name)
             .with_description(description)
             .with_input_schema(json!({"type": "object", "properties": {"q": {"type": "string"}}}))
+    }
+
+    #[test]
+    fn a_server_key_carries_no_credential_of_its_command_line() {
+        let words = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let secrets = ["s3cr3t-value", "hunter2", "ghp_abcdefghijklmnopqrstuvwxyz0123", "pass:word", "k=1"];
+        let key = server_key(&words(
+            "env GITHUB_TOKEN=s3cr3t-value npx -y server --api-key hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123 \
+             https://user:pass:word@host.example/mcp?k=1 --verbose",
+        ));
+        for secret in secrets {
+            assert!(!key.contains(secret), "{secret} in {key}");
+        }
+        assert!(key.starts_with("env 'GITHUB_TOKEN=[redacted "), "{key}");
+        assert!(key.contains("npx -y server --api-key '[redacted "), "{key}");
+        assert!(key.ends_with(" --verbose"), "{key}");
+        assert_eq!(
+            key,
+            server_key(&words(
+                "env GITHUB_TOKEN=s3cr3t-value npx -y server --api-key hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123 https://user:pass:word@host.example/mcp?k=1 --verbose"
+            )),
+            "the same from run to run"
+        );
+        assert_ne!(server_key(&words("srv --token a")), server_key(&words("srv --token b")), "two secrets, two keys");
+        assert_eq!(
+            server_key(&words("uvx mcp-server-git --repository /tmp/repo")),
+            "uvx mcp-server-git --repository /tmp/repo"
+        );
     }
 
     #[test]
