@@ -297,23 +297,30 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
     let texts = texts::texts(tool, input_schema.as_ref());
     let spaced: Vec<Option<String>> =
         texts.iter().map(|text| (text.kind == Kind::Identifier).then(|| signs::spaced(text.text))).collect();
-    let joined = |identifiers: bool| {
-        let mut joined = String::new();
-        for (text, spaced) in texts.iter().zip(&spaced) {
-            if let Some(read) = if identifiers { spaced.as_deref() } else { spaced.is_none().then_some(text.text) } {
-                joined.push_str(read);
-                joined.push_str("\n\n");
-            }
+    // All of a tool's prose, and all its identifiers, each searched at once for the signs each
+    // text may hold; a text is then read for those alone.
+    let (mut prose, mut identifiers) = (signs::Joined::default(), signs::Joined::default());
+    for (index, (text, spaced)) in texts.iter().zip(&spaced).enumerate() {
+        match spaced {
+            Some(spaced) => identifiers.push(index, spaced),
+            None => prose.push(index, text.text),
         }
-        joined
-    };
-    let (prose, identifiers) = (joined(false), joined(true));
-    let candidates = signs::Candidates::of(&signs::Haystack::new(&prose), &signs::Haystack::new(&identifiers));
+    }
+    let (prose_read, identifiers_read) = (signs::Haystack::new(&prose.text), signs::Haystack::new(&identifiers.text));
+    let mut candidates = vec![signs::Candidates::default(); texts.len()];
+    signs::candidates(&prose_read, &prose, false, &mut candidates);
+    signs::candidates(&identifiers_read, &identifiers, true, &mut candidates);
+    let mut haystacks: Vec<Option<signs::Haystack<'_>>> = (0..texts.len()).map(|_| None).collect();
+    for (joined, read) in [(&prose, &prose_read), (&identifiers, &identifiers_read)] {
+        for (at, index) in joined.indices() {
+            haystacks[index] = Some(joined.part(read, at));
+        }
+    }
     for (order, (text, spaced)) in texts.iter().zip(&spaced).enumerate() {
         let identifier = spaced.is_some();
-        let readings = match candidates.none() {
-            true => Vec::new(),
-            false => signs::read(&signs::Haystack::new(spaced.as_deref().unwrap_or(text.text)), identifier, candidates),
+        let readings = match (candidates[order].none(), &haystacks[order]) {
+            (false, Some(haystack)) => signs::read(haystack, identifier, candidates[order]),
+            _ => Vec::new(),
         };
         let block = (text.kind == Kind::Prose).then(|| signs::markup_block(text.text)).flatten();
         let mut orders_in_block = false;

@@ -2,10 +2,11 @@
 //! acts on, a command line's shape, a path's, an address's) rather than by a fixed sentence,
 //! and the evidence each is of. Points are out of [`super::THRESHOLD`].
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet, RegexSetBuilder};
 
 use super::Evidence;
 
@@ -278,6 +279,12 @@ pub(super) static SIGNS: &[Sign] = &[
 struct Compiled {
     each: Vec<Regex>,
     lowered: Vec<bool>,
+    /// The signs run on the lowered text, as one set, and the index of each in [`SIGNS`]; and
+    /// those run on the text as it is: a tool's texts are searched for all signs in two passes.
+    lowered_set: RegexSet,
+    lowered_signs: Vec<usize>,
+    cased_set: RegexSet,
+    cased_signs: Vec<usize>,
     sending: Regex,
     sensitive: Regex,
     carrying: Regex,
@@ -286,20 +293,36 @@ struct Compiled {
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns = SIGNS.iter().map(|sign| sign.pattern);
+    let run = |pattern: &'static str| pattern.strip_prefix("(?i)").unwrap_or(pattern);
+    // One set of the lowered signs, one of the others. Their lazy DFA is given room to keep its
+    // states (the default 2 MiB cache is cleared so often on these sets that the engine falls
+    // back to the slow one, many times slower here); it grows only as the texts need it.
+    let set = |lowered: bool| {
+        let signs: Vec<usize> =
+            (0..SIGNS.len()).filter(|&index| SIGNS[index].pattern.starts_with("(?i)") == lowered).collect();
+        let set = RegexSetBuilder::new(signs.iter().map(|&index| run(SIGNS[index].pattern)))
+            .dfa_size_limit(SET_DFA_BYTES)
+            .build()
+            .expect("the signs' set compiles");
+        (set, signs)
+    };
+    let ((lowered_set, lowered_signs), (cased_set, cased_signs)) = (set(true), set(false));
     Compiled {
-        each: patterns
-            .clone()
-            .map(|pattern| {
-                Regex::new(pattern.strip_prefix("(?i)").unwrap_or(pattern)).expect("a sign's pattern compiles")
-            })
-            .collect(),
+        each: patterns.clone().map(|pattern| Regex::new(run(pattern)).expect("a sign's pattern compiles")).collect(),
         lowered: patterns.map(|pattern| pattern.starts_with("(?i)")).collect(),
+        lowered_set,
+        lowered_signs,
+        cased_set,
+        cased_signs,
         sending: Regex::new(SENDING).expect("compiles"),
         sensitive: Regex::new(SENSITIVE).expect("compiles"),
         carrying: Regex::new(CARRYING).expect("compiles"),
         ordering: Regex::new(ORDERING).expect("compiles"),
     }
 });
+
+/// The room the signs' sets give their lazy DFA, each.
+const SET_DFA_BYTES: usize = 16 << 20;
 
 /// One sign read in a text: which (its index in [`SIGNS`]), where, and its points there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -315,35 +338,17 @@ pub(super) struct Reading {
 /// company: a text that repeats a sign a million times costs no more than this.
 const PLACES_PER_SIGN: usize = 16;
 
-/// The signs that occur somewhere in a tool's texts, as bits by their index in [`SIGNS`]: each
-/// pattern is run once over all of a tool's prose (`prose`, the texts joined by blank lines)
-/// and its identifiers (`identifiers`, likewise, as [`spaced`] reads them), and a text is read
-/// only for these (running each pattern on each short text costs many times more).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The signs that may occur in one text, as bits by their index in [`SIGNS`]: a text is read
+/// only for these.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Candidates(u64);
 
 impl Candidates {
-    pub(super) fn of(prose: &Haystack, identifiers: &Haystack) -> Candidates {
-        const { assert!(SIGNS.len() <= 64, "a sign a bit") };
-        let compiled = &*COMPILED;
-        let mut bits = 0;
-        for (index, sign) in SIGNS.iter().enumerate() {
-            let found = compiled.each[index].is_match(prose.for_sign(index))
-                || sign.in_identifiers
-                    && !identifiers.text.is_empty()
-                    && compiled.each[index].is_match(identifiers.for_sign(index));
-            if found {
-                bits |= 1 << index;
-            }
-        }
-        Candidates(bits)
-    }
-
     /// Every sign: for a text read on its own.
     #[cfg(test)]
     pub(super) const ALL: Candidates = Candidates(u64::MAX);
 
-    /// Whether no sign occurs: no text needs reading.
+    /// Whether no sign may occur: the text needs no reading.
     pub(super) fn none(self) -> bool {
         self.0 == 0
     }
@@ -353,15 +358,86 @@ impl Candidates {
     }
 }
 
+/// Texts joined by blank lines, to be searched at once, and where each is in the whole.
+#[derive(Debug, Default)]
+pub(super) struct Joined {
+    pub(super) text: String,
+    /// Each text's index among a tool's texts, and its bytes in `text`, in order.
+    parts: Vec<(usize, Range<usize>)>,
+}
+
+impl Joined {
+    pub(super) fn push(&mut self, index: usize, text: &str) {
+        let start = self.text.len();
+        self.text.push_str(text);
+        self.parts.push((index, start..self.text.len()));
+        self.text.push_str("\n\n");
+    }
+
+    /// The parts `span` of the whole touches, each with its index and bytes.
+    fn touched(&self, span: Range<usize>) -> impl Iterator<Item = &(usize, Range<usize>)> {
+        let first = self.parts.partition_point(|(_, part)| part.end < span.start);
+        self.parts[first..].iter().take_while(move |(_, part)| part.start < span.end.max(span.start + 1))
+    }
+
+    /// The part of `haystack` (this whole, as the signs read it) that is text `index`'s.
+    pub(super) fn part<'a>(&self, haystack: &'a Haystack<'_>, at: usize) -> Haystack<'a> {
+        let bytes = self.parts[at].1.clone();
+        Haystack { text: &haystack.text[bytes.clone()], lower: Cow::Borrowed(&haystack.lower[bytes]) }
+    }
+
+    /// The parts, by their position in [`Joined::parts`], with each text's index.
+    pub(super) fn indices(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.parts.iter().enumerate().map(|(at, (index, _))| (at, *index))
+    }
+}
+
+/// The signs that may occur in each of a tool's texts (`candidates`, by the text's index):
+/// every text of `joined` (as `haystack` reads it) is searched at once, for the literals that
+/// start the signs' matches and for the signs no literal starts; in identifiers
+/// (`identifiers`) only for the signs read there. Each sign a text may hold is a bit in its
+/// candidates: a text is then read for those alone.
+pub(super) fn candidates(haystack: &Haystack, joined: &Joined, identifiers: bool, candidates: &mut [Candidates]) {
+    const { assert!(SIGNS.len() <= 64, "a sign a bit") };
+    let compiled = &*COMPILED;
+    let read_here = match identifiers {
+        true => SIGNS
+            .iter()
+            .enumerate()
+            .filter(|(_, sign)| sign.in_identifiers)
+            .fold(0, |bits, (index, _)| bits | 1 << index),
+        false => u64::MAX,
+    };
+    let mut mark = |span: Range<usize>, bits: u64| {
+        for (index, _) in joined.touched(span) {
+            candidates[*index].0 |= bits & read_here;
+        }
+    };
+    let mut matched = 0u64;
+    for (set, signs, text) in [
+        (&compiled.lowered_set, &compiled.lowered_signs, &*haystack.lower),
+        (&compiled.cased_set, &compiled.cased_signs, haystack.text),
+    ] {
+        for found in set.matches(text).iter() {
+            matched |= 1 << signs[found];
+        }
+    }
+    for index in (0..SIGNS.len()).filter(|index| matched & read_here & (1 << index) != 0) {
+        for found in compiled.each[index].find_iter(haystack.for_sign(index)) {
+            mark(found.range(), 1 << index);
+        }
+    }
+}
+
 /// A text as the signs read it, and in ASCII lower case (the same bytes but for the letters).
 pub(super) struct Haystack<'a> {
     pub(super) text: &'a str,
-    pub(super) lower: String,
+    pub(super) lower: Cow<'a, str>,
 }
 
 impl<'a> Haystack<'a> {
     pub(super) fn new(text: &'a str) -> Haystack<'a> {
-        Haystack { text, lower: text.to_ascii_lowercase() }
+        Haystack { text, lower: Cow::Owned(text.to_ascii_lowercase()) }
     }
 
     /// What sign number `index` runs on.
@@ -384,9 +460,13 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
     let mut readings = Vec::new();
     for (index, sign) in SIGNS.iter().enumerate() {
         let searched = haystack.for_sign(index);
-        if !candidates.has(index) || identifier && !sign.in_identifiers || !compiled.each[index].is_match(searched) {
+        if !candidates.has(index) || identifier && !sign.in_identifiers {
             continue;
         }
+        if !compiled.each[index].is_match(searched) {
+            continue;
+        }
+
         let mut best: Option<Reading> = None;
         for captures in compiled.each[index].captures_iter(searched).take(PLACES_PER_SIGN) {
             // A pattern that needs to see what comes before its sign names the sign `at`.
