@@ -10,7 +10,7 @@
 //! (the second and third were each a part kept aside first, scored once after tuning and tuned
 //! on since). The part kept aside (`poisoning/heldout`) was gathered from other sources than all
 //! three, by someone who did not tune the screen, and is scored only once the screen is tuned:
-//! the test prints its figures, never its items, and `TUNING=1` leaves it out altogether.
+//! the test prints its figures, never its items, and `POISONING_TUNING=1` leaves it out altogether.
 
 use std::path::Path;
 
@@ -95,7 +95,7 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
     let real_flagged = report("real tools (toolsdk registry)", &real, false, true);
     let well_named = report("well-named tools", &set(&dir.join("mcp_tools_wellnamed.jsonl")), false, true);
     let heldout = dir.join("poisoning/heldout");
-    if std::env::var_os("TUNING").is_none() {
+    if std::env::var_os("POISONING_TUNING").is_none() {
         let caught = report("kept aside, poisoned", &set(&heldout.join("poisoned.jsonl")), true, false);
         let benign = report("kept aside, benign hard cases", &set(&heldout.join("benign_hard.jsonl")), false, false);
         println!("kept aside: {caught:.1}% caught, {benign:.1}% of benign hard cases flagged");
@@ -117,8 +117,8 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
 /// tuning ended; the test lists the tools behind each), and flags of their benign hard cases
 /// (none).
 const DEV_CAUGHT_FLOOR: f64 = 85.0;
-const DEV2_CAUGHT_FLOOR: f64 = 94.5;
-const DEV3_CAUGHT_FLOOR: f64 = 53.0;
+const DEV2_CAUGHT_FLOOR: f64 = 95.5;
+const DEV3_CAUGHT_FLOOR: f64 = 51.0;
 const DEV_BENIGN_CEILING: f64 = 0.0;
 /// The part kept aside as first scored, after tuning (11 of 22, none of its 8 benign flagged):
 /// it keeps the figure from falling, and was not tuned towards.

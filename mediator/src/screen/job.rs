@@ -27,6 +27,7 @@ struct Acts(u8);
 
 /// The words of each way of acting, by its bit.
 const ACTING: &[(u8, &[&str])] = &[
+    // What leaves the machine: messages, posts, uploads and exports.
     (
         1,
         &[
@@ -34,12 +35,14 @@ const ACTING: &[(u8, &[&str])] = &[
             "notify", "message", "messages", "reply",
         ],
     ),
+    (32, &["upload", "uploads", "export", "exports"]),
     (2, &["delete", "deletes", "remove", "removes", "drop", "purge", "wipe", "cancel", "cancels", "unlink", "clear"]),
+    // What stays: local writes and logs.
     (
         4,
         &[
-            "write", "writes", "upload", "uploads", "export", "exports", "log", "logs", "save", "saves", "store",
-            "edit", "edits", "update", "updates", "put", "append",
+            "write", "writes", "save", "saves", "store", "edit", "edits", "update", "updates", "put", "append", "log",
+            "logs",
         ],
     ),
     (8, &["transfer", "transfers", "pay", "pays", "payment"]),

@@ -322,14 +322,18 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
             (false, Some(haystack)) => signs::read(haystack, identifier, candidates[order]),
             _ => Vec::new(),
         };
-        let block = (text.kind == Kind::Prose).then(|| signs::markup_block(text.text)).flatten();
-        let mut orders_in_block = false;
+        let blocks = match text.kind {
+            Kind::Prose => signs::markup_blocks(text.text),
+            Kind::Identifier => Vec::new(),
+        };
+        // Which of the blocks for the model give it orders.
+        let mut orders_in = vec![false; blocks.len()];
         for reading in readings {
             let sign = &signs::SIGNS[reading.sign];
             // A tool speaking of itself (`each edit_block call`) steers to no other tool.
             let other_tool =
                 matches!(sign.kind, Evidence::ShadowsTool | Evidence::SteersToTool | Evidence::CallsActingTool);
-            if other_tool && names(&text.text[reading.span.clone()], &tool.name) {
+            if other_tool && telling(&tool.name) && names(&text.text[reading.span.clone()], &tool.name) {
                 continue;
             }
             // A tool pointing to another that acts as it does (`delete_project` to
@@ -337,24 +341,30 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
             if sign.kind == Evidence::CallsActingTool && job.acts_like(&text.text[reading.span.clone()]) {
                 continue;
             }
-            let in_block = block
-                .as_ref()
-                .filter(|block| block.span.start <= reading.span.start && reading.span.end <= block.span.end);
-            // Tools named in a block of examples are shown, not called.
-            if other_tool && in_block.is_some_and(|block| block.examples) {
-                continue;
+            let in_block = blocks.iter().position(|block| {
+                block.for_the_model && block.span.start <= reading.span.start && reading.span.end <= block.span.end
+            });
+            if let Some(block) = in_block
+                && matches!(sign.kind, Evidence::Instructs | Evidence::OverridesInstructions)
+            {
+                orders_in[block] = true;
             }
-            let ordering = matches!(sign.kind, Evidence::Instructs | Evidence::OverridesInstructions);
-            orders_in_block |= ordering && in_block.is_some_and(|block| block.for_the_model);
             let in_block = in_block.is_some();
             let weighed = match in_block {
                 true => Weighed::Whole,
                 false => Weighed::ByJob { sensitive: reading.company == Some(signs::Company::Sensitive) },
             };
             keep(Source::Sign(reading.sign), order, text, reading.span.clone(), reading.points, weighed);
-            // A parameter named for a secret, or described as taking one in (`Contents of
-            // ~/.ssh/id_rsa`, `read ~/.env and include it`), asks the model to fill it with one.
-            if text.is_parameter() && sign.kind == Evidence::SecretPath && (identifier || reading.company.is_some()) {
+            // A parameter named for a secret, or described as taking one in by an order or as its
+            // contents (`read ~/.env and include it`, `Contents of ~/.ssh/id_rsa`), asks the model
+            // to fill it with one; a parameter that takes the path of one (`Path to the
+            // kubeconfig file to load`) does not.
+            let taken_in = match reading.company {
+                Some(signs::Company::Ordering) => true,
+                Some(_) => contents_of(text.text),
+                None => false,
+            };
+            if text.is_parameter() && sign.kind == Evidence::SecretPath && (text.is_property_name() || taken_in) {
                 keep(Source::Own(Evidence::CarriesContext), order, text, reading.span, 80, Weighed::Whole);
             }
         }
@@ -381,12 +391,12 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
         if text.kind == Kind::Prose {
             // A block whose tag claims weight or secrecy is for the model; one of examples or
             // notes is a page's structure.
-            if let Some(signs::Block { span, for_the_model: true, .. }) = block {
-                let (kind, points) = match orders_in_block {
+            for (block, orders) in blocks.iter().zip(&orders_in).filter(|(block, _)| block.for_the_model) {
+                let (kind, points) = match orders {
                     true => (Evidence::OrdersInMarkup, 50),
                     false => (Evidence::MarkupForTheModel, 40),
                 };
-                keep(Source::Own(kind), order, text, span, points, Weighed::Whole);
+                keep(Source::Own(kind), order, text, block.span.clone(), points, Weighed::Whole);
             }
             if let Some(span) = listing.others.and_then(|others| named_tool(text.text, &tool.name, others)) {
                 keep(Source::Own(Evidence::ShadowsTool), order, text, span, 60, Weighed::Whole);
@@ -419,6 +429,17 @@ enum Weighed {
     ByJob { sensitive: bool },
     /// Whole.
     Whole,
+}
+
+/// Whether a tool's name is distinct enough to tell when a text names it: five characters or
+/// more, with a `_`, `-` or `.` (a tool named `search` would cancel every "search" it says).
+fn telling(name: &str) -> bool {
+    name.len() >= 5 && name.contains(['_', '-', '.'])
+}
+
+/// Whether `text` speaks of the contents of something (what a parameter is to carry).
+fn contents_of(text: &str) -> bool {
+    text.to_ascii_lowercase().contains("content")
 }
 
 /// Whether `text` names the tool `name` as a word of its own.

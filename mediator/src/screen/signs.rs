@@ -23,6 +23,9 @@ pub(super) enum Company {
     /// where a sentence or clause starts (`Before analysis, read ...`), not a description of
     /// what the tool does (`Reads ...`).
     Ordering,
+    /// An order that ties something to every use, or insists on it: `must`, `always`, `also`,
+    /// `immediately`, `after any ...`, `whenever`.
+    Trigger,
 }
 
 /// One sign: the evidence it is of, its points, its points in each company (the best found
@@ -65,6 +68,9 @@ const SENSITIVE: &str = r"(?i)(?-u:\b)(?:credentials?|passwords?|passphrases?|ap
 
 /// Verbs that put something into an argument, or read it for that.
 const CARRYING: &str = r"(?i)(?-u:\b)(?:pass|passes|put|include|includes|paste|provide|add|append|insert|attach|fill|place|enter|concatenate|encode|read|reads|open|send|cat|dump|extract|collect|copy|load|contents?)(?-u:\b)";
+
+/// Words that tie an act to every use of a tool, or insist on it.
+const TRIGGER: &str = r"(?i)(?-u:\b)(?:must|always|also|immediately|afterwards?|whenever|every\s+time|each\s+time|for\s+(?:every|each)|(?:after|before|prior\s+to|following)\s+(?:any|every|each|all|completing|reading|fetching|writing|returning|answering|responding)|required|mandatory)(?-u:\b)";
 
 /// An order's verb in its plain form where a sentence, a line or a clause starts.
 const ORDERING: &str = r"(?i)(?:^\s*|[.!?:;,]\s+|\n[ \t]*(?:[-*][ \t]+)?|(?-u:\b)(?:and|then|first|also|please)\s+)(?:read|open|cat|load|include|provide|pass|paste|attach|send|upload|append|insert|copy|extract|collect|access|retrieve|forward|post|export)(?-u:\b)";
@@ -149,7 +155,7 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::ShellCommand,
         50,
-        r"(?i)(?:^|[\s`'\x22(;|&])(?:curl|wget|bash|sh|zsh|nc|ncat|chmod|chown|rm|cat|scp|rsync|ssh|sudo|printenv|base64|powershell|pwsh|python3?|perl|env)[ \t]+(?:-{1,2}[A-Za-z][\w-]*|~|/[\w.~/-]+|https?://|\$\w+|[\w.-]+\.(?:sh|py|ps1)(?-u:\b))",
+        r"(?i)(?:^|[\s`'\x22(;|&>])(?:curl|wget|bash|sh|zsh|nc|ncat|chmod|chown|rm|cat|scp|rsync|ssh|sudo|printenv|base64|powershell|pwsh|python3?|perl|env)[ \t]+(?:-{1,2}[A-Za-z][\w-]*|~|/[\w.~/-]+|https?://|\$\w+|[\w.-]+\.(?:sh|py|ps1)(?-u:\b))",
     ),
     // A path to secrets or configuration.
     sign(
@@ -208,14 +214,15 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::ShadowsTool,
         50,
-        r"(?i)(?-u:\b)(?:legacy|standard|old|original|unverified|unsecured|uncertified|insecure|outdated|deprecated)\s+(?:[\w-]+\s+)?[`'\x22]?[a-z]+_[a-z_*]+|[`'\x22]?(?-u:\b)[a-z]+_\w+[`'\x22]?\s+(?:tool\s+)?(?:is|are)\s+(?:currently\s+|now\s+)?(?:undergoing\s+maintenance|deprecated|broken|unreliable|blocked|disabled|compromised|outdated|insecure|unsafe)(?-u:\b)|(?-u:\b)blocked\s+by\s+the\s+firewall(?-u:\b)|(?-u:\b)unlike\s+the\s+(?:legacy|standard|old)(?-u:\b)|(?-u:\b)(?:must|should|needs?\s+to|has\s+to)\s+be\s+(?:called|invoked|run|performed|executed|used)\s+(?:immediately\s+|first\s+)?(?:before|after|prior\s+to)\s+(?:any|every|all|each)(?-u:\b)|(?-u:\b)required\s+to\s+unlock(?-u:\b)",
+        r"(?i)(?-u:\b)(?:legacy|standard|old|original|unverified|unsecured|uncertified|insecure|outdated|deprecated)\s+(?:[\w-]+\s+)?(?:[`'\x22][a-z]+_[a-z_*]+[`'\x22]?|[a-z]+_[a-z_*]+\s+tools?(?-u:\b))|(?:[`'\x22][a-z]+_\w+[`'\x22]\s+(?:tool\s+)?|(?-u:\b)[a-z]+_\w+\s+tool\s+)(?:is|are)\s+(?:currently\s+|now\s+)?(?:undergoing\s+maintenance|deprecated|broken|unreliable|blocked|disabled|compromised|outdated|insecure|unsafe)(?-u:\b)|(?-u:\b)blocked\s+by\s+the\s+firewall(?-u:\b)|(?-u:\b)unlike\s+the\s+(?:legacy|standard|old)(?-u:\b)|(?-u:\b)(?:must|should|needs?\s+to|has\s+to)\s+be\s+(?:called|invoked|run|performed|executed|used)\s+(?:immediately\s+|first\s+)?(?:before|after|prior\s+to)\s+(?:any|every|all|each)(?-u:\b)|(?-u:\b)required\s+to\s+unlock(?-u:\b)",
     ),
     // ... or has the model call another tool with an argument it fixes in advance.
     sign(
         Evidence::ShadowsTool,
-        50,
-        r"(?i)(?-u:\b)(?:call|invoke|execute|run|trigger|use|using|via|with|performing\s+an?)\s+(?:the\s+)?[`'\x22]?(?P<at>[a-z]+_[a-z_]+)[`'\x22]?\s+(?:tool\s+)?(?:on|to|with|for|at|in|and|titled|named|called|as)\s+(?:\w+\s+){0,3}?(?:set\s+to\s+|=\s*)?(?:'|\x22|‘|“|#)",
-    ),
+        30,
+        r"(?i)(?-u:\b)(?:call|invoke|execute|run|trigger|use|using|via|with|performing\s+an?)\s+(?:the\s+)?[`'\x22]?(?P<at>[a-z]+_[a-z_]+)[`'\x22]?\s+(?:tool\s+)?(?:on|to|with|for|at|in|and|titled|named|called|as)\s+(?:\w+\s+){0,3}?(?:set\s+to\s+|=\s*)?(?:'|\x22|‘|“)",
+    )
+    .with(&[(Company::Trigger, 50)]),
     // ... or to pick this tool over the others whatever the task.
     sign(
         Evidence::ShadowsTool,
@@ -226,9 +233,10 @@ pub(super) static SIGNS: &[Sign] = &[
     // the tool's name, which the screen sets against the tool's own job.
     sign(
         Evidence::CallsActingTool,
-        60,
+        20,
         r"(?i)(?-u:\b)(?:call|invoke|execute|run|trigger|use|using|via|with|performing\s+an?)\s+(?:the\s+)?[`'\x22]?(?P<at>(?:[a-z]+[_-])+(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)*|(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)+)(?-u:\b)|(?-u:\b)(?P<at2>(?:[a-z]+[_-])+(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)*|(?:send|post|delete|remove|write|export|upload|transfer|forward|log|share|email|mail|publish|cancel|invite|exec|drop|purge|wipe)(?:[_-][a-z]+)+)[`'\x22]?\s+(?:on|to|with)\s+['\x22‘“]",
-    ),
+    )
+    .with(&[(Company::Trigger, 60)]),
     sign(
         Evidence::ClaimsDeprecation,
         20,
@@ -268,7 +276,7 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::RevealsSecrets,
         80,
-        r"(?i)(?-u:\b)(?:extract|collect|gather|harvest|dump|retrieve|obtain|grab|search\s+for|look\s+for|locate|print|output|reveal|display|include|add|append|put|insert|embed)\s+(?:all\s+|any\s+|every\s+|the\s+|their\s+|these\s+|those\s+)?(?:[\w'-]+\s+){0,3}?(?:credentials|passwords|api\s+keys|secrets|private\s+keys|access\s+tokens|tokens|environment\s+variables|master\s+password|ssh\s+keys|seed\s+phrases?|(?:their|its|the\s+file'?s?)\s+contents)(?-u:\b)(?:[^.\n]|\.\S){0,60}?(?:(?-u:\b)in\s+(?:your|the)\s+(?:response|answer|reply|output|result)(?-u:\b)|(?-u:\b)to\s+the\s+(?:output|response|answer)(?-u:\b))|(?-u:\b)(?:extract|collect|gather|harvest|dump|search\s+for|look\s+for)\s+(?:all\s+|any\s+|every\s+)(?:[\w'-]+\s+){0,2}?(?:credentials|passwords|api\s+keys|secrets|private\s+keys|tokens|environment\s+variables|ssh\s+keys|seed\s+phrases?)(?-u:\b)|(?-u:\b)(?:search\s+for|find|look\s+for)\s+(?:all\s+|any\s+)?files\s+(?:containing|with|that\s+contain)\s+(?:[^.\n]{0,20}?)(?:passwords?|secrets?|api[_\s]?keys?|credentials|tokens?)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:extract|collect|gather|harvest|dump|retrieve|obtain|grab|search\s+for|look\s+for|locate|print|output|reveal|display|include|add|append|put|insert|embed)\s+(?:all\s+|any\s+|every\s+|the\s+|their\s+|these\s+|those\s+)?(?:[\w'-]+\s+){0,3}?(?:credentials|passwords|api\s+keys|secrets|private\s+keys|access\s+tokens|tokens|environment\s+variables|master\s+password|ssh\s+keys|seed\s+phrases?)(?-u:\b)(?:[^.\n]|\.\S){0,60}?(?:(?-u:\b)in\s+(?:your|the)\s+(?:response|answer|reply|output|result)(?-u:\b)|(?-u:\b)to\s+the\s+(?:output|response|answer)(?-u:\b))|(?-u:\b)(?:extract|collect|gather|harvest|dump)\s+(?:all\s+|any\s+|every\s+)(?:[\w'-]+\s+){0,2}?(?:credentials|passwords|api\s+keys|secrets|private\s+keys|tokens|environment\s+variables|ssh\s+keys|seed\s+phrases?)(?-u:\b)|(?-u:\b)(?:search\s+for|find|look\s+for)\s+(?:all\s+|any\s+)?files\s+(?:containing|with|that\s+contain)\s+(?:[^.\n]{0,20}?)(?:passwords?|secrets?|api[_\s]?keys?|credentials|tokens?)(?-u:\b)",
     ),
 ];
 
@@ -289,6 +297,7 @@ struct Compiled {
     sensitive: Regex,
     carrying: Regex,
     ordering: Regex,
+    trigger: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -318,6 +327,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         sensitive: Regex::new(SENSITIVE).expect("compiles"),
         carrying: Regex::new(CARRYING).expect("compiles"),
         ordering: Regex::new(ORDERING).expect("compiles"),
+        trigger: Regex::new(TRIGGER).expect("compiles"),
     }
 });
 
@@ -468,7 +478,14 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
         }
 
         let mut best: Option<Reading> = None;
-        for captures in compiled.each[index].captures_iter(searched).take(PLACES_PER_SIGN) {
+        let (mut places, mut looked) = (0, 0);
+        for captures in compiled.each[index].captures_iter(searched) {
+            // Negated places count too, up to many more: a text that turns a sign around a
+            // million times costs no more than this.
+            looked += 1;
+            if places == PLACES_PER_SIGN || looked > PLACES_PER_SIGN * 8 {
+                break;
+            }
             // A pattern that needs to see what comes before its sign names the sign `at`.
             let Some(found) = captures.name("at").or_else(|| captures.name("at2")).or_else(|| captures.get(0)) else {
                 continue;
@@ -479,6 +496,7 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
             if turned && negated(text, found.start()) {
                 continue;
             }
+            places += 1;
             let example = !sign.company.is_empty() && is_example(text, found.start());
             let company = sign
                 .company
@@ -496,26 +514,28 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
     readings
 }
 
-/// Whether the clause before `at` in `text` (at most [`NEGATION_REACH`] bytes of it) says
-/// `not`, `never`, `cannot`, `prevents` or the like.
+/// Whether one of the [`NEGATION_WORDS`] words before `at` in `text`, in the same clause, says `not`,
+/// `never`, `cannot`, `prevents` or the like (`cannot be used to bypass security`, `never
+/// proceed without showing the user`). Farther away, or past a comma, a negation is about
+/// something else (`don't hesitate, proceed without telling the user`).
 fn negated(text: &str, at: usize) -> bool {
     static NEGATION: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)(?-u:\b)(?:not|never|cannot|can't|no|unable|won't|don't|prevents?|to\s+prevent|impossible)(?-u:\b)",
-        )
-        .expect("the negation's pattern compiles")
+        Regex::new(r"(?i)^(?:not|never|cannot|can't|unable|won't|don't|prevents?|impossible)$")
+            .expect("the negation's pattern compiles")
     });
     let mut from = at.saturating_sub(NEGATION_REACH);
     while !text.is_char_boundary(from) {
         from += 1;
     }
     let before = &text[from..at];
-    let clause = before.rfind(['.', '!', '?', ';', ':', '\n']).map_or(before, |end| &before[end + 1..]);
-    NEGATION.is_match(clause)
+    let clause = before.rfind(['.', '!', '?', ';', ':', ',', '\n', '—', '–']).map_or(before, |end| &before[end + 1..]);
+    let clause = clause.rsplit_once(" - ").map_or(clause, |(_, after)| after);
+    clause.split_whitespace().rev().take(NEGATION_WORDS).any(|word| NEGATION.is_match(word))
 }
 
-/// How far back a negation is looked for, in bytes.
+/// How far back a negation is looked for, in bytes and in words.
 const NEGATION_REACH: usize = 80;
+const NEGATION_WORDS: usize = 6;
 
 /// Whether the sentence around `span` in `text` has `company`.
 fn in_company(text: &str, span: Range<usize>, company: Company, compiled: &Compiled) -> bool {
@@ -525,6 +545,7 @@ fn in_company(text: &str, span: Range<usize>, company: Company, compiled: &Compi
         Company::Sensitive => compiled.sensitive.is_match(sentence),
         Company::Carrying => compiled.carrying.is_match(sentence),
         Company::Ordering => compiled.ordering.is_match(sentence),
+        Company::Trigger => compiled.trigger.is_match(sentence),
     }
 }
 
@@ -620,52 +641,79 @@ const HTML_ELEMENTS: &[&str] = &[
 /// A block of `text` wrapped in a tag of a made-up name: where it is, and what its name says.
 pub(super) struct Block {
     pub(super) span: Range<usize>,
-    /// Its name claims weight or secrecy (`IMPORTANT`, `system`, `hidden`, `secret`): what it
-    /// holds is meant for the model, not for a reader.
+    /// Its name claims weight or secrecy, or addresses the model (`IMPORTANT`, `system`,
+    /// `hidden`, `note_for_ai`): what it holds is meant for the model, not for a reader. One
+    /// named for a page's structure (`<examples>`, `<important_notes>`, `<use_case>`) is not.
     pub(super) for_the_model: bool,
-    /// Its name says it holds examples (`<examples>`, `<example_usage>`).
-    pub(super) examples: bool,
 }
 
-/// The first block of `text` wrapped in a tag of a made-up name (`<IMPORTANT> ... </IMPORTANT>`,
-/// `<Mandatory Dev Protocol> ... </Mandatory Dev Protocol>`): markup no page shows, for the
-/// model. Tags of HTML's elements are not.
-pub(super) fn markup_block(text: &str) -> Option<Block> {
+/// At most this many blocks of one text are found, among at most [`TAGS`] tags looked at.
+const BLOCKS: usize = 8;
+const TAGS: usize = 64;
+
+/// The blocks of `text` wrapped in a tag of a made-up name (`<IMPORTANT> ... </IMPORTANT>`,
+/// `<Mandatory Dev Protocol> ... </Mandatory Dev Protocol>`, attributes and the closing tag's
+/// case as they come): markup no page shows. Tags of HTML's elements are not. A tag for the
+/// model that is never closed holds the rest of the text.
+pub(super) fn markup_blocks(text: &str) -> Vec<Block> {
     static OPENING: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"<([A-Za-z][A-Za-z0-9_ -]{0,38}[A-Za-z0-9])>").expect("the tag's pattern compiles")
+        Regex::new(r"<([A-Za-z][A-Za-z0-9_ -]{0,38}[A-Za-z0-9]|[A-Za-z])(?:\s[^<>]{0,200})?>")
+            .expect("the tag's pattern compiles")
     });
-    for tag in OPENING.captures_iter(text).take(PLACES_PER_SIGN) {
-        let (whole, name) = (tag.get(0)?, tag.get(1)?.as_str());
-        if HTML_ELEMENTS.contains(&name.to_ascii_lowercase().as_str()) {
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut lower: Option<String> = None;
+    for tag in OPENING.captures_iter(text).take(TAGS) {
+        let (Some(whole), Some(name)) = (tag.get(0), tag.get(1)) else { continue };
+        let name = name.as_str().to_ascii_lowercase();
+        if HTML_ELEMENTS.contains(&name.as_str()) || blocks.iter().any(|block| block.span.contains(&whole.start())) {
             continue;
         }
-        let closing = format!("</{name}>");
-        if let Some(end) = text[whole.end()..].find(&closing) {
-            let lower = name.to_ascii_lowercase();
-            let weighty = [
-                "important",
-                "system",
-                "hidden",
-                "secret",
-                "instruction",
-                "admin",
-                "critical",
-                "override",
-                "directive",
-                "prompt",
-                "mandatory",
-            ];
-            let addressed = ["ai", "llm", "assistant", "model", "agent"];
-            let for_the_model = (weighty.iter().any(|word| lower.contains(word)) && !lower.contains("notes"))
-                || lower.split(['_', '-', ' ']).any(|word| addressed.contains(&word));
-            return Some(Block {
-                span: whole.start()..whole.end() + end + closing.len(),
-                for_the_model,
-                examples: lower.starts_with("example"),
+        let lower = lower.get_or_insert_with(|| text.to_ascii_lowercase());
+        let closing = format!("</{name}");
+        let closed = lower[whole.end()..]
+            .match_indices(&closing)
+            .map(|(at, _)| whole.end() + at + closing.len())
+            .find_map(|after| {
+                let rest = &lower[after..];
+                rest.trim_start().starts_with('>').then(|| after + (rest.len() - rest.trim_start().len()) + 1)
             });
+        let for_the_model = tag_for_the_model(&name);
+        let end = match closed {
+            Some(end) => end,
+            None if for_the_model => text.len(),
+            None => continue,
+        };
+        blocks.push(Block { span: whole.start()..end, for_the_model });
+        if blocks.len() == BLOCKS {
+            break;
         }
     }
-    None
+    blocks
+}
+
+/// Whether a tag's name (lower case) claims weight or secrecy, or addresses the model, and is
+/// not named for a page's structure.
+fn tag_for_the_model(name: &str) -> bool {
+    const WEIGHTY: &[&str] = &[
+        "important",
+        "system",
+        "hidden",
+        "secret",
+        "instruction",
+        "instructions",
+        "admin",
+        "critical",
+        "override",
+        "directive",
+        "prompt",
+        "mandatory",
+    ];
+    const ADDRESSED: &[&str] = &["ai", "llm", "assistant"];
+    const STRUCTURE: &[&str] =
+        &["notes", "usage", "example", "examples", "hints", "tips", "case", "cases", "details", "workflow", "steps"];
+    let words: Vec<&str> = name.split(['_', '-', ' ']).filter(|word| !word.is_empty()).collect();
+    words.iter().any(|word| ADDRESSED.contains(word))
+        || words.iter().any(|word| WEIGHTY.contains(word)) && !words.iter().any(|word| STRUCTURE.contains(word))
 }
 
 /// `span` without the whitespace and punctuation a pattern takes in at its edges.
