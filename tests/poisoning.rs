@@ -120,8 +120,9 @@ const DEV_CAUGHT_FLOOR: f64 = 85.0;
 const DEV2_CAUGHT_FLOOR: f64 = 95.5;
 const DEV3_CAUGHT_FLOOR: f64 = 51.0;
 const DEV_BENIGN_CEILING: f64 = 0.0;
-/// The part kept aside as first scored, after tuning (11 of 22, none of its 8 benign flagged):
-/// it keeps the figure from falling, and was not tuned towards.
+/// The part kept aside as first scored, after tuning (11 of 22, none of its 8 benign flagged;
+/// 12 of 22 once a review's fixes were in): it keeps the figure from falling, and was not tuned
+/// towards.
 const HELDOUT_CAUGHT_FLOOR: f64 = 50.0;
 const HELDOUT_BENIGN_CEILING: f64 = 0.0;
 /// The ceiling: at most 1% of real tools flagged.
