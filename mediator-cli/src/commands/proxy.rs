@@ -85,7 +85,19 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
             (None, None) => unreachable!("clap requires a command or a URL"),
         })
     };
-    let settings = LinkSettings { pinned_as: Some(pinned_as(&args)), ..LinkSettings::default() };
+    let pinned_as = pinned_as(&args);
+    if let Some(pins) = &options.pins
+        && args.name.is_none()
+        && args.url.is_none()
+    {
+        // A pins file written before keys left credentials out holds this server under its
+        // command line as written: its pins move to the key without them.
+        let plain = tool_mediator::pin::plain_server_key(&command_words(&args));
+        if pins.change(|pins| pins.rename_server(&plain, &pinned_as))? {
+            tracing::info!("trust on first use: the pins of `{}` are kept without its credentials now", pinned_as);
+        }
+    }
+    let settings = LinkSettings { pinned_as: Some(pinned_as), ..LinkSettings::default() };
     let server = ServerSpec { settings, start: Arc::new(start) };
     serve(setup, options, vec![server], &args.listen).await
 }
@@ -105,8 +117,12 @@ fn pinned_as(args: &ProxyArgs) -> String {
         url.set_fragment(None);
         return url.to_string();
     }
-    let words: Vec<String> = args.command.iter().map(|word| word.to_string_lossy().into_owned()).collect();
-    tool_mediator::pin::server_key(&words)
+    tool_mediator::pin::server_key(&command_words(args))
+}
+
+/// The server's command line, word by word.
+fn command_words(args: &ProxyArgs) -> Vec<String> {
+    args.command.iter().map(|word| word.to_string_lossy().into_owned()).collect()
 }
 
 /// The proxy's options from the command line; `prefix` prefixes every tool with its server's

@@ -67,15 +67,20 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             let mut decided = Vec::new();
             for (keys, approve) in [(&args.reject, false), (&args.approve, true)] {
                 for key in keys {
-                    let (named, digest) = reviewed(key);
-                    let Some((server, name)) = next.find_held(named) else { return Err(Refused::NotHeld(key.clone())) };
-                    if let Some(digest) = digest
-                        && !next.held().iter().any(|held| {
-                            held.server == server && held.name == name && held.held.digest.starts_with(digest)
-                        })
-                    {
-                        return Err(Refused::Changed(key.clone()));
+                    let (named, digest) = reviewed(key).map_err(|why| Refused::Malformed(key.clone(), why))?;
+                    // Every held tool the key names (a server's key may hold `/` itself, so two
+                    // may), and of those the one whose definition is the one reviewed.
+                    let held = next.held();
+                    let named: Vec<_> = held.iter().filter(|held| held.is_named(named)).collect();
+                    if named.is_empty() {
+                        return Err(Refused::NotHeld(key.clone()));
                     }
+                    let Some(chosen) =
+                        named.iter().find(|held| digest.as_deref().is_none_or(|digest| held.held.digest == digest))
+                    else {
+                        return Err(Refused::Changed(key.clone()));
+                    };
+                    let (server, name) = (chosen.server.to_owned(), chosen.name.to_owned());
                     if approve {
                         next.approve(&server, &name);
                         decided.push(format!("approved {key}: pinned as the server lists it now"));
@@ -102,6 +107,7 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             Err(Refused::NotHeld(key)) => {
                 bail!("{}: `{key}` is not held back; `tool-mediator review{named}` lists what is", output::shown(&path))
             }
+            Err(Refused::Malformed(key, why)) => bail!("`{key}`: {why}"),
             Err(Refused::Changed(key)) => bail!(
                 "{}: `{key}` has changed again since that review, and nothing was decided; `tool-mediator \
                  review{named}` shows it as it is now",
@@ -133,20 +139,22 @@ enum Refused {
     NotHeld(String),
     /// The held tool is no longer the definition the key's digest names.
     Changed(String),
+    /// The key names a digest that is not one.
+    Malformed(String, String),
 }
 
-/// A review's `SERVER/TOOL@sha256:0123456789ab`: the key and the digest of the definition
-/// reviewed (its first 12 hexadecimal digits or more), when it names one.
-fn reviewed(key: &str) -> (&str, Option<&str>) {
-    match key.rsplit_once('@') {
-        Some((named, digest))
-            if digest
-                .strip_prefix("sha256:")
-                .is_some_and(|hex| hex.len() >= 12 && hex.bytes().all(|byte| byte.is_ascii_hexdigit())) =>
-        {
-            (named, Some(digest))
-        }
-        _ => (key, None),
+/// A review's `SERVER/TOOL@sha256:<64 hexadecimal digits>`: the key, and the digest of the
+/// definition reviewed when it names one (in lower case). The whole digest, never a prefix: a
+/// server that chose two definitions whose digests begin alike could otherwise swap one for
+/// the other after the review.
+fn reviewed(key: &str) -> Result<(&str, Option<String>), String> {
+    let Some((named, digest)) = key.rsplit_once("@sha256:") else { return Ok((key, None)) };
+    let hex = digest.to_ascii_lowercase();
+    match hex.len() == 64 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        true => Ok((named, Some(format!("sha256:{hex}")))),
+        false => Err("a reviewed definition is named by its whole digest, `@sha256:` and 64 hexadecimal digits, \
+                       as the review prints it"
+            .to_owned()),
     }
 }
 
@@ -169,7 +177,7 @@ fn shown(held: &HeldTool<'_>, named: &str) -> String {
     };
     let diff = similar::TextDiff::from_lines(&before, &now);
     let diff = diff.unified_diff().context_radius(3).header(&from, &format!("{key} (held back)")).to_string();
-    let argument = quoted_for_shell(&format!("{key}@{}", short(&held.held.digest)));
+    let argument = quoted_for_shell(&format!("{key}@{}", held.held.digest));
     format!(
         "{key}: {why}\n{diff}approve: tool-mediator review{named} --approve {argument}\nreject:  tool-mediator \
          review{named} --reject {argument}\n"

@@ -7,7 +7,9 @@ mod file;
 mod trust;
 
 pub use file::{PinsError, PinsFile, Stamp};
-pub use trust::{Definition, HeldTool, Hold, Pins, ServerPins, Verdict, quoted_for_shell, server_key};
+pub use trust::{
+    Definition, HeldTool, Hold, Pins, ServerPins, Verdict, plain_server_key, quoted_for_shell, server_key,
+};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -100,6 +100,13 @@ impl HeldTool<'_> {
     pub fn key(&self) -> String {
         format!("{}/{}", self.server, self.name)
     }
+
+    /// Whether a review's `SERVER/TOOL` names it: as its key, or as a review shows that escaped
+    /// ([`printable`](crate::screen::printable)).
+    pub fn is_named(&self, key: &str) -> bool {
+        let own = self.key();
+        own == key || crate::screen::printable(&own) == key
+    }
 }
 
 /// `text` as a shell reads it back: as it is when it is plain, else in single quotes. A
@@ -110,44 +117,83 @@ pub fn quoted_for_shell(text: &str) -> String {
 }
 
 /// The key a server started by `command` is pinned under when the user gave it no name: its
-/// words as a shell reads them back, with every value that looks like a credential (the value
-/// of a `KEY=`, `--token` or `--api-key=` word, a token of a well-known shape, a URL's password
-/// or query) replaced by `[redacted HASH]`, the first 12 hexadecimal digits of its SHA-256. The
-/// key is written to the pins file and shown in warnings and reviews, so it must not carry a
-/// secret; it stays the same from run to run, and two different secrets give two keys.
+/// words as a shell reads them back, with every value that looks like a credential replaced by
+/// `[redacted]`: the value of a `TOKEN=`, `--api-key VALUE` or `--password=VALUE` word, a header
+/// such as `Authorization: Bearer ...`, a token of a well-known shape (alone or as a value), a
+/// URL's user, password and query. The key is written to the pins file and shown in warnings
+/// and reviews, so it must carry no secret; it stays the same from run to run, and when a
+/// secret is rotated. A secret of no recognisable shape (one in a URL's path, say) is kept:
+/// `--name` is the sure way.
 pub fn server_key(command: &[String]) -> String {
     let mut words = Vec::with_capacity(command.len());
-    let mut secret_next = false;
+    let mut value_next = false;
     for word in command {
-        let shown = if std::mem::take(&mut secret_next) {
-            redacted(word)
-        } else if let Some((name, value)) = word.split_once('=')
-            && names_a_secret(name)
-        {
-            format!("{name}={}", redacted(value))
-        } else if word.starts_with('-') && names_a_secret(word) {
-            secret_next = true;
-            word.clone()
-        } else if looks_like_a_token(word) {
-            redacted(word)
-        } else {
-            without_url_secrets(word)
+        let shown = match word.strip_prefix('-') {
+            // A flag is never a value: `--use-auth --api-key VALUE` redacts VALUE.
+            Some(_) => {
+                value_next = false;
+                match word.split_once('=') {
+                    Some((flag, _)) if names_a_secret(flag) => format!("{flag}={REDACTED}"),
+                    Some((flag, value)) => format!("{flag}={}", without_secrets(value)),
+                    None => {
+                        value_next = names_a_secret(word);
+                        word.clone()
+                    }
+                }
+            }
+            None if std::mem::take(&mut value_next) => REDACTED.to_owned(),
+            None => without_secrets(word),
         };
         words.push(quoted_for_shell(&shown));
     }
     words.join(" ")
 }
 
-/// Whether a variable's or a flag's name says it holds a credential.
+/// What [`server_key`] gave before it redacted credentials: the words as a shell reads them
+/// back. A pins file may still hold a server under it.
+pub fn plain_server_key(command: &[String]) -> String {
+    command.iter().map(|word| quoted_for_shell(word)).collect::<Vec<_>>().join(" ")
+}
+
+/// What stands for a credential in a key.
+const REDACTED: &str = "[redacted]";
+
+/// Whether a variable's, a flag's or a header's name says it holds a credential.
 fn names_a_secret(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    ["key", "token", "secret", "passw", "pwd", "auth", "credential", "cookie", "session", "bearer", "private"]
+    ["key", "token", "secret", "pass", "pwd", "auth", "credential", "cookie", "session", "bearer", "private"]
         .iter()
         .any(|part| name.contains(part))
 }
 
-/// Whether `word` has the shape of a well-known kind of token (GitHub's, OpenAI's, Slack's,
-/// AWS's, GitLab's, a JWT).
+/// `value` with what looks like a credential in it redacted: the whole of it when it has a
+/// token's shape; the value of a `NAME=VALUE` or a `Name: value` whose name says it holds one;
+/// a URL's user, password and query.
+fn without_secrets(value: &str) -> String {
+    if looks_like_a_token(value) {
+        return REDACTED.to_owned();
+    }
+    if let Some((name, rest)) = value.split_once('=')
+        && !name.contains(['/', ':'])
+    {
+        return match names_a_secret(name) || looks_like_a_token(rest) {
+            true => format!("{name}={REDACTED}"),
+            false => format!("{name}={}", without_secrets(rest)),
+        };
+    }
+    if let Some((name, _)) = value.split_once(':')
+        && !name.is_empty()
+        && !value[name.len()..].starts_with("://")
+        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+        && names_a_secret(name)
+    {
+        return format!("{name}: {REDACTED}");
+    }
+    without_url_secrets(value)
+}
+
+/// Whether `word` has the shape of a well-known kind of token (GitHub's, OpenAI's and
+/// Anthropic's, Stripe's, Slack's, AWS's, GitLab's, Hugging Face's, Google's, npm's, a JWT).
 fn looks_like_a_token(word: &str) -> bool {
     const PREFIXES: &[&str] = &[
         "ghp_",
@@ -158,40 +204,38 @@ fn looks_like_a_token(word: &str) -> bool {
         "github_pat_",
         "sk-",
         "sk_live_",
+        "sk_test_",
         "rk_live_",
+        "rk_test_",
         "xoxb-",
         "xoxp-",
         "xoxa-",
+        "xapp-",
         "AKIA",
+        "ASIA",
         "glpat-",
+        "hf_",
+        "AIza",
+        "npm_",
         "eyJ",
     ];
     word.len() >= 16 && PREFIXES.iter().any(|prefix| word.starts_with(prefix))
 }
 
-/// `word` with a URL's password and query redacted, when it is a URL that has them.
+/// `word` with a URL's user, password and query redacted, when it is a URL that has them.
 fn without_url_secrets(word: &str) -> String {
     let Some((scheme, rest)) = word.split_once("://") else { return word.to_owned() };
-    let (authority_end, _) =
-        rest.char_indices().find(|&(_, c)| matches!(c, '/' | '?' | '#')).unwrap_or((rest.len(), ' '));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     let authority = match authority.rsplit_once('@') {
-        Some((user_info, host)) => format!("{}@{host}", redacted(user_info)),
+        Some((_, host)) => format!("{REDACTED}@{host}"),
         None => authority.to_owned(),
     };
     let tail = match tail.split_once('?') {
-        Some((path, query)) => format!("{path}?{}", redacted(query)),
+        Some((path, _)) => format!("{path}?{REDACTED}"),
         None => tail.to_owned(),
     };
     format!("{scheme}://{authority}{tail}")
-}
-
-/// `[redacted HASH]` for a secret `value`.
-fn redacted(value: &str) -> String {
-    use sha2::{Digest as _, Sha256};
-    let hash = Sha256::digest(value.as_bytes());
-    let hex: String = hash.iter().take(6).map(|byte| format!("{byte:02x}")).collect();
-    format!("[redacted {hex}]")
 }
 
 impl Pins {
@@ -234,6 +278,21 @@ impl Pins {
         verdicts
     }
 
+    /// Moves the pins kept under `old` to `new` (a proxy's key as it is made now), unless `new`
+    /// has pins already; whether anything moved.
+    pub fn rename_server(&mut self, old: &str, new: &str) -> bool {
+        if old == new || self.servers.contains_key(new) {
+            return false;
+        }
+        match self.servers.remove(old) {
+            Some(pins) => {
+                self.servers.insert(new.to_owned(), pins);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Every tool held back, by server and name.
     pub fn held(&self) -> Vec<HeldTool<'_>> {
         let mut held = Vec::new();
@@ -249,11 +308,10 @@ impl Pins {
     /// whole is matched), as (server, tool). A name with characters a terminal must not be sent
     /// is found as a review shows it too, escaped ([`printable`](crate::screen::printable)).
     pub fn find_held(&self, key: &str) -> Option<(String, String)> {
-        let named = |held: &HeldTool<'_>| {
-            let own = held.key();
-            own == key || crate::screen::printable(&own) == key
-        };
-        self.held().into_iter().find(named).map(|held| (held.server.to_owned(), held.name.to_owned()))
+        self.held()
+            .into_iter()
+            .find(|held| held.is_named(key))
+            .map(|held| (held.server.to_owned(), held.name.to_owned()))
     }
 
     /// Pins server `server`'s held tool `name` as it is now; whether it was held.
@@ -299,29 +357,63 @@ mod tests {
     #[test]
     fn a_server_key_carries_no_credential_of_its_command_line() {
         let words = |line: &str| line.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        let secrets = ["s3cr3t-value", "hunter2", "ghp_abcdefghijklmnopqrstuvwxyz0123", "pass:word", "k=1"];
-        let key = server_key(&words(
-            "env GITHUB_TOKEN=s3cr3t-value npx -y server --api-key hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123 \
-             https://user:pass:word@host.example/mcp?k=1 --verbose",
-        ));
-        for secret in secrets {
+        let command = [
+            "env",
+            "GITHUB_TOKEN=s3cr3t-value",
+            "DB_PASS=hunter3",
+            "GH_PAT=ghp_abcdefghijklmnopqrstuvwxyz0123",
+            "npx",
+            "-y",
+            "server",
+            "--use-auth",
+            "--api-key",
+            "hunter2",
+            "--token=tok-1",
+            "--env=OPENAI_KEY=sk-abcdefghijklmnopqrstu",
+            "--url=https://h.example/mcp?api_key=query-secret",
+            "--header",
+            "Authorization: Bearer bearer-secret",
+            "X-API-Key:header-secret",
+            "sk-proj-abcdefghijklmnopqrstuvwxyz",
+            "https://user:pass:word@host.example/mcp?k=1",
+            "--verbose",
+        ]
+        .map(str::to_owned);
+        let key = server_key(&command);
+        for secret in [
+            "s3cr3t-value",
+            "hunter3",
+            "ghp_",
+            "hunter2",
+            "tok-1",
+            "sk-abc",
+            "query-secret",
+            "bearer-secret",
+            "header-secret",
+            "sk-proj",
+            "pass:word",
+            "k=1",
+        ] {
             assert!(!key.contains(secret), "{secret} in {key}");
         }
-        assert!(key.starts_with("env 'GITHUB_TOKEN=[redacted "), "{key}");
-        assert!(key.contains("npx -y server --api-key '[redacted "), "{key}");
+        assert!(key.starts_with("env 'GITHUB_TOKEN=[redacted]' 'DB_PASS=[redacted]'"), "{key}");
+        assert!(key.contains(" --use-auth --api-key '[redacted]' "), "{key}");
+        assert!(key.contains("'Authorization: [redacted]'"), "{key}");
         assert!(key.ends_with(" --verbose"), "{key}");
-        assert_eq!(
-            key,
-            server_key(&words(
-                "env GITHUB_TOKEN=s3cr3t-value npx -y server --api-key hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123 https://user:pass:word@host.example/mcp?k=1 --verbose"
-            )),
-            "the same from run to run"
-        );
-        assert_ne!(server_key(&words("srv --token a")), server_key(&words("srv --token b")), "two secrets, two keys");
-        assert_eq!(
-            server_key(&words("uvx mcp-server-git --repository /tmp/repo")),
-            "uvx mcp-server-git --repository /tmp/repo"
-        );
+        assert_eq!(key, server_key(&command), "the same from run to run");
+        assert_eq!(server_key(&words("srv --token a")), server_key(&words("srv --token b")), "and across rotations");
+        let plain = words("uvx mcp-server-git --repository /tmp/repo --header Accept:text/plain");
+        assert_eq!(server_key(&plain), plain_server_key(&plain));
+    }
+
+    #[test]
+    fn pins_kept_under_a_plain_key_move_to_the_redacted_one() {
+        let mut pins = Pins::default();
+        let command = ["srv", "--api-key", "hunter2"].map(str::to_owned);
+        pins.screen(&plain_server_key(&command), &[tool("fetch", "Fetches.")]);
+        assert!(pins.rename_server(&plain_server_key(&command), &server_key(&command)));
+        assert!(pins.servers.keys().all(|key| !key.contains("hunter2")), "{:?}", pins.servers.keys());
+        assert!(!pins.rename_server(&plain_server_key(&command), &server_key(&command)), "once");
     }
 
     #[test]
