@@ -444,6 +444,7 @@ fn a_tool_that_names_another_servers_tool_is_reported_and_with_quarantine_left_o
     assert_eq!(names, ["daily_quote", "send_email"], "reported, still listed: {said}");
     assert!(said.contains("`quotes`'s tool `daily_quote` may shadow another server's"), "{said}");
     assert!(said.contains("tells how another tool must behave (description: \"send_email\""), "{said}");
+    assert!(said.contains("[[allow]] tool = \"daily_quote\" digest = \"sha256:"), "how to allow it: {said}");
     let (names, said) = list_through(&peers, &config, &["--no-disclosure", "--quarantine"]);
     assert_eq!(names, ["send_email"], "left out: {said}");
 }

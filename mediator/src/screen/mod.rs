@@ -406,19 +406,72 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
             }
         }
     }
+    let mut findings: Vec<(usize, Finding)> = best.into_values().filter(|(_, finding)| finding.points > 0).collect();
+    findings.sort_by_key(|(order, finding)| (*order, finding.span.start));
+    let findings: Vec<Finding> = findings.into_iter().map(|(_, finding)| finding).collect();
+    Verdict { score: score(&findings), findings, judgement: None }
+}
+
+/// The points `findings` add up to: each kind counts for at most [`KIND_AT_MOST`], and what
+/// only addresses the model for at most [`ADDRESSING_AT_MOST`] together.
+fn score(findings: &[Finding]) -> u16 {
     let mut by_kind: BTreeMap<Evidence, u16> = BTreeMap::new();
-    for (_, finding) in best.values() {
+    for finding in findings {
         let points = by_kind.entry(finding.kind).or_default();
         *points = (*points + finding.points).min(KIND_AT_MOST);
     }
     let addressing: u16 = by_kind.iter().filter(|(kind, _)| kind.only_addresses()).map(|(_, points)| points).sum();
     let acting: u16 = by_kind.iter().filter(|(kind, _)| !kind.only_addresses()).map(|(_, points)| points).sum();
-    let mut findings: Vec<(usize, Finding)> = best.into_values().filter(|(_, finding)| finding.points > 0).collect();
-    findings.sort_by_key(|(order, finding)| (*order, finding.span.start));
-    Verdict {
-        findings: findings.into_iter().map(|(_, finding)| finding).collect(),
-        score: addressing.min(ADDRESSING_AT_MOST) + acting,
-        judgement: None,
+    addressing.min(ADDRESSING_AT_MOST) + acting
+}
+
+/// What the screen keeps of one of a source's tools for when it is listed beside other
+/// servers' tools (a gateway's): its verdict on the source's own text, its digest (to allow it
+/// by), and the names of tools its prose mentions, each with the first place it does. When the
+/// servers meet, only those names are looked up: the tool is not screened again.
+#[derive(Debug, Clone, Default)]
+pub struct Screening {
+    pub verdict: Verdict,
+    pub digest: String,
+    mentions: Vec<(String, String, Range<usize>)>,
+}
+
+/// At most this many names a tool mentions are kept.
+const MENTIONS: usize = 64;
+
+impl Screening {
+    /// What is kept of `tool`, screened as `verdict`.
+    pub fn of(tool: &Tool, verdict: Verdict) -> Screening {
+        let input_schema = tool.input_schema_value();
+        let mut mentions: Vec<(String, String, Range<usize>)> = Vec::new();
+        for text in texts::texts(tool, input_schema.as_ref()).iter().filter(|text| text.kind == Kind::Prose) {
+            for (name, span) in tool_names(text.text, &tool.name) {
+                if mentions.len() == MENTIONS {
+                    break;
+                }
+                if !mentions.iter().any(|(known, _, _)| known == name) {
+                    mentions.push((name.to_owned(), text.field.clone(), span));
+                }
+            }
+        }
+        Screening { verdict, digest: crate::cache::digest(tool), mentions }
+    }
+
+    /// The verdict once the tool is listed beside `others` (the other servers' tools, by their
+    /// own names), when its prose names one of them: that shadows it, evidence it adds.
+    pub fn beside(&self, others: &HashSet<&str>) -> Option<Verdict> {
+        let (name, field, span) = self.mentions.iter().find(|(name, _, _)| others.contains(name.as_str()))?;
+        let mut verdict = self.verdict.clone();
+        let finding = Finding {
+            kind: Evidence::ShadowsTool,
+            field: field.clone(),
+            span: span.clone(),
+            excerpt: name.clone(),
+            points: 60,
+        };
+        verdict.findings.push(finding);
+        verdict.score = score(&verdict.findings);
+        Some(verdict)
     }
 }
 
@@ -477,29 +530,34 @@ fn excerpt(text: &str, span: &Range<usize>) -> String {
     out
 }
 
-/// Where `text` names one of `names` (not `own`): a name shorter than five characters, or
-/// without a `_`, `-` or `.`, is too common a word to tell.
+/// Where `text` names one of `names` (not `own`).
 fn named_tool(text: &str, own: &str, names: &HashSet<&str>) -> Option<Range<usize>> {
-    let telling = |name: &str| name.len() >= 5 && name.contains(['_', '-', '.']) && name != own;
+    tool_names(text, own).find(|(name, _)| names.contains(name)).map(|(_, span)| span)
+}
+
+/// The words of `text` that may be tool names (not `own`), and where: a name shorter than
+/// five characters, or without a `_`, `-` or `.`, is too common a word to tell.
+fn tool_names<'t>(text: &'t str, own: &str) -> impl Iterator<Item = (&'t str, Range<usize>)> {
+    let telling = move |name: &str| name.len() >= 5 && name.contains(['_', '-', '.']) && name != own;
     let in_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
     let mut start = None;
     // Each word by the byte offsets of its characters (separators may be several bytes long).
-    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    text.char_indices().chain(std::iter::once((text.len(), ' '))).filter_map(move |(at, c)| {
         match (in_name(c), start) {
             (true, None) => start = Some(at),
             (false, Some(from)) => {
                 start = None;
                 let word = &text[from..at];
                 let trimmed = word.trim_matches('.');
-                if telling(trimmed) && names.contains(trimmed) {
+                if telling(trimmed) {
                     let offset = from + (word.len() - word.trim_start_matches('.').len());
-                    return Some(offset..offset + trimmed.len());
+                    return Some((trimmed, offset..offset + trimmed.len()));
                 }
             }
             _ => {}
         }
-    }
-    None
+        None
+    })
 }
 
 /// A tool the user allowed after reviewing it: by its source's name and its canonical digest

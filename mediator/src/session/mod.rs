@@ -284,7 +284,7 @@ impl Session {
     /// context): for a front door that shows one list under several policies and enhances it
     /// once (`tokens`).
     pub fn take_in_enhanced(&self, enhanced: Vec<EnhancedTool>) {
-        self.settle(0, Some(Taken { tools: enhanced, reviewed: HashSet::new() }), None);
+        self.settle(0, Some(Taken { tools: enhanced, reviewed: HashSet::new(), screenings: HashMap::new() }), None);
     }
 
     /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
@@ -315,15 +315,25 @@ impl Session {
         if let Some(judge) = self.mediator.judge() {
             judge.rule(&context.source, &upstream, &mut screened.verdicts).await;
         }
+        // Behind a gateway, what the screen found is kept for when the servers meet.
+        let screenings = match self.source_names.len() > 1 {
+            true => upstream
+                .iter()
+                .zip(&screened.verdicts)
+                .filter(|(tool, _)| !screened.reviewed.contains(&tool.name))
+                .map(|(tool, verdict)| (tool.name.clone(), screen::Screening::of(tool, verdict.clone())))
+                .collect(),
+            false => HashMap::new(),
+        };
         screen::apply(&context.source, &mut upstream, &screened.verdicts, self.policy.quarantine);
-        Taken { tools: self.mediator.enhance(upstream, context).await, reviewed: screened.reviewed }
+        Taken { tools: self.mediator.enhance(upstream, context).await, reviewed: screened.reviewed, screenings }
     }
 
     /// Puts `taken` in as source `source`'s tools and works out what the client sees.
     fn settle(&self, source: usize, taken: Option<Taken>, kept: Option<Vec<Tool>>) {
-        let (enhanced, reviewed) = match taken {
-            Some(Taken { tools, reviewed }) => (Some(tools), reviewed),
-            None => (None, HashSet::new()),
+        let (enhanced, reviewed, screenings) = match taken {
+            Some(Taken { tools, reviewed, screenings }) => (Some(tools), reviewed, screenings),
+            None => (None, HashSet::new(), HashMap::new()),
         };
         let changed = {
             let mut state = self.state();
@@ -343,6 +353,7 @@ impl Session {
                     if enhanced.is_some() {
                         part.tools = enhanced;
                         part.reviewed = reviewed;
+                        part.screenings = screenings;
                     }
                 }
                 let (tools, owners) = sources::merge(
@@ -559,4 +570,6 @@ pub fn text_result(text: impl Into<String>, is_error: bool) -> Value {
 struct Taken {
     tools: Vec<EnhancedTool>,
     reviewed: HashSet<String>,
+    /// Behind a gateway, what the screen kept of each tool (by the source's name).
+    screenings: HashMap<String, screen::Screening>,
 }
