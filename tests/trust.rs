@@ -384,7 +384,13 @@ fn an_approval_names_the_definition_reviewed_and_is_refused_once_it_changed_agai
     // What the review shows now can be approved.
     let shown = stdout(&review(&pins, &[]));
     let now = shown.split("--approve ").nth(1).and_then(|rest| rest.split_whitespace().next()).unwrap();
-    let approved = review(&pins, &["--approve", &now.trim_matches('\'').to_ascii_uppercase().replace("WEB/GET_WEATHER@SHA256:", "web/get_weather@sha256:")]);
+    let approved = review(
+        &pins,
+        &[
+            "--approve",
+            &now.trim_matches('\'').to_ascii_uppercase().replace("WEB/GET_WEATHER@SHA256:", "web/get_weather@sha256:"),
+        ],
+    );
     assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
     assert_eq!(review(&pins, &["--check"]).status.code(), Some(0));
 }
