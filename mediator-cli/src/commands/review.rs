@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use serde_json::Value;
 use tool_mediator::Tool;
-use tool_mediator::pin::{HeldTool, PinsFile, quoted_for_shell};
+use tool_mediator::pin::{HeldTool, PinsFile, Unheld, quoted_for_shell};
 
 use crate::config;
 use crate::flags::ConfigArgs;
@@ -68,19 +68,10 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             for (keys, approve) in [(&args.reject, false), (&args.approve, true)] {
                 for key in keys {
                     let (named, digest) = reviewed(key).map_err(|why| Refused::Malformed(key.clone(), why))?;
-                    // Every held tool the key names (a server's key may hold `/` itself, so two
-                    // may), and of those the one whose definition is the one reviewed.
-                    let held = next.held();
-                    let named: Vec<_> = held.iter().filter(|held| held.is_named(named)).collect();
-                    if named.is_empty() {
-                        return Err(Refused::NotHeld(key.clone()));
-                    }
-                    let Some(chosen) =
-                        named.iter().find(|held| digest.as_deref().is_none_or(|digest| held.held.digest == digest))
-                    else {
-                        return Err(Refused::Changed(key.clone()));
-                    };
-                    let (server, name) = (chosen.server.to_owned(), chosen.name.to_owned());
+                    let (server, name) = next.find_held(named, digest.as_deref()).map_err(|unheld| match unheld {
+                        Unheld::NotHeld => Refused::NotHeld(key.clone()),
+                        Unheld::Changed => Refused::Changed(key.clone()),
+                    })?;
                     if approve {
                         next.approve(&server, &name);
                         decided.push(format!("approved {key}: pinned as the server lists it now"));

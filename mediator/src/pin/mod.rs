@@ -8,7 +8,7 @@ mod trust;
 
 pub use file::{PinsError, PinsFile, Stamp};
 pub use trust::{
-    Definition, HeldTool, Hold, Pins, ServerPins, Verdict, plain_server_key, quoted_for_shell, server_key,
+    Definition, HeldTool, Hold, Pins, ServerPins, Unheld, Verdict, plain_server_key, quoted_for_shell, server_key,
 };
 
 use std::collections::BTreeMap;

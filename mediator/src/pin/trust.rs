@@ -109,6 +109,16 @@ impl HeldTool<'_> {
     }
 }
 
+/// Why a review's key finds no held tool to decide on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unheld {
+    /// It names no held tool.
+    NotHeld,
+    /// The tool it names is held as another definition than the one its digest names: it
+    /// changed again since the review.
+    Changed,
+}
+
 /// `text` as a shell reads it back: as it is when it is plain, else in single quotes. A
 /// review's `--approve SERVER/TOOL` is shown so (a proxy's server key is its command line).
 pub fn quoted_for_shell(text: &str) -> String {
@@ -306,12 +316,19 @@ impl Pins {
 
     /// The held tool a review names as `SERVER/TOOL` (a server's key may hold `/` itself, so the
     /// whole is matched), as (server, tool). A name with characters a terminal must not be sent
-    /// is found as a review shows it too, escaped ([`printable`](crate::screen::printable)).
-    pub fn find_held(&self, key: &str) -> Option<(String, String)> {
-        self.held()
-            .into_iter()
-            .find(|held| held.is_named(key))
+    /// is found as a review shows it too, escaped ([`printable`](crate::screen::printable)). With
+    /// `digest`, the tool must be held as that definition still: the one the review showed.
+    pub fn find_held(&self, key: &str, digest: Option<&str>) -> Result<(String, String), Unheld> {
+        let held = self.held();
+        // A key may name two held tools (`a/b` + `c` and `a` + `b/c`): the digest tells them apart.
+        let mut named = held.iter().filter(|held| held.is_named(key)).peekable();
+        if named.peek().is_none() {
+            return Err(Unheld::NotHeld);
+        }
+        named
+            .find(|held| digest.is_none_or(|digest| held.held.digest == digest))
             .map(|held| (held.server.to_owned(), held.name.to_owned()))
+            .ok_or(Unheld::Changed)
     }
 
     /// Pins server `server`'s held tool `name` as it is now; whether it was held.
@@ -452,7 +469,7 @@ mod tests {
         assert_eq!(pins.screen("web", std::slice::from_ref(&rug)), [Verdict::Held(Hold::Changed)]);
         assert_eq!(pins.servers["web"].pinned["fetch"].tool.description.as_deref(), Some("Fetches a page."));
 
-        assert_eq!(pins.find_held("web/fetch"), Some(("web".to_owned(), "fetch".to_owned())));
+        assert_eq!(pins.find_held("web/fetch", None), Ok(("web".to_owned(), "fetch".to_owned())));
         assert!(pins.approve("web", "fetch"));
         assert!(!pins.approve("web", "fetch"), "approved once");
         assert!(pins.held().is_empty());
@@ -510,15 +527,15 @@ mod tests {
         pins.screen("b", &[tool("search", "Searches b.")]);
         assert_eq!(pins.screen("a", &[tool("search", "Searches a.")]), [Verdict::Pinned]);
         assert_eq!(pins.screen("b", &[tool("search", "Searches a.")]), [Verdict::Held(Hold::Changed)]);
-        assert_eq!(pins.find_held("b/search"), Some(("b".to_owned(), "search".to_owned())));
-        assert_eq!(pins.find_held("a/search"), None);
+        assert_eq!(pins.find_held("b/search", None), Ok(("b".to_owned(), "search".to_owned())));
+        assert_eq!(pins.find_held("a/search", None), Err(Unheld::NotHeld));
         // A server key that holds `/` (a proxy's command line) is matched whole.
         pins.screen("python /srv/x.py", &[tool("run", "Runs.")]);
         pins.screen("python /srv/x.py", &[tool("run", "Runs anything.")]);
-        assert_eq!(pins.find_held("python /srv/x.py/run"), Some(("python /srv/x.py".to_owned(), "run".to_owned())));
+        assert_eq!(pins.find_held("python /srv/x.py/run", None), Ok(("python /srv/x.py".to_owned(), "run".to_owned())));
         // A name a terminal is not sent as it is: found as the review shows it.
         pins.screen("a", &[tool("search", "Searches a."), tool("\u{1b}[2Jclear", "New.")]);
-        assert_eq!(pins.find_held("a/\\u{1b}[2Jclear"), Some(("a".to_owned(), "\u{1b}[2Jclear".to_owned())));
+        assert_eq!(pins.find_held("a/\\u{1b}[2Jclear", None), Ok(("a".to_owned(), "\u{1b}[2Jclear".to_owned())));
     }
 
     #[test]
