@@ -61,24 +61,29 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
     };
     let deciding = args.approve_all || !args.approve.is_empty() || !args.reject.is_empty();
     if deciding {
+        // Each key read before the file is touched: a malformed one decides nothing.
+        let mut decisions = Vec::new();
+        for (keys, approve) in [(&args.reject, false), (&args.approve, true)] {
+            for key in keys {
+                let (named, digest) = reviewed(key).map_err(|why| anyhow::anyhow!("`{key}`: {why}"))?;
+                decisions.push((key, named, digest, approve));
+            }
+        }
         let decided = file.change(|pins| {
             // All or nothing: one name that is not held back changes nothing.
             let mut next = pins.clone();
             let mut decided = Vec::new();
-            for (keys, approve) in [(&args.reject, false), (&args.approve, true)] {
-                for key in keys {
-                    let (named, digest) = reviewed(key).map_err(|why| Refused::Malformed(key.clone(), why))?;
-                    let (server, name) = next.find_held(named, digest.as_deref()).map_err(|unheld| match unheld {
-                        Unheld::NotHeld => Refused::NotHeld(key.clone()),
-                        Unheld::Changed => Refused::Changed(key.clone()),
-                    })?;
-                    if approve {
-                        next.approve(&server, &name);
-                        decided.push(format!("approved {key}: pinned as the server lists it now"));
-                    } else {
-                        next.reject(&server, &name);
-                        decided.push(format!("rejected {key}: held back, and not offered again unless it changes"));
-                    }
+            for &(key, named, ref digest, approve) in &decisions {
+                let (server, name) = next.find_held(named, digest.as_deref()).map_err(|unheld| match unheld {
+                    Unheld::NotHeld => Refused::NotHeld(key.clone()),
+                    Unheld::Changed => Refused::Changed(key.clone()),
+                })?;
+                if approve {
+                    next.approve(&server, &name);
+                    decided.push(format!("approved {key}: pinned as the server lists it now"));
+                } else {
+                    next.reject(&server, &name);
+                    decided.push(format!("rejected {key}: held back, and not offered again unless it changes"));
                 }
             }
             if args.approve_all {
@@ -98,7 +103,6 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             Err(Refused::NotHeld(key)) => {
                 bail!("{}: `{key}` is not held back; `tool-mediator review{named}` lists what is", output::shown(&path))
             }
-            Err(Refused::Malformed(key, why)) => bail!("`{key}`: {why}"),
             Err(Refused::Changed(key)) => bail!(
                 "{}: `{key}` has changed again since that review, and nothing was decided; `tool-mediator \
                  review{named}` shows it as it is now",
@@ -130,8 +134,6 @@ enum Refused {
     NotHeld(String),
     /// The held tool is no longer the definition the key's digest names.
     Changed(String),
-    /// The key names a digest that is not one.
-    Malformed(String, String),
 }
 
 /// A review's `SERVER/TOOL@sha256:<64 hexadecimal digits>`: the key, and the digest of the
