@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+mod compound;
 pub(crate) mod describe;
 mod dictionary;
 pub(crate) mod identifier;
