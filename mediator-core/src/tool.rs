@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::json::Json;
+use crate::transformer::Expansion;
 
 /// The `_meta` key under which a consumer-facing tool carries its provenance.
 ///
@@ -294,6 +295,8 @@ pub struct EnhancedTool {
     pub hidden: bool,
     /// The source's description, when a transformer rewrote it.
     pub original_description: Option<String>,
+    /// The words of the name the answer spelled out, each with its evidence.
+    pub expansions: Vec<Expansion>,
     /// What differs from the source's definition, so a consumer can tell without a copy of it.
     pub changes: Changes,
 }
@@ -317,6 +320,7 @@ impl EnhancedTool {
             inferred: Vec::new(),
             hidden: false,
             original_description: None,
+            expansions: Vec::new(),
             changes: Changes::default(),
         }
     }
@@ -385,6 +389,10 @@ impl EnhancedTool {
         }
         if let Some(description) = &self.original_description {
             provenance.insert("originalDescription".into(), description.clone().into());
+        }
+        if self.changes.name && !self.expansions.is_empty() {
+            let expansions = serde_json::to_value(&self.expansions).unwrap_or_default();
+            provenance.insert("expansions".into(), expansions);
         }
         Value::Object(provenance)
     }
@@ -467,6 +475,25 @@ mod tests {
         let consumer = serde_json::to_value(enhanced.to_consumer_tool()).unwrap();
         assert_eq!(consumer["_meta"][PROVENANCE_KEY]["originalName"], "gt_usr");
         assert_eq!(consumer["name"], "get_user");
+    }
+
+    #[test]
+    fn a_spelled_out_name_carries_its_evidence() {
+        let mut enhanced = EnhancedTool::unchanged(Tool::new("gt_acct"));
+        enhanced.tool.name = "get_account".into();
+        enhanced.changes.name = true;
+        enhanced.expansions = vec![
+            Expansion { word: "gt".into(), expansion: "get".into(), evidence: "the dictionary".into() },
+            Expansion { word: "acct".into(), expansion: "account".into(), evidence: "parameter account_id".into() },
+        ];
+        let consumer = serde_json::to_value(enhanced.to_consumer_tool()).unwrap();
+        assert_eq!(
+            consumer["_meta"][PROVENANCE_KEY]["expansions"],
+            json!([
+                {"word": "gt", "as": "get", "from": "the dictionary"},
+                {"word": "acct", "as": "account", "from": "parameter account_id"}
+            ])
+        );
     }
 
     #[test]

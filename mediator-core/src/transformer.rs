@@ -89,6 +89,22 @@ pub struct Answer {
     pub inferred: Vec<String>,
     /// The tool should not be shown to the model.
     pub hidden: bool,
+    /// The words of the name the transformer spelled out, each with its evidence.
+    pub expansions: Vec<Expansion>,
+}
+
+/// Why a word of a name was spelled out as it was: `acct` as "account", from the tool's own
+/// description. The provenance carries it, so a reader can check the reasoning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expansion {
+    /// The word as the name has it, lowercase.
+    pub word: String,
+    /// What it was read as.
+    #[serde(rename = "as")]
+    pub expansion: String,
+    /// Where that reading came from (`the description`, `sibling create_account`).
+    #[serde(rename = "from")]
+    pub evidence: String,
 }
 
 impl Answer {
@@ -101,6 +117,7 @@ impl Answer {
             argument_aliases: BTreeMap::new(),
             inferred: Vec::new(),
             hidden: false,
+            expansions: Vec::new(),
         }
     }
 

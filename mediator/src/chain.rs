@@ -357,6 +357,7 @@ impl Mediator {
             argument_aliases: answer.argument_aliases,
             inferred: answer.inferred,
             hidden: answer.hidden,
+            expansions: answer.expansions,
         };
         (enhanced, transformer)
     }

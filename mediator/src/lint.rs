@@ -208,7 +208,16 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
             found("duplicate-name", "name", format!("tool {first} has the name `{}` too", tool.name));
         }
         if reading.renames() && NameRules::MCP.is_valid(&tool.name) {
-            found("cryptic-name", "name", format!("`{}` reads as `{}`", tool.name, reading.name));
+            let evidence: Vec<String> = reading
+                .expansions()
+                .iter()
+                .map(|expansion| format!("`{}` from {}", expansion.word, expansion.evidence))
+                .collect();
+            found(
+                "cryptic-name",
+                "name",
+                format!("`{}` reads as `{}` ({})", tool.name, reading.name, evidence.join(", ")),
+            );
         }
         for weakness in weakness::weaknesses(tool) {
             let field = match weakness {
@@ -308,9 +317,10 @@ mod tests {
             let renamed =
                 answers.iter().find(|answer| answer.index == finding.index).and_then(|a| a.patch.name.clone());
             let renamed = renamed.expect("enhance renames what lint calls cryptic");
-            assert!(finding.message.ends_with(&format!("reads as `{renamed}`")), "{} vs {renamed}", finding.message);
+            assert!(finding.message.contains(&format!("reads as `{renamed}` (")), "{} vs {renamed}", finding.message);
         }
-        assert!(lint(&tools)[0].message.ends_with("`get_configuration`"));
+        // Each spelled-out word says where its reading came from.
+        assert!(lint(&tools)[0].message.ends_with("`get_configuration` (`cfg` from the description)"));
     }
 
     fn ids(tools: &[Tool]) -> Vec<&'static str> {

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::Cache;
 use tool_mediator_core::json::Json;
-use tool_mediator_core::{Answer, ToolPatch, ToolTransformer, TransformError};
+use tool_mediator_core::{Answer, Expansion, ToolPatch, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
 
 /// Wraps a transformer with the cache; is a transformer itself, named `cached-<inner>`, with
@@ -65,6 +65,8 @@ struct Stored {
     inferred: Vec<String>,
     #[serde(default)]
     hidden: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    expansions: Vec<Expansion>,
 }
 
 impl Stored {
@@ -76,6 +78,7 @@ impl Stored {
             argument_aliases: answer.argument_aliases.clone(),
             inferred: answer.inferred.clone(),
             hidden: answer.hidden,
+            expansions: answer.expansions.clone(),
         }
     }
 
@@ -88,6 +91,7 @@ impl Stored {
             argument_aliases: self.argument_aliases,
             inferred: self.inferred,
             hidden: self.hidden,
+            expansions: self.expansions,
         }
     }
 }

@@ -5,21 +5,23 @@
 use std::collections::HashMap;
 
 mod compound;
+mod context;
 pub(crate) mod describe;
 mod dictionary;
 pub(crate) mod identifier;
+mod lexicon;
 mod reading;
 
 use async_trait::async_trait;
 
 use tool_mediator_core::json::Json;
 use tool_mediator_core::schema;
-use tool_mediator_core::{Answer, ToolPatch, ToolTransformer, TransformError};
+use tool_mediator_core::{Answer, Expansion, ToolPatch, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
 
+use context::{Context, SiblingWords};
 pub use dictionary::{Dictionary, DictionaryError};
 pub use reading::NameReading;
-use reading::{Context, SiblingWords};
 
 /// Confidence of an answer whose description was inferred from the name alone.
 const INFERRED_DESCRIPTION: f64 = 0.4;
@@ -60,9 +62,16 @@ impl RuleTransformer {
     /// siblings' names as context, agreeing on one spelling out per abbreviation. What
     /// `enhance` renames a tool to, `lint` says its name reads as.
     pub fn read_names(&self, tools: &[Tool]) -> Vec<NameReading> {
+        self.read_names_from(tools, "")
+    }
+
+    /// [`RuleTransformer::read_names`], with the name of the source the tools came from as
+    /// context too (`stripe`, `google-calendar`).
+    pub fn read_names_from(&self, tools: &[Tool], source: &str) -> Vec<NameReading> {
         let mut siblings = SiblingWords::default();
+        siblings.add_source(source);
         for tool in tools {
-            siblings.add_name(&identifier::words(&tool.name));
+            siblings.add_name(&tool.name, &identifier::words(&tool.name));
         }
         let mut readings: Vec<NameReading> = tools
             .iter()
@@ -88,7 +97,12 @@ impl RuleTransformer {
 
     /// Answers for each tool the rules can improve.
     pub fn answers(&self, tools: &[Tool]) -> Vec<Answer> {
-        let readings = self.read_names(tools);
+        self.answers_from(tools, "")
+    }
+
+    /// [`RuleTransformer::answers`] for tools from the source named `source`.
+    pub fn answers_from(&self, tools: &[Tool], source: &str) -> Vec<Answer> {
+        let readings = self.read_names_from(tools, source);
         // What answering needs of each reading is kept while the categories are counted; the
         // rest of it (words, senses, a sentence the tool does not need) goes at once.
         let gists: Vec<Gist> = tools.iter().zip(readings).map(|(tool, reading)| Gist::of(tool, reading)).collect();
@@ -150,6 +164,7 @@ impl RuleTransformer {
         let mut answer = Answer::new(index, patch, confidence);
         answer.category = category;
         answer.inferred = inferred;
+        answer.expansions = gist.expansions;
         Some(answer)
     }
 }
@@ -186,6 +201,8 @@ struct Gist {
     description: Option<String>,
     confidence: f64,
     expanded_words: Vec<String>,
+    /// The words spelled out in the name, with their evidence.
+    expansions: Vec<Expansion>,
 }
 
 impl Gist {
@@ -198,10 +215,12 @@ impl Gist {
             Some(description) => reading.renames() && describe::repeats_name(description, &reading.expanded_words),
         };
         let renames = reading.renames();
+        let expansions = if renames { reading.expansions() } else { Vec::new() };
         let description = reading
             .description
             .filter(|description| needs_description && tool.description.as_ref() != Some(description));
         Gist {
+            expansions,
             name: renames.then_some(reading.name),
             description,
             confidence: reading.confidence,
@@ -220,8 +239,8 @@ impl ToolTransformer for RuleTransformer {
         Self::PRIORITY
     }
 
-    async fn transform(&self, tools: &[Tool], _context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
-        Ok(self.answers(tools))
+    async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+        Ok(self.answers_from(tools, &context.source))
     }
 }
 
@@ -332,6 +351,73 @@ mod tests {
             ("list_dependencies", "List the dependencies of the project."),
         ];
         assert_eq!(renames(&tools), [None, None]);
+    }
+
+    fn answers_for(tools: &[Tool], source: &str) -> Vec<Answer> {
+        RuleTransformer::new().answers_from(tools, source)
+    }
+
+    fn expansion(word: &str, expansion: &str, evidence: &str) -> Expansion {
+        Expansion { word: word.into(), expansion: expansion.into(), evidence: evidence.into() }
+    }
+
+    #[test]
+    fn the_tools_own_words_spell_out_its_name_and_say_so() {
+        let tool = Tool::new("get_acct_txns")
+            .with_description("Lists the transactions of an account between two dates.")
+            .with_input_schema(json!({"type": "object", "properties": {}}));
+        let answer = answers_for(&[tool], "").pop().unwrap();
+        assert_eq!(answer.patch.name.as_deref(), Some("get_account_transactions"));
+        assert_eq!(
+            answer.expansions,
+            [expansion("acct", "account", "the description"), expansion("txns", "transactions", "the description")]
+        );
+    }
+
+    #[test]
+    fn parameters_siblings_and_the_source_are_context_too() {
+        let schema = |properties: serde_json::Value| json!({"type": "object", "properties": properties});
+        let tools = [
+            Tool::new("get_inv").with_input_schema(schema(json!({"invoice_id": {"type": "string"}}))),
+            Tool::new("void_invc").with_input_schema(schema(json!({}))),
+            Tool::new("create_invoice").with_input_schema(schema(json!({}))),
+            Tool::new("get_wthr").with_input_schema(schema(json!({}))),
+        ];
+        let answers = answers_for(&tools, "weather");
+        let by_name = |name: &str| answers.iter().find(|answer| tools[answer.index].name == name).unwrap();
+        assert_eq!(by_name("get_inv").patch.name.as_deref(), Some("get_invoice"));
+        assert_eq!(by_name("get_inv").expansions, [expansion("inv", "invoice", "parameter invoice_id")]);
+        assert_eq!(by_name("void_invc").patch.name.as_deref(), Some("void_invoice"));
+        assert_eq!(by_name("void_invc").expansions, [expansion("invc", "invoice", "sibling create_invoice")]);
+        assert_eq!(by_name("get_wthr").patch.name.as_deref(), Some("get_weather"));
+        assert_eq!(by_name("get_wthr").expansions, [expansion("wthr", "weather", "the source's name")]);
+    }
+
+    #[test]
+    fn an_acronym_the_description_spells_out_stays_and_is_read() {
+        let tool = Tool::new("get_ttl").with_description("Returns the time to live of a key.");
+        let reading = RuleTransformer::new().read_names(&[tool]).pop().unwrap();
+        assert_eq!(reading.name, "get_ttl");
+        assert_eq!(reading.expanded_words, ["get", "time", "to", "live"]);
+    }
+
+    #[test]
+    fn hostile_names_and_contexts_are_read_within_bounds() {
+        let long = "a".repeat(300);
+        let huge_description = "account ".repeat(100_000);
+        let many_parameters: serde_json::Map<String, serde_json::Value> =
+            (0..10_000).map(|i| (format!("p{i}_acct"), json!({"type": "string", "description": "account"}))).collect();
+        let tools = [
+            Tool::new(long.as_str()),
+            Tool::new("get_acct").with_description(huge_description),
+            Tool::new("üsr_ñame_☃").with_input_schema(json!({"type": "object", "properties": many_parameters})),
+            Tool::new("x".repeat(32) + "_" + &"q".repeat(31)),
+        ];
+        let readings = RuleTransformer::new().read_names(&tools);
+        assert_eq!(readings[0].name, long, "a name over the limit is not read");
+        assert_eq!(readings[1].name, "get_account");
+        assert_eq!(readings[2].name, "üsr_ñame_☃");
+        assert_eq!(readings[3].name, tools[3].name);
     }
 
     #[test]

@@ -1,166 +1,13 @@
 //! Reading a tool name: which words it is made of, what its abbreviations stand for, and the
 //! name with its cryptic abbreviations spelled out.
 
-use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
-
 use serde::Serialize;
 
 use super::compound;
+use super::context::{Context, Evidence, Reading};
 use super::dictionary::{Dictionary, Entry, is_english};
 use super::identifier::{self, Case};
-use tool_mediator_core::Tool;
-
-/// Words a tool uses about itself: its description, its parameter names, its siblings' names.
-/// The rules look here before the dictionary (`gt_usr` described as "gets user"). Words are
-/// split out only when a name has a word the rules do not know.
-#[derive(Debug, Default)]
-pub struct Context<'a> {
-    tool: Option<&'a Tool>,
-    siblings: Option<&'a SiblingWords>,
-    /// Abbreviations whose spelling out the list agreed on: one word, one expansion.
-    agreed: Option<&'a HashMap<String, String>>,
-    description: OnceCell<Vec<String>>,
-    parameters: OnceCell<Vec<String>>,
-}
-
-/// The English words in the names of a batch of tools, by first letter; and how many of the
-/// names use each word.
-#[derive(Debug, Default)]
-pub struct SiblingWords {
-    by_initial: HashMap<char, Vec<String>>,
-    seen: HashSet<String>,
-    names_using: HashMap<String, usize>,
-}
-
-/// A word this many names of one list use is the list's own.
-const LIST_WORD_NAMES: usize = 3;
-
-impl SiblingWords {
-    /// Adds the words of one name.
-    pub fn add_name(&mut self, words: &[String]) {
-        for (position, word) in words.iter().enumerate() {
-            self.add(word);
-            if !words[..position].contains(word) {
-                *self.names_using.entry(word.clone()).or_default() += 1;
-            }
-        }
-    }
-
-    fn add(&mut self, word: &str) {
-        let Some(initial) = word.chars().next() else {
-            return;
-        };
-        if word.len() > 2 && !self.seen.contains(word) && is_english(word) {
-            self.seen.insert(word.to_owned());
-            self.by_initial.entry(initial).or_default().push(word.to_owned());
-        }
-    }
-
-    fn starting_with(&self, initial: char) -> &[String] {
-        self.by_initial.get(&initial).map(Vec::as_slice).unwrap_or_default()
-    }
-}
-
-impl<'a> Context<'a> {
-    pub fn of(tool: &'a Tool, siblings: &'a SiblingWords) -> Self {
-        Context { tool: Some(tool), siblings: Some(siblings), ..Context::default() }
-    }
-
-    /// The context with the expansions a list agreed on, which win over the tool's own.
-    pub fn agreeing(self, agreed: &'a HashMap<String, String>) -> Self {
-        Context { agreed: Some(agreed), ..self }
-    }
-
-    fn description(&self) -> &[String] {
-        self.description.get_or_init(|| {
-            self.tool.and_then(|tool| tool.description.as_deref()).map(identifier::words).unwrap_or_default()
-        })
-    }
-
-    fn parameters(&self) -> &[String] {
-        self.parameters.get_or_init(|| {
-            self.tool
-                .map(|tool| tool.parameter_names().iter().flat_map(|name| identifier::words(name)).collect())
-                .unwrap_or_default()
-        })
-    }
-
-    fn mentions(&self, word: &str) -> bool {
-        self.description().iter().any(|w| w == word) || self.parameters().iter().any(|w| w == word)
-    }
-
-    /// Whether `token` is the initials of consecutive description words (`pca` in "Principal
-    /// component analysis"): an acronym the tool explains, to keep as it is.
-    fn spells_initials(&self, token: &str) -> bool {
-        let letters: Vec<char> = token.chars().collect();
-        letters.len() >= 2
-            && self
-                .description()
-                .windows(letters.len())
-                .any(|words| words.iter().zip(&letters).all(|(word, letter)| word.starts_with(*letter)))
-    }
-
-    /// Whether `word` is the list's own: enough of its names use it.
-    fn is_list_word(&self, word: &str) -> bool {
-        self.siblings.and_then(|siblings| siblings.names_using.get(word)).is_some_and(|&names| names >= LIST_WORD_NAMES)
-    }
-
-    /// The word the tool's own description or parameters spell out for `token`.
-    fn own_expansion_of(&self, token: &str) -> Option<String> {
-        let first = token.chars().next()?;
-        [self.description(), self.parameters()].into_iter().find_map(|words| {
-            words
-                .iter()
-                .filter(|word| word.len() > token.len() && word.starts_with(first))
-                .filter_map(|word| lemma(word, token))
-                .filter(|word| token.len() > 2 || two_letter_match(token, word))
-                .min_by_key(|word| (!word.starts_with(token), word.len()))
-        })
-    }
-
-    /// A word of a sibling tool's name that starts with `token` (three letters or more).
-    fn sibling_expansion_of(&self, token: &str) -> Option<String> {
-        let first = token.chars().next()?;
-        if token.len() < 3 {
-            return None;
-        }
-        let siblings = self.siblings.map(|siblings| siblings.starting_with(first)).unwrap_or_default();
-        siblings
-            .iter()
-            .filter(|word| word.len() > token.len() && word.starts_with(token))
-            .filter_map(|word| lemma(word, token))
-            .min_by_key(String::len)
-    }
-}
-
-/// A two-letter abbreviation keeps a word's first letter and the consonant after it
-/// (`gt` for "get", `pl` for "plot"); a word that merely starts with it is not evidence enough.
-fn two_letter_match(token: &str, word: &str) -> bool {
-    let second = token.chars().nth(1);
-    word.chars().skip(1).find(|c| !"aeiou".contains(*c)) == second
-}
-
-/// `word` or its stem, whichever is the shortest English word that `token` still abbreviates.
-fn lemma(word: &str, token: &str) -> Option<String> {
-    let mut forms = vec![word.to_owned()];
-    if !token.ends_with('s') {
-        for (suffix, replacement) in [("s", ""), ("es", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e")] {
-            if let Some(stem) = word.strip_suffix(suffix) {
-                forms.push(format!("{stem}{replacement}"));
-            }
-        }
-    }
-    forms
-        .into_iter()
-        .filter(|form| form.len() > token.len() && is_english(form) && is_subsequence(token, form))
-        .min_by_key(String::len)
-}
-
-fn is_subsequence(short: &str, long: &str) -> bool {
-    let mut rest = long.chars();
-    short.chars().all(|c| rest.any(|d| d == c))
-}
+use tool_mediator_core::Expansion;
 
 /// How much of a name must be understood before the rules describe it.
 const MIN_UNDERSTOOD_TO_DESCRIBE: f64 = 0.5;
@@ -173,13 +20,12 @@ pub enum Sense {
     Word,
     /// A term or acronym the dictionary keeps (`id`, `json`).
     Kept,
-    /// A conventional short form, or a list's own word, kept in the name (`repo` reads as
-    /// `repository`).
-    Conventional(String),
-    /// A cryptic abbreviation the dictionary expands (`usr` -> `user`).
-    Abbreviation(String),
-    /// An abbreviation the tool's context spells out (`gt` in "gets user" -> `get`).
-    FromContext(String),
+    /// A conventional short form, a list's own word or what only general knowledge of code
+    /// reads, kept in the name (`repo` reads as `repository`).
+    Conventional(String, Evidence),
+    /// An abbreviation spelled out in the name (`usr` -> `user` from the dictionary, `gt` in
+    /// "gets user" -> `get` from the description).
+    Expanded(String, Evidence),
     /// A capitalized acronym in a mixed-case name (`NNTP` in `getNNTPServer`).
     Acronym,
     Unknown,
@@ -189,16 +35,28 @@ impl Sense {
     /// The expansion written into the name, if this sense renames.
     fn renames_to(&self) -> Option<&str> {
         match self {
-            Sense::Abbreviation(expansion) | Sense::FromContext(expansion) => Some(expansion),
+            Sense::Expanded(expansion, _) => Some(expansion),
             _ => None,
         }
     }
 
+    /// What the word is read as, when more than itself.
+    fn reads_as(&self) -> Option<&str> {
+        match self {
+            Sense::Expanded(expansion, _) | Sense::Conventional(expansion, _) => Some(expansion),
+            _ => None,
+        }
+    }
+
+    /// How much of the word's meaning the reading is sure of: the tool's own words and the
+    /// dictionary more than general knowledge.
     fn weight(&self) -> f64 {
         match self {
-            Sense::Number | Sense::Word | Sense::Kept | Sense::Conventional(_) => 1.0,
-            Sense::Abbreviation(_) => 0.9,
-            Sense::FromContext(_) | Sense::Acronym => 0.8,
+            Sense::Number | Sense::Word | Sense::Kept => 1.0,
+            Sense::Conventional(_, Evidence::Lexicon) => 0.8,
+            Sense::Conventional(..) => 1.0,
+            Sense::Expanded(_, Evidence::Dictionary) => 0.9,
+            Sense::Expanded(..) | Sense::Acronym => 0.8,
             Sense::Unknown => 0.0,
         }
     }
@@ -254,10 +112,7 @@ impl NameReading {
             .iter()
             .zip(&senses)
             .flat_map(|(word, sense)| {
-                let expansion = match sense {
-                    Sense::Abbreviation(e) | Sense::FromContext(e) | Sense::Conventional(e) => e.as_str(),
-                    _ => word.as_str(),
-                };
+                let expansion = sense.reads_as().unwrap_or(word);
                 expansion.split_whitespace().map(str::to_owned).collect::<Vec<_>>()
             })
             .collect();
@@ -296,12 +151,21 @@ impl NameReading {
 
     /// What the rules read the `index`th word as, when they read it as more than itself.
     pub fn expansion_of(&self, index: usize) -> Option<&str> {
-        match self.senses.get(index)? {
-            Sense::Abbreviation(expansion) | Sense::FromContext(expansion) | Sense::Conventional(expansion) => {
-                Some(expansion)
-            }
-            _ => None,
-        }
+        self.senses.get(index)?.reads_as()
+    }
+
+    /// The words spelled out in the name, each with its evidence.
+    pub fn expansions(&self) -> Vec<Expansion> {
+        self.words
+            .iter()
+            .zip(&self.senses)
+            .filter_map(|(word, sense)| match sense {
+                Sense::Expanded(expansion, evidence) => {
+                    Some(Expansion { word: word.clone(), expansion: expansion.clone(), evidence: evidence.to_string() })
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether reading the name spelled out an abbreviation in it.
@@ -320,50 +184,49 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
     let entry = dictionary.get(word);
     match entry {
         Some(Entry::Keep) => return Sense::Kept,
-        Some(Entry::Read(expansion)) => return Sense::Conventional(expansion.clone()),
+        Some(Entry::Read(expansion)) => return Sense::Conventional(expansion.clone(), Evidence::Dictionary),
         _ => {}
     }
     let english = is_english(word);
-    if (english && entry.is_none()) || context.mentions(word) || context.spells_initials(word) {
+    if (english && entry.is_none()) || context.mentions(word) {
         return Sense::Word;
     }
-    // The tool's own words first, then the dictionary, then its siblings' names.
+    // An acronym the description spells out stays in the name (`pca`), read as it says.
+    if let Some(phrase) = context.initials_in_description(word) {
+        return Sense::Conventional(phrase, Evidence::Description);
+    }
     let abbreviation =
         (!english || entry.is_some()) && word.len() >= 2 && word.chars().all(|c| c.is_ascii_alphabetic());
+    if !abbreviation {
+        return if english {
+            Sense::Word
+        } else if is_acronym {
+            Sense::Acronym
+        } else {
+            Sense::Unknown
+        };
+    }
     // A word many names of the list share is the list's own vocabulary (`pl_` for the plots
     // of a plotting library, `sim` for the simulator of a simulator's tools): its users read it
     // as it is. It stays in the name, read as the context spells it out; only what the
     // dictionary says is cryptic (`usr`, `gen`) is spelled out in names whatever the list.
-    if abbreviation && entry.is_none() && context.is_list_word(word) {
-        let reading = context
-            .agreed
-            .and_then(|agreed| agreed.get(word).cloned())
-            .or_else(|| context.own_expansion_of(word))
-            .or_else(|| context.sibling_expansion_of(word));
-        return match reading {
-            Some(expansion) => Sense::Conventional(expansion),
+    if entry.is_none() && context.is_list_word(word) {
+        return match context.agreed(word).or_else(|| context.best_reading(word, dictionary, false)) {
+            Some(Reading { expansion, evidence, .. }) => Sense::Conventional(expansion, evidence),
             None if is_acronym => Sense::Acronym,
             None => Sense::Unknown,
         };
     }
-    if abbreviation && let Some(expansion) = context.agreed.and_then(|agreed| agreed.get(word)) {
-        return Sense::FromContext(expansion.clone());
-    }
-    if abbreviation && let Some(expansion) = context.own_expansion_of(word) {
-        return Sense::FromContext(expansion);
-    }
-    if let Some(Entry::Expand(expansion)) = entry {
-        return Sense::Abbreviation(expansion.clone());
-    }
-    if abbreviation && let Some(expansion) = context.sibling_expansion_of(word) {
-        return Sense::FromContext(expansion);
-    }
-    if english {
-        Sense::Word
-    } else if is_acronym {
-        Sense::Acronym
-    } else {
-        Sense::Unknown
+    match context.agreed(word).or_else(|| context.best_reading(word, dictionary, true)) {
+        // What only the lexicon knows is read, not written into the name: general knowledge
+        // of code is not the tool's word for it.
+        Some(Reading { expansion, evidence: Evidence::Lexicon, .. }) => {
+            Sense::Conventional(expansion, Evidence::Lexicon)
+        }
+        Some(Reading { expansion, evidence, .. }) => Sense::Expanded(expansion, evidence),
+        None if english => Sense::Word,
+        None if is_acronym => Sense::Acronym,
+        None => Sense::Unknown,
     }
 }
 
@@ -387,7 +250,9 @@ fn write_like(token: &str, expansion: &str, name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::context::SiblingWords;
     use super::*;
+    use tool_mediator_core::Tool;
 
     fn read(name: &str) -> NameReading {
         NameReading::read(name, &Dictionary::built_in(), &Context::default())
