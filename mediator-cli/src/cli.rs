@@ -46,7 +46,8 @@ pub enum Command {
     Categorize(CategorizeArgs),
     /// Show how the rules read tool names: one JSON line per name.
     ///
-    /// Prints {"input", "words", "expanded_words", "name", "description", "confidence"}.
+    /// Prints {"input", "words", "expanded_words", "name", "description", "confidence", "readings"}:
+    /// each reading says what a word was read as and where that came from.
     /// Names come from the arguments, or one per line from standard input.
     Names(NamesArgs),
     /// Work with override files.

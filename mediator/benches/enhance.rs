@@ -1,7 +1,8 @@
 //! `cargo bench -p tool-mediator --bench enhance`: the chain (overrides + rules) on 1,000 and
 //! 10,000 tools, beside serde_json parsing and serializing the same manifest, and the poisoning
-//! screen over the same tools (and over one hostile description). The targets: enhancing costs at
-//! most 3x that round trip, and the screen is not the slow stage (it costs less than the chain).
+//! screen over the same tools (and over one hostile description), and the rules alone. The
+//! targets: enhancing costs at most 3x that round trip, and the screen is not the slow stage (it
+//! costs less than the chain).
 
 use std::sync::LazyLock;
 
@@ -83,6 +84,14 @@ struct ManifestOut {
 static PARSED: LazyLock<Vec<(usize, Vec<Tool>)>> = LazyLock::new(|| {
     SIZES.iter().map(|&n| (n, serde_json::from_str::<ManifestIn>(text(n)).expect("a manifest").tools)).collect()
 });
+
+/// The rules alone over the same tools in one listing: every name read with its description,
+/// parameters and siblings as context, the listing agreeing on one reading per short word.
+#[divan::bench(args = SIZES)]
+fn rules(bencher: Bencher, n: usize) {
+    let tools = &PARSED.iter().find(|(size, _)| *size == n).expect("a prepared size").1;
+    bencher.bench(|| RULES.answers(divan::black_box(tools)));
+}
 
 /// The poisoning screen over the same tools, each examined in its listing (what a session does
 /// to every list it takes in, before the chain).

@@ -93,6 +93,22 @@ impl Fit {
         Fit::of_letters(token.as_bytes(), word.as_bytes())
     }
 
+    /// How `token` abbreviates a word or a phrase: a phrase by its initials (`fd`, "file
+    /// descriptor") or its letters in order from the first (`regex`, "regular expression"). A
+    /// loose subsequence of one word is no evidence from general knowledge: `cos` is not
+    /// "computes".
+    fn of_phrase(token: &str, phrase: &str) -> Option<Fit> {
+        if !phrase.contains(' ') {
+            return Fit::of(token, phrase).filter(|fit| *fit >= Fit::Skeleton);
+        }
+        let initials: String = phrase.split_whitespace().filter_map(|word| word.chars().next()).collect();
+        if initials == token {
+            return Some(Fit::Prefix);
+        }
+        let letters: String = phrase.split_whitespace().collect();
+        Fit::of_letters(token.as_bytes(), letters.as_bytes()).map(|_| Fit::Skeleton)
+    }
+
     fn of_letters(t: &[u8], w: &[u8]) -> Option<Fit> {
         if t.len() < 2 || w.len() <= t.len() || t[0] != w[0] || !is_subsequence(t, w) {
             return None;
@@ -263,10 +279,33 @@ impl<'a> Context<'a> {
     /// The best reading of `token` that the tool's listing or general knowledge offers.
     /// `general` lets the dictionary and the lexicon in.
     pub fn best_reading(&self, token: &str, dictionary: &Dictionary, general: bool) -> Option<Reading> {
+        self.best_reading_where(token, dictionary, general, |_| true)
+    }
+
+    /// The reading of `token`, an English word, when the tool's listing spells it out as a
+    /// longer word and real code shortens that word so too (`net` beside "network", `con`
+    /// beside "connection"): both kinds of evidence at once, or the word stays itself.
+    pub fn confirmed_reading(&self, token: &str, dictionary: &Dictionary) -> Option<Reading> {
+        if !lexicon::shortens(token) {
+            return None;
+        }
+        self.best_reading_where(token, dictionary, false, |reading| lexicon::knows(token, &reading.expansion))
+    }
+
+    fn best_reading_where(
+        &self,
+        token: &str,
+        dictionary: &Dictionary,
+        general: bool,
+        accept: impl Fn(&Reading) -> bool,
+    ) -> Option<Reading> {
         let first = token.chars().next()?;
         let mut best: Option<Reading> = None;
         let mut consider = |candidate: Reading| {
-            if candidate.score >= MIN_SCORE && best.as_ref().is_none_or(|best| candidate.beats(best)) {
+            if candidate.score >= MIN_SCORE
+                && accept(&candidate)
+                && best.as_ref().is_none_or(|best| candidate.beats(best))
+            {
                 best = Some(candidate);
             }
         };
@@ -300,9 +339,10 @@ impl<'a> Context<'a> {
             if let Some(Entry::Expand(expansion)) = dictionary.get(token) {
                 consider(Reading::new(expansion.clone(), Evidence::Dictionary, Fit::Prefix, token));
             }
-            if let Some(expansion) = lexicon::expansion_of(token) {
-                // A pair real code uses often enough is taken whatever its shape (`txn`).
-                consider(Reading::new(expansion.to_owned(), Evidence::Lexicon, Fit::Prefix, token));
+            if let Some(expansion) = lexicon::expansion_of(token)
+                && let Some(fit) = Fit::of_phrase(token, expansion)
+            {
+                consider(Reading::new(expansion.to_owned(), Evidence::Lexicon, fit, token));
             }
         }
         best

@@ -76,6 +76,9 @@ pub struct NameReading {
     pub description: Option<String>,
     /// How much of the name the rules understood, from 0 to 1.
     pub confidence: f64,
+    /// Each word read as more than itself, with where that reading came from; the name spells
+    /// out those [`NameReading::expansions`] lists and keeps the rest.
+    pub readings: Vec<Expansion>,
     #[serde(skip)]
     senses: Vec<Sense>,
 }
@@ -118,6 +121,18 @@ impl NameReading {
             .collect();
         let confidence =
             if senses.is_empty() { 0.0 } else { senses.iter().map(Sense::weight).sum::<f64>() / senses.len() as f64 };
+        let readings = words
+            .iter()
+            .zip(&senses)
+            .filter_map(|(word, sense)| match sense {
+                Sense::Expanded(expansion, evidence) | Sense::Conventional(expansion, evidence) => Some(Expansion {
+                    word: word.clone(),
+                    expansion: expansion.clone(),
+                    evidence: evidence.to_string(),
+                }),
+                _ => None,
+            })
+            .collect();
         let mut reading = NameReading {
             input: name.to_owned(),
             words,
@@ -125,6 +140,7 @@ impl NameReading {
             name: renamed,
             description: None,
             confidence,
+            readings,
             senses,
         };
         // A sentence from a name the rules mostly did not understand would only echo it.
@@ -145,6 +161,7 @@ impl NameReading {
             name: name.to_owned(),
             description: None,
             confidence: 0.0,
+            readings: Vec::new(),
             senses: Vec::new(),
         }
     }
@@ -188,8 +205,15 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
         _ => {}
     }
     let english = is_english(word);
-    if (english && entry.is_none()) || context.mentions(word) {
+    if context.mentions(word) {
         return Sense::Word;
+    }
+    if english && entry.is_none() {
+        return match context.confirmed_reading(word, dictionary) {
+            Some(Reading { expansion, evidence, .. }) if !context.is_list_word(word) => Sense::Expanded(expansion, evidence),
+            Some(Reading { expansion, evidence, .. }) => Sense::Conventional(expansion, evidence),
+            None => Sense::Word,
+        };
     }
     // An acronym the description spells out stays in the name (`pca`), read as it says.
     if let Some(phrase) = context.initials_in_description(word) {
