@@ -50,7 +50,7 @@ fn abbreviation_expansion_on_scanl() {
 }
 
 const PRECISION_FLOOR: f64 = 90.0;
-const RECALL_FLOOR: f64 = 25.0;
+const RECALL_FLOOR: f64 = 29.0;
 
 /// Loyola oracle: does splitting give exactly the oracle's words?
 #[test]
@@ -86,7 +86,7 @@ fn identifier_splitting_on_loyola_oracle() {
     assert!(accuracy >= SPLIT_FLOOR, "split accuracy fell to {accuracy:.1}%");
 }
 
-const SPLIT_FLOOR: f64 = 79.0;
+const SPLIT_FLOOR: f64 = 85.0;
 
 /// 200 well-named real tools: the rules must leave every name, description and schema alone.
 /// Tools are enhanced per server, as a real manifest would be.
