@@ -7,9 +7,10 @@
 //! Each name of `mcp_tool_names_toolsdk.jsonl` that has a word some published list abbreviates
 //! (`get_account_balance`) is shortened at that word (`get_acct_balance`), in its own listing,
 //! keeping its description and its siblings' names as context, and the rules are asked to name
-//! it: a name is recovered when they name it back exactly. The headline shortens every name of a
-//! listing at once, as a developer who shortens a word does in every name; the figure with one
-//! name shortened at a time, its siblings as they are, is printed and kept too. The pairs come
+//! it: a name is recovered when they name it back exactly. The headline is the issue's measure:
+//! one name shortened at a time, its description and its siblings' names as they are. A stricter
+//! figure is printed and kept too: every name of a listing shortened at once, as a developer who
+//! shortens a word does in every name, so siblings no longer spell it out. The pairs come
 //! from lists written by others, not from the SCANL data nor from the rules' own dictionary
 //! (`tests/data/eval/README.md` says where each comes from).
 
@@ -28,18 +29,19 @@ const SOURCES: [(&str, &str); 2] = [
     ("abbreviations-in-code", "abbrev_pairs_abbreviations_in_code.jsonl"),
 ];
 
-/// A third list, measured alone and not in the headline: Microsoft's abbreviations for AL code
+/// A third list, measured alone and in neither figure: Microsoft's abbreviations for AL code
 /// (Business Central), business words (`Qty`, `Pmt`, `Inv`) and some of that platform's own:
 /// `Lt` for "list" is more than a quarter of the names it shortens.
 const BUSINESS: (&str, &str) = ("microsoft/alguidelines", "abbrev_pairs_alguidelines.jsonl");
 
-/// The target is 80%, for the headline: every shortenable name of a listing shortened at once,
-/// as a developer who writes `coll` writes it in every name. Measured when this was written:
-/// 75.6% (799 of 1,057).
+/// Every shortenable name of a listing shortened at once, as a developer who writes `coll` writes
+/// it in every name: stricter than the issue's measure. Measured when this was written: 75.6%
+/// (799 of 1,057) before the rules read context, then 76.1%.
 const RECOVERED_FLOOR: f64 = 74.0;
 
-/// The same names shortened one at a time, their siblings as they are (a sibling that spells the
-/// word out helps). Measured when this was written: 85.1% (899 of 1,057).
+/// The headline, the issue's measure with its target of 80%: the same names shortened one at a
+/// time, their siblings as they are (a sibling that spells the word out helps). Measured when
+/// this was written: 85.1% (899 of 1,057) before the rules read context, then 86.4%.
 const ONE_AT_A_TIME_FLOOR: f64 = 83.5;
 
 /// word -> the abbreviation it is shortened to: the first pair of the lists that names it.
@@ -339,12 +341,12 @@ fn shortened_toolsdk_names_are_recovered() {
         batch.collisions,
     );
     report += &format!(
-        "  all of a listing's names shortened at once (headline): {} [{:.1}s]\n",
+        "  all of a listing's names shortened at once (stricter): {} [{:.1}s]\n",
         batch.figure(),
         batch_time.as_secs_f64()
     );
     report += &format!(
-        "  one name at a time, siblings as they are: {} [{:.1}s]; of the misses above, {} are recovered \
+        "  one name at a time, siblings as they are (headline): {} [{:.1}s]; of the misses above, {} are recovered \
          this way and {} are missed this way only\n",
         single.figure(),
         single_time.as_secs_f64(),
@@ -360,7 +362,7 @@ fn shortened_toolsdk_names_are_recovered() {
             alone.rows,
             outcome.figure(),
             outcome.conventional,
-            if *source == BUSINESS.0 { "; not in the headline" } else { "" },
+            if *source == BUSINESS.0 { "; in neither figure" } else { "" },
         );
     }
     let mut by_misses: Vec<_> = batch.per_pair.iter().collect();

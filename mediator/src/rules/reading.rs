@@ -7,6 +7,7 @@ use super::compound;
 use super::context::{Context, Evidence, Reading};
 use super::dictionary::{Dictionary, Entry, is_english};
 use super::identifier::{self, Case};
+use super::lexicon;
 use tool_mediator_core::Expansion;
 
 /// How much of a name must be understood before the rules describe it.
@@ -125,11 +126,9 @@ impl NameReading {
             .iter()
             .zip(&senses)
             .filter_map(|(word, sense)| match sense {
-                Sense::Expanded(expansion, evidence) | Sense::Conventional(expansion, evidence) => Some(Expansion {
-                    word: word.clone(),
-                    expansion: expansion.clone(),
-                    evidence: evidence.to_string(),
-                }),
+                Sense::Expanded(expansion, evidence) | Sense::Conventional(expansion, evidence) => {
+                    Some(Expansion { word: word.clone(), expansion: expansion.clone(), evidence: evidence.to_string() })
+                }
                 _ => None,
             })
             .collect();
@@ -205,15 +204,22 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
         _ => {}
     }
     let english = is_english(word);
-    if context.mentions(word) {
-        return Sense::Word;
-    }
     if english && entry.is_none() {
+        // Most words of most names: read as themselves without looking at the context, unless
+        // real code uses the word short for a longer one.
+        if !lexicon::shortens(word) || context.mentions(word) {
+            return Sense::Word;
+        }
         return match context.confirmed_reading(word, dictionary) {
-            Some(Reading { expansion, evidence, .. }) if !context.is_list_word(word) => Sense::Expanded(expansion, evidence),
+            Some(Reading { expansion, evidence, .. }) if !context.is_list_word(word) => {
+                Sense::Expanded(expansion, evidence)
+            }
             Some(Reading { expansion, evidence, .. }) => Sense::Conventional(expansion, evidence),
             None => Sense::Word,
         };
+    }
+    if context.mentions(word) {
+        return Sense::Word;
     }
     // An acronym the description spells out stays in the name (`pca`), read as it says.
     if let Some(phrase) = context.initials_in_description(word) {
