@@ -402,6 +402,8 @@ impl Mediator {
             if wanted == tool.original_name || wanted == own {
                 tool.changes.name = own != tool.original_name;
                 tool.tool.name = own;
+                // What the answer spelled out is not what the name says.
+                tool.expansions.clear();
                 continue;
             }
             let reason = if !self.names.is_valid(&wanted) {
@@ -421,6 +423,7 @@ impl Mediator {
                     });
                     tool.changes.name = own != tool.original_name;
                     tool.tool.name = own;
+                    tool.expansions.clear();
                 }
                 None => {
                     taken.insert(wanted.clone());

@@ -18,8 +18,8 @@ use tool_mediator_core::Tool;
 /// Where the reading of a short word came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Evidence {
-    /// The spelling out the tools of one listing agreed on.
-    Listing,
+    /// The spelling out the tools of one listing agreed on, as the named tool's own words read it.
+    Listing(String),
     Description,
     /// The name or description of one of the tool's parameters.
     Parameter(String),
@@ -35,7 +35,7 @@ pub enum Evidence {
 impl fmt::Display for Evidence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Evidence::Listing => f.write_str("the listing's other names"),
+            Evidence::Listing(name) => write!(f, "the listing, as {name} reads it"),
             Evidence::Description => f.write_str("the description"),
             Evidence::Parameter(name) => write!(f, "parameter {name}"),
             Evidence::Sibling(name) => write!(f, "sibling {name}"),
@@ -50,7 +50,7 @@ impl Evidence {
     /// How far this evidence is trusted, before the fit is weighed.
     fn weight(&self) -> f64 {
         match self {
-            Evidence::Listing | Evidence::Description => 1.0,
+            Evidence::Listing(_) | Evidence::Description => 1.0,
             Evidence::Parameter(_) => 0.95,
             Evidence::Dictionary => 0.85,
             Evidence::Sibling(_) | Evidence::Source => 0.7,
@@ -58,8 +58,15 @@ impl Evidence {
         }
     }
 
+    /// Whether a reading on this evidence may be written into the name. General knowledge of
+    /// code (the lexicon) only reads a word; so does the source's name, which `lint` does not
+    /// know and a file's name may set by chance.
+    pub fn renames(&self) -> bool {
+        !matches!(self, Evidence::Source | Evidence::Lexicon)
+    }
+
     /// Whether the tool's own listing said it, rather than general knowledge.
-    pub fn is_context(&self) -> bool {
+    pub fn is_listing(&self) -> bool {
         !matches!(self, Evidence::Dictionary | Evidence::Lexicon)
     }
 }
@@ -67,7 +74,7 @@ impl Evidence {
 /// How well a short word abbreviates a word, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fit {
-    /// Its letters in order, vowels among them (`acnt` in "account").
+    /// Its letters in order, vowels among them (`acont` in "account").
     Subsequence,
     /// The first letter and consonants in order (`msg`, `txt`, `acct`).
     Skeleton,
@@ -79,16 +86,10 @@ impl Fit {
     /// How `token` abbreviates `word`, if it does: same first letter, shorter, letters in order.
     /// A two-letter token must keep the word's first consonant after its first letter (`gt`
     /// for "get", `pl` for "plot"): a word that merely starts with it is not evidence enough.
-    /// "trans" may be written `x` or `tx` (`xfer`, `txn`), a contraction as good as a skeleton.
+    /// The few contractions code writes with an `x` (`txn`, `xfer`) fit as well as a skeleton.
     fn of(token: &str, word: &str) -> Option<Fit> {
-        if let Some(rest) = word.strip_prefix("trans")
-            && (token.starts_with('x') || token.starts_with("tx"))
-        {
-            let contracted = if token.starts_with('x') { format!("x{rest}") } else { format!("tx{rest}") };
-            if contracted == token {
-                return Some(Fit::Skeleton);
-            }
-            return Fit::of_letters(token.as_bytes(), contracted.as_bytes()).map(|fit| fit.min(Fit::Skeleton));
+        if let Some(contracted) = contraction(token) {
+            return (contracted == word).then_some(Fit::Skeleton);
         }
         Fit::of_letters(token.as_bytes(), word.as_bytes())
     }
@@ -134,6 +135,26 @@ impl Fit {
     }
 }
 
+/// The word a contraction with an `x` stands for (`txns` -> "transactions"); no other word
+/// starting "trans" is written so (`xl` is not "translate" because of it).
+fn contraction(token: &str) -> Option<String> {
+    const CONTRACTIONS: &[(&str, &str)] = &[
+        ("tx", "transaction"),
+        ("txn", "transaction"),
+        ("trx", "transaction"),
+        ("xfer", "transfer"),
+        ("xmit", "transmit"),
+        ("xlate", "translate"),
+        ("xform", "transform"),
+        ("xport", "transport"),
+    ];
+    let find = |short: &str| CONTRACTIONS.iter().find(|(known, _)| *known == short).map(|(_, word)| *word);
+    match find(token) {
+        Some(word) => Some(word.to_owned()),
+        None => token.strip_suffix('s').and_then(find).map(|word| format!("{word}s")),
+    }
+}
+
 fn is_vowel(c: u8) -> bool {
     matches!(c, b'a' | b'e' | b'i' | b'o' | b'u')
 }
@@ -147,7 +168,9 @@ fn is_subsequence(short: &[u8], long: &[u8]) -> bool {
 /// description or parameters use passes; of a sibling's word, it does not (`spo` in
 /// `get_spo2_data` is not the "snapshot" of `get_snapshot`).
 const MIN_SCORE: f64 = 0.5;
-/// What the lexicon adds to a candidate it knows the token abbreviates: real code spells it so.
+/// What the lexicon adds to a candidate from the tool's listing that it knows the token
+/// abbreviates (real code spells it so): it tips a tie among the tool's own words, and never
+/// lifts general knowledge over them.
 const COMMON_PAIR: f64 = 0.1;
 
 /// The reading a short word is given, with its evidence.
@@ -155,14 +178,15 @@ const COMMON_PAIR: f64 = 0.1;
 pub struct Reading {
     pub expansion: String,
     pub evidence: Evidence,
+    fit: Fit,
     score: f64,
 }
 
 impl Reading {
     fn new(expansion: String, evidence: Evidence, fit: Fit, token: &str) -> Reading {
-        let known = lexicon::knows(token, &expansion);
+        let known = evidence.is_listing() && lexicon::knows(token, &expansion);
         let score = evidence.weight() * fit.weight() + if known { COMMON_PAIR } else { 0.0 };
-        Reading { expansion, evidence, score }
+        Reading { expansion, evidence, fit, score }
     }
 
     /// Better: a higher score, then a shorter word.
@@ -218,12 +242,17 @@ impl SiblingWords {
 pub struct Context<'a> {
     tool: Option<&'a Tool>,
     siblings: Option<&'a SiblingWords>,
-    /// Abbreviations whose spelling out the list agreed on: one word, one expansion.
-    agreed: Option<&'a HashMap<String, String>>,
+    /// Abbreviations whose spelling out the list agreed on: one word, one expansion, with the
+    /// name of a tool whose own words read it so.
+    agreed: Option<&'a Agreed>,
     description: OnceCell<Vec<String>>,
-    /// Each parameter's name and the words of its name and description.
-    parameters: OnceCell<Vec<(String, Vec<String>)>>,
+    /// The distinct words of the description and the parameters (names and descriptions),
+    /// each with where it was first met.
+    own_words: OnceCell<Vec<(String, Evidence)>>,
 }
+
+/// What a listing agreed a short word reads as: the word, and a tool whose own words read it so.
+pub type Agreed = HashMap<String, (String, String)>;
 
 impl<'a> Context<'a> {
     pub fn of(tool: &'a Tool, siblings: &'a SiblingWords) -> Self {
@@ -231,7 +260,7 @@ impl<'a> Context<'a> {
     }
 
     /// The context with the expansions a list agreed on, which win over the tool's own.
-    pub fn agreeing(self, agreed: &'a HashMap<String, String>) -> Self {
+    pub fn agreeing(self, agreed: &'a Agreed) -> Self {
         Context { agreed: Some(agreed), ..self }
     }
 
@@ -241,14 +270,43 @@ impl<'a> Context<'a> {
         })
     }
 
-    fn parameters(&self) -> &[(String, Vec<String>)] {
-        self.parameters.get_or_init(|| self.tool.map(parameter_words).unwrap_or_default())
+    fn own_words(&self) -> &[(String, Evidence)] {
+        self.own_words.get_or_init(|| {
+            let mut seen = HashSet::new();
+            let mut words = Vec::new();
+            let mut add = |word: &str, evidence: &Evidence| {
+                if words.len() < MAX_OWN_WORDS && seen.insert(word.to_owned()) {
+                    words.push((word.to_owned(), evidence.clone()));
+                }
+            };
+            for word in self.description() {
+                add(word, &Evidence::Description);
+            }
+            for (name, parameter) in self.tool.map(parameter_words).unwrap_or_default() {
+                let evidence = Evidence::Parameter(name);
+                for word in &parameter {
+                    add(word, &evidence);
+                }
+            }
+            words
+        })
     }
 
-    /// Whether the tool's description or parameters use `word` itself.
+    /// Whether the tool's description or parameters use `word` itself, or a form of it
+    /// (`add` in "Adds an item").
     pub fn mentions(&self, word: &str) -> bool {
-        self.description().iter().any(|w| w == word)
-            || self.parameters().iter().any(|(_, words)| words.iter().any(|w| w == word))
+        self.own_words().iter().any(|(own, _)| own == word || is_inflection(own, word))
+    }
+
+    /// Whether the tool's listing uses `token` or a word it begins (`subscr` beside
+    /// "subscription"): such a token is a word cut short, not words written together.
+    pub fn explains(&self, token: &str) -> bool {
+        let begins = |word: &str| word.len() > token.len() && word.starts_with(token);
+        self.mentions(token)
+            || self.own_words().iter().any(|(word, _)| begins(word))
+            || token.chars().next().is_some_and(|first| {
+                self.siblings.is_some_and(|siblings| siblings.starting_with(first).iter().any(|(word, _)| begins(word)))
+            })
     }
 
     /// The description words `token` is the initials of (`pca` in "Principal component
@@ -262,7 +320,7 @@ impl<'a> Context<'a> {
         let words = self.description();
         (0..words.len())
             .filter(|&start| !SKIPPED_IN_INITIALS.contains(&words[start].as_str()))
-            .find_map(|start| initials(letters, &words[start..]).map(|taken| taken.join(" ")))
+            .find_map(|start| initials(letters, &words[start..]))
     }
 
     /// Whether `word` is the list's own: enough of its names use it.
@@ -272,8 +330,9 @@ impl<'a> Context<'a> {
 
     /// The spelling out the listing agreed on for `token`.
     pub fn agreed(&self, token: &str) -> Option<Reading> {
-        let expansion = self.agreed?.get(token)?;
-        Some(Reading { expansion: expansion.clone(), evidence: Evidence::Listing, score: 1.0 })
+        let (expansion, voucher) = self.agreed?.get(token)?;
+        let evidence = Evidence::Listing(voucher.clone());
+        Some(Reading { expansion: expansion.clone(), evidence, fit: Fit::Prefix, score: 1.0 })
     }
 
     /// The best reading of `token` that the tool's listing or general knowledge offers.
@@ -282,14 +341,16 @@ impl<'a> Context<'a> {
         self.best_reading_where(token, dictionary, general, |_| true)
     }
 
-    /// The reading of `token`, an English word, when the tool's listing spells it out as a
-    /// longer word and real code shortens that word so too (`net` beside "network", `con`
-    /// beside "connection"): both kinds of evidence at once, or the word stays itself.
+    /// The reading of `token`, an English word, when the tool's own description or parameters
+    /// spell it out as a longer word that it begins or skeletons and real code shortens that
+    /// word so too (`net` beside "network", `con` beside "connection"): both kinds of evidence
+    /// at once, or the word stays itself.
     pub fn confirmed_reading(&self, token: &str, dictionary: &Dictionary) -> Option<Reading> {
-        if !lexicon::shortens(token) {
-            return None;
-        }
-        self.best_reading_where(token, dictionary, false, |reading| lexicon::knows(token, &reading.expansion))
+        self.best_reading_where(token, dictionary, false, |reading| {
+            matches!(reading.evidence, Evidence::Description | Evidence::Parameter(_))
+                && reading.fit >= Fit::Skeleton
+                && lexicon::used_short_for(token, &reading.expansion)
+        })
     }
 
     fn best_reading_where(
@@ -300,6 +361,7 @@ impl<'a> Context<'a> {
         accept: impl Fn(&Reading) -> bool,
     ) -> Option<Reading> {
         let first = token.chars().next()?;
+        let contracted = contraction(token).is_some();
         let mut best: Option<Reading> = None;
         let mut consider = |candidate: Reading| {
             if candidate.score >= MIN_SCORE
@@ -309,28 +371,26 @@ impl<'a> Context<'a> {
                 best = Some(candidate);
             }
         };
-        for word in self.description() {
-            if let Some((form, fit)) = fitting_form(token, word) {
-                consider(Reading::new(form, Evidence::Description, fit, token));
+        for (word, evidence) in self.own_words() {
+            if (contracted || word.starts_with(first))
+                && let Some((form, fit)) = fitting_form(token, word)
+            {
+                consider(Reading::new(form, evidence.clone(), fit, token));
             }
         }
-        for (name, words) in self.parameters() {
-            for word in words {
-                if let Some((form, fit)) = fitting_form(token, word) {
-                    consider(Reading::new(form, Evidence::Parameter(name.clone()), fit, token));
-                }
-            }
-        }
+        // A sibling's or the source's word is taken when the token begins it, or when real
+        // code shortens it so: a skeleton alone catches acronyms (`btc` is not "batch").
+        let near = |form: &str, fit: Fit| fit == Fit::Prefix || lexicon::knows(token, form);
         if let Some(siblings) = self.siblings
             && token.len() >= 3
         {
             for (word, name) in siblings.starting_with(first) {
-                if let Some((form, fit)) = fitting_form(token, word) {
+                if let Some((form, fit)) = fitting_form(token, word).filter(|(form, fit)| near(form, *fit)) {
                     consider(Reading::new(form, Evidence::Sibling(name.clone()), fit, token));
                 }
             }
             for word in &siblings.source {
-                if let Some((form, fit)) = fitting_form(token, word) {
+                if let Some((form, fit)) = fitting_form(token, word).filter(|(form, fit)| near(form, *fit)) {
                     consider(Reading::new(form, Evidence::Source, fit, token));
                 }
             }
@@ -349,23 +409,35 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The words of `words`' beginning whose initials are `letters`, skipping little words that
-/// do not start the next letter; a little word that does may be taken or skipped.
-fn initials<'w>(letters: &[u8], words: &'w [String]) -> Option<Vec<&'w str>> {
-    let Some((&letter, rest)) = letters.split_first() else { return Some(Vec::new()) };
-    let (word, following) = words.split_first()?;
-    let little = SKIPPED_IN_INITIALS.contains(&word.as_str());
-    if word.as_bytes().first() == Some(&letter)
-        && let Some(mut taken) = initials(rest, following)
-    {
-        taken.insert(0, word.as_str());
-        return Some(taken);
+/// Whether `form` is `word` with an ending (`adds`, `added`, `adding`, `saving` for "save").
+fn is_inflection(form: &str, word: &str) -> bool {
+    ["s", "es", "ed", "d", "ing"].iter().any(|ending| form.strip_suffix(ending) == Some(word))
+        || form.strip_suffix("ing").is_some_and(|stem| word.strip_suffix('e') == Some(stem))
+}
+
+/// The description words whose initials are `letters`, from the first of `words`: each word
+/// that starts the next letter is taken, little words that do not are skipped. Greedy, so
+/// linear in the words.
+fn initials(letters: &[u8], words: &[String]) -> Option<String> {
+    let mut taken: Vec<&str> = Vec::with_capacity(letters.len());
+    for word in words {
+        if taken.len() == letters.len() {
+            break;
+        }
+        if word.as_bytes().first() == Some(&letters[taken.len()]) {
+            taken.push(word);
+        } else if taken.is_empty() || !SKIPPED_IN_INITIALS.contains(&word.as_str()) {
+            return None;
+        }
     }
-    if little { initials(letters, following) } else { None }
+    (taken.len() == letters.len()).then(|| taken.join(" "))
 }
 
 /// Acronyms longer than this are not looked for in descriptions.
 const MAX_INITIALS: usize = 8;
+
+/// The most words of its own a tool's context holds; a tool says what it means early.
+const MAX_OWN_WORDS: usize = 1024;
 
 /// Words the initials of an acronym skip (`nist`: National Institute *of* Standards *and*
 /// Technology).
@@ -374,8 +446,8 @@ const SKIPPED_IN_INITIALS: &[&str] = &["of", "and", "the", "for", "a", "an", "in
 /// `word` or its stem, whichever is the shortest English word that `token` still abbreviates,
 /// with how well it fits.
 fn fitting_form(token: &str, word: &str) -> Option<(String, Fit)> {
-    let contraction = word.starts_with("trans") && token.starts_with('x');
-    if word.len() <= token.len() || (word.as_bytes().first() != token.as_bytes().first() && !contraction) {
+    let contracted = contraction(token).is_some();
+    if word.len() <= token.len() || (word.as_bytes().first() != token.as_bytes().first() && !contracted) {
         return None;
     }
     let mut best: Option<(String, Fit)> = None;
@@ -411,7 +483,7 @@ fn parameter_words(tool: &Tool) -> Vec<(String, Vec<String>)> {
         .map(|(name, property)| {
             let mut words = identifier::words(name);
             if let Some(description) = property.get("description").and_then(Value::as_str) {
-                words.extend(identifier::words(description));
+                words.extend(identifier::words(description).into_iter().take(MAX_PARAMETER_WORDS));
             }
             (name.clone(), words)
         })
@@ -420,6 +492,8 @@ fn parameter_words(tool: &Tool) -> Vec<(String, Vec<String>)> {
 
 /// The parameters whose words are read; a tool with more says what it means in the first ones.
 const MAX_PARAMETERS: usize = 64;
+/// The words of one parameter's description that are read.
+const MAX_PARAMETER_WORDS: usize = 64;
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,7 @@ use tool_mediator_core::schema;
 use tool_mediator_core::{Answer, Expansion, ToolPatch, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
 
-use context::{Context, SiblingWords};
+use context::{Agreed, Context, Evidence, SiblingWords};
 pub use dictionary::{Dictionary, DictionaryError};
 pub use reading::NameReading;
 
@@ -84,7 +84,9 @@ impl RuleTransformer {
         if !agreed.is_empty() {
             for (tool, reading) in tools.iter().zip(readings.iter_mut()) {
                 let disagrees = reading.words.iter().enumerate().any(|(index, word)| {
-                    agreed.get(word).is_some_and(|expansion| reading.expansion_of(index) != Some(expansion.as_str()))
+                    agreed
+                        .get(word)
+                        .is_some_and(|(expansion, _)| reading.expansion_of(index) != Some(expansion.as_str()))
                 });
                 if disagrees {
                     let context = Context::of(tool, &siblings).agreeing(&agreed);
@@ -169,26 +171,46 @@ impl RuleTransformer {
     }
 }
 
-/// The words a list of readings spells out in more than one way, each with the expansion most
-/// of them chose (the first met, on a tie).
-fn agreed_expansions(readings: &[NameReading]) -> HashMap<String, String> {
-    let mut seen: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
+/// The words a list of readings spells out in more than one way, each with the reading most of
+/// them chose (the first met, on a tie) and the first tool whose own words read it so. A reading
+/// from general knowledge alone (the lexicon) counts only where no tool's own words and no
+/// dictionary entry read the word: `get_inv` guessing "inverse" does not outvote `void_inv`
+/// described as voiding an invoice.
+fn agreed_expansions(readings: &[NameReading]) -> Agreed {
+    struct Votes<'r> {
+        expansion: &'r str,
+        strong: usize,
+        weak: usize,
+        voucher: Option<&'r str>,
+    }
+    let mut seen: HashMap<&str, Vec<Votes>> = HashMap::new();
     for reading in readings {
         for (index, word) in reading.words.iter().enumerate() {
-            let Some(expansion) = reading.expansion_of(index) else { continue };
-            let counts = seen.entry(word.as_str()).or_default();
-            match counts.iter_mut().find(|(known, _)| *known == expansion) {
-                Some((_, count)) => *count += 1,
-                None => counts.push((expansion, 1)),
+            let Some((expansion, evidence)) = reading.reading_of(index) else { continue };
+            let votes = seen.entry(word.as_str()).or_default();
+            let position = match votes.iter().position(|votes| votes.expansion == expansion) {
+                Some(position) => position,
+                None => {
+                    votes.push(Votes { expansion, strong: 0, weak: 0, voucher: None });
+                    votes.len() - 1
+                }
+            };
+            let vote = &mut votes[position];
+            if *evidence == Evidence::Lexicon {
+                vote.weak += 1;
+            } else {
+                vote.strong += 1;
+                vote.voucher.get_or_insert(&reading.input);
             }
         }
     }
     seen.into_iter()
-        .filter(|(_, counts)| counts.len() > 1)
-        .map(|(word, counts)| {
+        .filter(|(_, votes)| votes.len() > 1)
+        .map(|(word, votes)| {
             // max_by_key keeps the last of equals: reversed, the first met wins a tie.
-            let chosen = counts.iter().rev().max_by_key(|(_, count)| *count).map_or("", |(expansion, _)| *expansion);
-            (word.to_owned(), chosen.to_owned())
+            let chosen = votes.iter().rev().max_by_key(|votes| (votes.strong, votes.weak)).expect("two or more");
+            let voucher = chosen.voucher.unwrap_or_default();
+            (word.to_owned(), (chosen.expansion.to_owned(), voucher.to_owned()))
         })
         .collect()
 }
@@ -374,23 +396,84 @@ mod tests {
         );
     }
 
+    fn tool(name: &str, description: &str, properties: serde_json::Value) -> Tool {
+        let tool = Tool::new(name).with_input_schema(json!({"type": "object", "properties": properties}));
+        if description.is_empty() { tool } else { tool.with_description(description) }
+    }
+
+    fn renamed(tools: &[Tool], source: &str) -> Vec<(Option<String>, Vec<Expansion>)> {
+        let mut out = vec![(None, Vec::new()); tools.len()];
+        for answer in answers_for(tools, source) {
+            out[answer.index] = (answer.patch.name, answer.expansions);
+        }
+        out
+    }
+
     #[test]
-    fn parameters_siblings_and_the_source_are_context_too() {
-        let schema = |properties: serde_json::Value| json!({"type": "object", "properties": properties});
-        let tools = [
-            Tool::new("get_inv").with_input_schema(schema(json!({"invoice_id": {"type": "string"}}))),
-            Tool::new("void_invc").with_input_schema(schema(json!({}))),
-            Tool::new("create_invoice").with_input_schema(schema(json!({}))),
-            Tool::new("get_wthr").with_input_schema(schema(json!({}))),
+    fn parameters_and_siblings_are_context_too() {
+        let listing = [tool("get_inv", "", json!({"invoice_id": {"type": "string"}}))];
+        assert_eq!(
+            renamed(&listing, ""),
+            [(Some("get_invoice".into()), vec![expansion("inv", "invoice", "parameter invoice_id")])]
+        );
+        let listing = [tool("cancel_subscr", "", json!({})), tool("create_subscription", "", json!({}))];
+        assert_eq!(
+            renamed(&listing, "")[0],
+            (
+                Some("cancel_subscription".into()),
+                vec![expansion("subscr", "subscription", "sibling create_subscription")]
+            )
+        );
+    }
+
+    #[test]
+    fn what_general_knowledge_or_chance_says_does_not_rename() {
+        // A sibling's word a token only skeletons is no evidence: `btc` is not "batch".
+        let listing = [tool("get_btc_price", "", json!({})), tool("batch_transfer", "", json!({}))];
+        assert_eq!(renamed(&listing, "")[0].0, None);
+        // The source's name reads a word but does not rename: `lint` does not know it.
+        let listing = [tool("list_cal_events", "", json!({}))];
+        assert_eq!(renamed(&listing, "google-calendar")[0].0, None);
+        let reading = RuleTransformer::new().read_names_from(&listing, "google-calendar").pop().unwrap();
+        assert_eq!(reading.readings, [expansion("cal", "calendar", "the source's name")]);
+        // Only the few contractions code writes with an `x` stand for "trans...".
+        let listing = [
+            tool("export_xl", "Exports a sheet; translates the headers.", json!({})),
+            tool("send_txn", "Sends a signed transaction.", json!({})),
         ];
-        let answers = answers_for(&tools, "weather");
-        let by_name = |name: &str| answers.iter().find(|answer| tools[answer.index].name == name).unwrap();
-        assert_eq!(by_name("get_inv").patch.name.as_deref(), Some("get_invoice"));
-        assert_eq!(by_name("get_inv").expansions, [expansion("inv", "invoice", "parameter invoice_id")]);
-        assert_eq!(by_name("void_invc").patch.name.as_deref(), Some("void_invoice"));
-        assert_eq!(by_name("void_invc").expansions, [expansion("invc", "invoice", "sibling create_invoice")]);
-        assert_eq!(by_name("get_wthr").patch.name.as_deref(), Some("get_weather"));
-        assert_eq!(by_name("get_wthr").expansions, [expansion("wthr", "weather", "the source's name")]);
+        let names: Vec<_> = renamed(&listing, "").into_iter().map(|(name, _)| name).collect();
+        assert_eq!(names, [None, Some("send_transaction".into())]);
+        // A brand name cut at a chance word stays whole.
+        for name in ["delphi_query", "colbert_search", "gensim_train"] {
+            assert_eq!(renamed(&[tool(name, "", json!({}))], "")[0].0, None, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_tools_own_words_beat_the_dictionary() {
+        let listing = [tool("get_cnt", "Returns the contents of a file.", json!({}))];
+        assert_eq!(renamed(&listing, "")[0].0.as_deref(), Some("get_content"));
+    }
+
+    #[test]
+    fn a_guess_from_general_knowledge_does_not_outvote_a_tools_own_words() {
+        let listing = [tool("get_inv", "", json!({})), tool("void_inv", "Voids an invoice.", json!({}))];
+        let out = renamed(&listing, "");
+        assert_eq!(out[1], (Some("void_invoice".into()), vec![expansion("inv", "invoice", "the description")]));
+        assert_eq!(
+            out[0],
+            (Some("get_invoice".into()), vec![expansion("inv", "invoice", "the listing, as void_inv reads it")])
+        );
+    }
+
+    #[test]
+    fn an_english_word_is_spelled_out_only_when_its_tool_and_real_code_agree() {
+        // `add` in "Adds an item" is the word itself, whatever a sibling says.
+        let listing = [
+            tool("add_item", "Adds an item to the cart.", json!({})),
+            tool("update_address", "Updates the address.", json!({})),
+        ];
+        assert_eq!(renamed(&listing, "")[0].0, None);
     }
 
     #[test]
@@ -415,6 +498,11 @@ mod tests {
         ];
         let readings = RuleTransformer::new().read_names(&tools);
         assert_eq!(readings[0].name, long, "a name over the limit is not read");
+        // Initials are looked for greedily: a description of little words costs a pass, not
+        // a search of every way to skip them.
+        let little = format!("ax{}", " a".repeat(400));
+        let spaced = [Tool::new("get_Aaaaaaab").with_description(little)];
+        assert_eq!(RuleTransformer::new().read_names(&spaced)[0].name, "get_Aaaaaaab");
         assert_eq!(readings[1].name, "get_account");
         assert_eq!(readings[2].name, "üsr_ñame_☃");
         assert_eq!(readings[3].name, tools[3].name);

@@ -43,8 +43,19 @@ impl Sense {
 
     /// What the word is read as, when more than itself.
     fn reads_as(&self) -> Option<&str> {
+        self.reading().map(|(expansion, _)| expansion)
+    }
+
+    /// What the word is read as in a description written from the name.
+    fn describes_as(&self) -> Option<&str> {
+        self.reading().filter(|(_, evidence)| **evidence != Evidence::Lexicon).map(|(expansion, _)| expansion)
+    }
+
+    fn reading(&self) -> Option<(&str, &Evidence)> {
         match self {
-            Sense::Expanded(expansion, _) | Sense::Conventional(expansion, _) => Some(expansion),
+            Sense::Expanded(expansion, evidence) | Sense::Conventional(expansion, evidence) => {
+                Some((expansion, evidence))
+            }
             _ => None,
         }
     }
@@ -90,14 +101,17 @@ impl NameReading {
         if name.len() > MAX_NAME_LEN {
             return NameReading::unread(name);
         }
-        let tokens = compound::split_compounds(identifier::split(name), dictionary, |word| context.mentions(word));
+        let written = identifier::split(name);
+        let whole: Vec<_> = written.iter().map(|token| token.span.clone()).collect();
+        let tokens = compound::split_compounds(written, dictionary, |word| context.explains(word));
         let mixed_case = name.chars().any(char::is_lowercase);
         let mut senses = Vec::with_capacity(tokens.len());
         let mut words = Vec::with_capacity(tokens.len());
         for token in &tokens {
             let word = token.text.to_lowercase();
             let is_acronym = mixed_case && token.text.len() > 1 && Case::of(token.text) == Case::Upper;
-            senses.push(sense_of(&word, is_acronym, dictionary, context));
+            let in_compound = !whole.contains(&token.span);
+            senses.push(sense_of(&word, is_acronym, in_compound, dictionary, context));
             words.push(word);
         }
 
@@ -116,7 +130,8 @@ impl NameReading {
             .iter()
             .zip(&senses)
             .flat_map(|(word, sense)| {
-                let expansion = sense.reads_as().unwrap_or(word);
+                // General knowledge alone does not write descriptions or choose categories.
+                let expansion = sense.describes_as().unwrap_or(word);
                 expansion.split_whitespace().map(str::to_owned).collect::<Vec<_>>()
             })
             .collect();
@@ -125,11 +140,9 @@ impl NameReading {
         let readings = words
             .iter()
             .zip(&senses)
-            .filter_map(|(word, sense)| match sense {
-                Sense::Expanded(expansion, evidence) | Sense::Conventional(expansion, evidence) => {
-                    Some(Expansion { word: word.clone(), expansion: expansion.clone(), evidence: evidence.to_string() })
-                }
-                _ => None,
+            .filter_map(|(word, sense)| {
+                let (expansion, evidence) = sense.reading()?;
+                Some(Expansion { word: word.clone(), expansion: expansion.to_owned(), evidence: evidence.to_string() })
             })
             .collect();
         let mut reading = NameReading {
@@ -170,6 +183,11 @@ impl NameReading {
         self.senses.get(index)?.reads_as()
     }
 
+    /// What the `index`th word is read as, with its evidence, when more than itself.
+    pub(super) fn reading_of(&self, index: usize) -> Option<(&str, &Evidence)> {
+        self.senses.get(index)?.reading()
+    }
+
     /// The words spelled out in the name, each with its evidence.
     pub fn expansions(&self) -> Vec<Expansion> {
         self.words
@@ -193,7 +211,10 @@ impl NameReading {
 /// A valid MCP name has at most 128 characters; the rules read up to twice that.
 pub const MAX_NAME_LEN: usize = 256;
 
-fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Context<'_>) -> Sense {
+/// How `word` reads. `in_compound` says it is a part of a token written as one word
+/// (`usr` in `getusr`): general knowledge alone then reads it without writing it into the
+/// name, as a brand name cut at a chance word (`delphi`: `del` + `phi`) must stay as it is.
+fn sense_of(word: &str, is_acronym: bool, in_compound: bool, dictionary: &Dictionary, context: &Context<'_>) -> Sense {
     if word.chars().all(|c| c.is_ascii_digit()) {
         return Sense::Number;
     }
@@ -203,18 +224,16 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
         Some(Entry::Read(expansion)) => return Sense::Conventional(expansion.clone(), Evidence::Dictionary),
         _ => {}
     }
-    let english = is_english(word);
-    if english && entry.is_none() {
+    if is_english(word) && entry.is_none() {
         // Most words of most names: read as themselves without looking at the context, unless
         // real code uses the word short for a longer one.
         if !lexicon::shortens(word) || context.mentions(word) {
             return Sense::Word;
         }
-        return match context.confirmed_reading(word, dictionary) {
-            Some(Reading { expansion, evidence, .. }) if !context.is_list_word(word) => {
-                Sense::Expanded(expansion, evidence)
-            }
-            Some(Reading { expansion, evidence, .. }) => Sense::Conventional(expansion, evidence),
+        let reading = context.agreed(word).or_else(|| context.confirmed_reading(word, dictionary));
+        return match reading {
+            Some(reading) if in_compound || context.is_list_word(word) => reading.kept(),
+            Some(reading) => reading.into(),
             None => Sense::Word,
         };
     }
@@ -225,16 +244,8 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
     if let Some(phrase) = context.initials_in_description(word) {
         return Sense::Conventional(phrase, Evidence::Description);
     }
-    let abbreviation =
-        (!english || entry.is_some()) && word.len() >= 2 && word.chars().all(|c| c.is_ascii_alphabetic());
-    if !abbreviation {
-        return if english {
-            Sense::Word
-        } else if is_acronym {
-            Sense::Acronym
-        } else {
-            Sense::Unknown
-        };
+    if word.len() < 2 || !word.chars().all(|c| c.is_ascii_alphabetic()) {
+        return if is_acronym { Sense::Acronym } else { Sense::Unknown };
     }
     // A word many names of the list share is the list's own vocabulary (`pl_` for the plots
     // of a plotting library, `sim` for the simulator of a simulator's tools): its users read it
@@ -242,21 +253,30 @@ fn sense_of(word: &str, is_acronym: bool, dictionary: &Dictionary, context: &Con
     // dictionary says is cryptic (`usr`, `gen`) is spelled out in names whatever the list.
     if entry.is_none() && context.is_list_word(word) {
         return match context.agreed(word).or_else(|| context.best_reading(word, dictionary, false)) {
-            Some(Reading { expansion, evidence, .. }) => Sense::Conventional(expansion, evidence),
+            Some(reading) => reading.kept(),
             None if is_acronym => Sense::Acronym,
             None => Sense::Unknown,
         };
     }
     match context.agreed(word).or_else(|| context.best_reading(word, dictionary, true)) {
-        // What only the lexicon knows is read, not written into the name: general knowledge
-        // of code is not the tool's word for it.
-        Some(Reading { expansion, evidence: Evidence::Lexicon, .. }) => {
-            Sense::Conventional(expansion, Evidence::Lexicon)
-        }
-        Some(Reading { expansion, evidence, .. }) => Sense::Expanded(expansion, evidence),
-        None if english => Sense::Word,
+        Some(reading) if in_compound && !reading.evidence.is_listing() => reading.kept(),
+        Some(reading) => reading.into(),
         None if is_acronym => Sense::Acronym,
         None => Sense::Unknown,
+    }
+}
+
+impl From<Reading> for Sense {
+    /// A reading written into the name when its evidence may rename, else only read.
+    fn from(reading: Reading) -> Sense {
+        if reading.evidence.renames() { Sense::Expanded(reading.expansion, reading.evidence) } else { reading.kept() }
+    }
+}
+
+impl Reading {
+    /// The reading kept out of the name: the word stays, read as `expansion`.
+    fn kept(self) -> Sense {
+        Sense::Conventional(self.expansion, self.evidence)
     }
 }
 
