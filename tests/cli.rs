@@ -603,7 +603,7 @@ fn names_prints_one_reading_per_line() {
     assert_eq!(lines.len(), 2);
     assert_eq!(
         lines[0],
-        json!({"input": "gt_usr", "words": ["gt", "usr"], "expanded_words": ["get", "user"], "name": "get_user", "description": "Get a user.", "confidence": 0.9})
+        json!({"input": "gt_usr", "words": ["gt", "usr"], "expanded_words": ["get", "user"], "name": "get_user", "description": "Get a user.", "confidence": 0.9, "readings": [{"word": "gt", "as": "get", "from": "the dictionary"}, {"word": "usr", "as": "user", "from": "the dictionary"}]})
     );
     assert_eq!(lines[1]["words"], json!(["get", "http", "response"]));
 }

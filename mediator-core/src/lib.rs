@@ -29,5 +29,7 @@ pub use json::Json;
 pub use naming::{NameRules, SharedNames};
 pub use place::{Place, offset_of_json_error};
 pub use selection::{FilterCriteria, categorize, consumer_tools, filter};
-pub use tool::{Changes, EnhancedTool, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED};
-pub use transformer::{Answer, Expansion, ToolPatch, ToolTransformer, TransformError};
+pub use tool::{
+    Changes, EnhancedTool, Expansion, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED,
+};
+pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

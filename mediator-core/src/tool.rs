@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::json::Json;
-use crate::transformer::Expansion;
 
 /// The `_meta` key under which a consumer-facing tool carries its provenance.
 ///
@@ -274,6 +273,20 @@ impl Changes {
     pub fn any(&self) -> bool {
         self.name || self.title || self.description || self.input_schema || self.annotations
     }
+}
+
+/// Why a word of a name was spelled out as it was: `acct` as "account", from the tool's own
+/// description. The provenance carries it, so a reader can check the reasoning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expansion {
+    /// The word as the name has it, lowercase.
+    pub word: String,
+    /// What it was read as.
+    #[serde(rename = "as")]
+    pub expansion: String,
+    /// Where that reading came from (`the description`, `sibling create_account`).
+    #[serde(rename = "from")]
+    pub evidence: String,
 }
 
 /// A tool after the chain, with where its definition came from.

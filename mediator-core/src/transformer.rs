@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::json::Json;
-use crate::tool::{Changes, Tool, ToolContext};
+use crate::tool::{Changes, Expansion, Tool, ToolContext};
 
 /// What a transformer would change in a tool: only these fields can change. Everything else
 /// (`outputSchema`, `_meta`, unknown fields) passes through the chain untouched.
@@ -91,20 +91,6 @@ pub struct Answer {
     pub hidden: bool,
     /// The words of the name the transformer spelled out, each with its evidence.
     pub expansions: Vec<Expansion>,
-}
-
-/// Why a word of a name was spelled out as it was: `acct` as "account", from the tool's own
-/// description. The provenance carries it, so a reader can check the reasoning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Expansion {
-    /// The word as the name has it, lowercase.
-    pub word: String,
-    /// What it was read as.
-    #[serde(rename = "as")]
-    pub expansion: String,
-    /// Where that reading came from (`the description`, `sibling create_account`).
-    #[serde(rename = "from")]
-    pub evidence: String,
 }
 
 impl Answer {

@@ -106,7 +106,8 @@ mod tests {
 
     #[test]
     fn every_row_of_the_shipped_lexicon_reads() {
-        let rows: Vec<&str> = LEXICON.lines().filter(|line| !line.starts_with('#') && !line.trim().is_empty()).collect();
+        let rows: Vec<&str> =
+            LEXICON.lines().filter(|line| !line.starts_with('#') && !line.trim().is_empty()).collect();
         assert!(rows.len() > 1000, "the lexicon has {} rows", rows.len());
         for (number, line) in rows.iter().enumerate() {
             assert!(Row::parse(line).is_some(), "row {}: {line:?}", number + 1);
