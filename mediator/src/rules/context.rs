@@ -247,8 +247,8 @@ pub struct Context<'a> {
     agreed: Option<&'a Agreed>,
     description: OnceCell<Vec<String>>,
     /// The distinct words of the description and the parameters (names and descriptions),
-    /// each with where it was first met.
-    own_words: OnceCell<Vec<(String, Evidence)>>,
+    /// each with where it was first met; and the same words as a set.
+    own_words: OnceCell<(Vec<(String, Evidence)>, HashSet<String>)>,
 }
 
 /// What a listing agreed a short word reads as: the word, and a tool whose own words read it so.
@@ -271,6 +271,10 @@ impl<'a> Context<'a> {
     }
 
     fn own_words(&self) -> &[(String, Evidence)] {
+        &self.own_word_set().0
+    }
+
+    fn own_word_set(&self) -> &(Vec<(String, Evidence)>, HashSet<String>) {
         self.own_words.get_or_init(|| {
             let mut seen = HashSet::new();
             let mut words = Vec::new();
@@ -288,14 +292,26 @@ impl<'a> Context<'a> {
                     add(word, &evidence);
                 }
             }
-            words
+            (words, seen)
         })
     }
 
     /// Whether the tool's description or parameters use `word` itself, or a form of it
     /// (`add` in "Adds an item").
     pub fn mentions(&self, word: &str) -> bool {
-        self.own_words().iter().any(|(own, _)| own == word || is_inflection(own, word))
+        let (_, set) = self.own_word_set();
+        if set.is_empty() {
+            return false;
+        }
+        let mut form = String::with_capacity(word.len() + 3);
+        let mut has = |stem: &str, ending: &str| {
+            form.clear();
+            form.push_str(stem);
+            form.push_str(ending);
+            set.contains(&form)
+        };
+        ["", "s", "es", "ed", "d", "ing"].iter().any(|ending| has(word, ending))
+            || word.strip_suffix('e').is_some_and(|stem| has(stem, "ing"))
     }
 
     /// Whether the tool's listing uses `token` or a word it begins (`subscr` beside
@@ -407,12 +423,6 @@ impl<'a> Context<'a> {
         }
         best
     }
-}
-
-/// Whether `form` is `word` with an ending (`adds`, `added`, `adding`, `saving` for "save").
-fn is_inflection(form: &str, word: &str) -> bool {
-    ["s", "es", "ed", "d", "ing"].iter().any(|ending| form.strip_suffix(ending) == Some(word))
-        || form.strip_suffix("ing").is_some_and(|stem| word.strip_suffix('e') == Some(stem))
 }
 
 /// The description words whose initials are `letters`, from the first of `words`: each word
