@@ -27,6 +27,10 @@ Two miners:
 Each pair is counted by the number of distinct packages it was seen in and by
 occurrences.
 
+The same pass writes mediator/src/rules/vocabulary.txt: the words of 6-24 letters that
+the packages' prose writes as one word though split_words.txt lacks them (tooltip,
+favicon), counted by packages, against the same letters written as two words.
+
 `select` (a sub-command) made packages.txt; see README.md for the criterion.
 """
 
@@ -56,6 +60,8 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEFAULT_PACKAGES = os.path.join(HERE, "packages.txt")
 DEFAULT_WORDS = os.path.join(REPO, "mediator", "src", "rules", "words.txt")
 DEFAULT_OUT = os.path.join(REPO, "mediator", "src", "rules", "lexicon.tsv")
+DEFAULT_SPLIT_WORDS = os.path.join(REPO, "mediator", "src", "rules", "split_words.txt")
+DEFAULT_VOCABULARY = os.path.join(REPO, "mediator", "src", "rules", "vocabulary.txt")
 DEFAULT_CACHE = os.path.join(REPO, "target", "lexicon-cache")
 
 # Reading limits: a file larger than this is taken for generated or bundled code.
@@ -476,6 +482,65 @@ def clauses(text: str) -> list[list[str]]:
     return out
 
 
+# --------------------------------------------------------- vocabulary ----
+# Words of 6-24 letters that prose writes as one word (`barcode`, `tooltip`, `spinlock`),
+# for mediator/src/rules/vocabulary.txt: a word written in lowercase, or capitalised at
+# the start of a sentence, standing alone in the prose (PLAIN_WORD: not part of an
+# identifier, a path or a code span); and, to weigh a compound against the same words
+# written apart, every two neighbouring words of the prose ("bar code", "bar-code") whose
+# letters make 6-24 together and each of which is a common enough English word.
+VOCAB_MIN, VOCAB_MAX = 6, 24
+VOCAB_WORD = re.compile(r"^(?:[a-z]+|[A-Z][a-z]+)$")
+APART_SEP = re.compile(r"^(?:[ \t]*\n?[ \t]*|-)$")
+
+
+def load_split_words(path: str) -> dict[str, int]:
+    """split_words.txt: word -> SCOWL size."""
+    sizes = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            w, _, size = line.strip().partition(" ")
+            sizes[w] = int(size) if size.isdigit() else 70
+    return sizes
+
+
+def common_part(w: str, size: int | None) -> bool:
+    """A word the splitter would take as a part: compound.rs's word_cost (two letters only of
+    the commonest, three and four of the common)."""
+    if size is None or len(w) < 2:
+        return False
+    return size <= 10 if len(w) == 2 else size <= 35 if len(w) <= 4 else True
+
+
+class Vocabulary:
+    """Per package: the words its prose writes as one word, and the words its prose writes
+    as two (joined into one string, the key they are compared on)."""
+
+    def __init__(self, split_sizes: dict[str, int]):
+        self.parts = frozenset(w for w, s in split_sizes.items() if common_part(w, s))
+
+    def scan(self, text: str, joined: set, apart: set):
+        text = CODE_SPAN.sub(" ", text)
+        for m in PLAIN_WORD.finditer(text):
+            w = m.group()
+            if VOCAB_MIN <= len(w) <= VOCAB_MAX and VOCAB_WORD.match(w):
+                joined.add(w if w.islower() else "^" + w.lower())
+        parts = self.parts
+        prev = None
+        prev_end = 0
+        for m in WORD.finditer(text):
+            w = m.group()
+            lw = w.lower() if VOCAB_WORD.match(w) else None
+            if lw is not None and prev is not None and lw in parts \
+                    and VOCAB_MIN <= len(prev) + len(lw) <= VOCAB_MAX \
+                    and APART_SEP.match(text[prev_end:m.start()]):
+                apart.add(prev + lw)
+            prev = lw if lw is not None and lw in parts else None
+            prev_end = m.end()
+
+
 # ------------------------------------------------------ Schwartz-Hearst ----
 SH_PAREN = re.compile(r"(?<=\s)\(([^()\n]{1,160})\)")
 SH_SF_OK = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,9}$")
@@ -578,11 +643,14 @@ class Miner:
     """Counts, per package, (token, expansion) pairs and (token, "") for "the prose beside
     the token used the token itself"."""
 
-    def __init__(self, words: frozenset[str]):
+    def __init__(self, words: frozenset[str], split_sizes: dict[str, int] | None = None):
         self.eng = English(words)
         self.match = Matcher(self.eng)
         self.sh = SH(self.eng)
         self._tok_kind: dict[str, int] = {}
+        self.vocab = Vocabulary(split_sizes) if split_sizes is not None else None
+        self.joined: set[str] = set()  # this package's words written as one (vocabulary)
+        self.apart: set[str] = set()   # ... and pairs of words written apart, joined
 
     def token_kind(self, t: str) -> int:
         """0: not mined; 1: not an English word (any fit); 2: an English word (`net`,
@@ -684,6 +752,8 @@ class Miner:
             block = com[i:j + 1]
             for p in self.sh.pairs(" " + " ".join(block) + " "):
                 out[p] += 1
+            if self.vocab:
+                self.vocab.scan(" ".join(block), self.joined, self.apart)
             self.mine_params(block, out)
             i = j + 1
         if python:
@@ -759,6 +829,8 @@ class Miner:
         text = self.FENCE.sub("\n\n", text)
         for p in self.sh.pairs(" " + text + " "):
             out[p] += 1
+        if self.vocab:
+            self.vocab.scan(text, self.joined, self.apart)
 
 
 # --------------------------------------------------------- archives ----
@@ -820,15 +892,18 @@ def iter_members(data: bytes):
 _MINER: Miner | None = None
 
 
-def _init_worker(words_path: str):
+def _init_worker(words_path: str, split_words_path: str | None = None):
     global _MINER
-    _MINER = Miner(load_words(words_path))
+    _MINER = Miner(load_words(words_path),
+                   load_split_words(split_words_path) if split_words_path else None)
 
 
-def mine_archive(path: str) -> tuple[dict, int, int]:
-    """Mine one archive: (pair -> occurrences, files read, bytes read)."""
+def mine_archive(path: str) -> tuple[dict, int, int, list, list]:
+    """Mine one archive: (pair -> occurrences, files read, bytes read, words its prose writes
+    as one, pairs of words its prose writes apart)."""
     miner = _MINER
     out: collections.Counter = collections.Counter()
+    miner.joined, miner.apart = set(), set()
     with open(path, "rb") as f:
         data = f.read()
     budget = MAX_PACKAGE_BYTES
@@ -853,7 +928,7 @@ def mine_archive(path: str) -> tuple[dict, int, int]:
             miner.mine_prose(text, out)
         else:
             miner.mine_code(text, kind == "py", out)
-    return dict(out), files, MAX_PACKAGE_BYTES - budget
+    return dict(out), files, MAX_PACKAGE_BYTES - budget, sorted(miner.joined), sorted(miner.apart)
 
 
 # ------------------------------------------------------- downloading ----
@@ -1258,6 +1333,122 @@ def write_lexicon(path: str, pkg_count: collections.Counter, occ: collections.Co
     return out_rows
 
 
+def vocabulary_words(joined: collections.Counter, apart: collections.Counter, args,
+                     expansions: dict[str, set[str]]) -> tuple[list[str], dict[str, str]]:
+    """The words prose writes as one word: written so, in lowercase, in at least
+    --vocabulary-min-packages packages; not in split_words.txt (the splitter knows those
+    already); no -s/-es/-ed/-ing/-er(s) form of a word of words.txt or split_words.txt; written
+    as one word in more packages than as two (`barcode`, `tooltip` stay; `filepath`,
+    `threadsafe`, which prose writes "file path", "thread-safe" more often, go); and no
+    identifier glued from a short form and a word whose spelled-out phrase prose writes apart
+    (`funcname`: "function name", `maxdepth`: "maximum depth"). Returns the words kept and,
+    for the words left out for that last reason, the phrase."""
+    split_sizes = load_split_words(args.split_words)
+    known = load_words(args.words) | frozenset(split_sizes)
+    eng = English(known)
+
+    def inflected(w: str) -> bool:
+        if eng.base_forms(w):
+            return True
+        for suf in ("er", "ers"):
+            if w.endswith(suf):
+                stem = w[:-len(suf)]
+                if stem in known or stem + "e" in known or stem[:-1] + "y" in known and \
+                        stem.endswith("i") or len(stem) > 3 and stem[-1] == stem[-2] and stem[:-1] in known:
+                    return True
+        return False
+
+    parts = frozenset(w for w, s in split_sizes.items() if common_part(w, s))
+
+    def shortened_phrase(w: str) -> str | None:
+        if split_sizes.get(w[1:], 99) <= 35 and not any(
+                w.startswith(p) and w[len(p):] in parts for p in WORD_PREFIXES):
+            return f"{w[0]} {w[1:]}"  # a letter and a common word: `ylabel`, `vtable`, `cgroup`
+        for i in range(2, len(w) - 1):
+            a, b = w[:i], w[i:]
+            if a in WORD_PREFIXES:
+                continue  # `subexpression`, `preprocess`, `reindex`: one word
+            # a short form of 3+ letters, or a word of 3+ letters as it is
+            long_as = set(expansions.get(a, ())) | {a} if len(a) >= 3 else set()
+            long_bs = set(expansions.get(b, ())) | {b} if len(b) >= 3 else set()
+            long_as = {e for e in long_as if e in parts}
+            long_bs = {e for e in long_bs if e in parts}
+            for long_a in sorted(long_as):
+                for long_b in sorted(long_bs):
+                    if (long_a, long_b) != (a, b) and apart[long_a + long_b] >= VOCAB_PHRASE_PACKAGES:
+                        return f"{long_a} {long_b}"
+        return None
+
+    n = args.vocabulary_min_packages
+    kept, phrases = [], {}
+    for w in sorted(joined):
+        p = joined[w]
+        if p < n or w.startswith("^") or w in split_sizes or inflected(w) or apart[w] >= p:
+            continue
+        phrase = shortened_phrase(w)
+        if phrase:
+            phrases[w] = phrase
+        else:
+            kept.append(w)
+    return kept, phrases
+
+
+# A glued short form and word is an identifier, not a word of prose, when the prose of this
+# many packages writes its phrase spelled out (`funcname`: "function name").
+VOCAB_PHRASE_PACKAGES = 2
+# Prefixes that make one word with what follows: a word they start is no short form glued to
+# a word (`subprocess`, `deallocation`, `autocompletion`), whatever the lexicon says of them.
+WORD_PREFIXES = {"re", "un", "pre", "de", "dis", "sub", "co", "con", "auto", "multi", "super",
+                 "inter", "over", "under", "non", "mis", "micro", "meta", "semi", "post", "pro"}
+
+
+def short_forms(lexicon_rows: list, min_packages: int = 5) -> dict[str, set[str]]:
+    """Short form -> its one-word expansions: the built-in dictionary's `expand` and `read`
+    entries and the lexicon's rows seen in `min_packages` packages or more."""
+    out: dict[str, set[str]] = collections.defaultdict(set)
+    with open(os.path.join(REPO, "mediator", "src", "rules", "abbreviations.json"), encoding="utf-8") as f:
+        d = json.load(f)
+    for kind in ("expand", "read"):
+        for a, e in d.get(kind, {}).items():
+            if isinstance(e, str) and e.isalpha():
+                out[a.lower()].add(e.lower())
+    for a, e, p, *_ in lexicon_rows:
+        if p >= min_packages and e.isalpha():
+            out[a].add(e)
+    return out
+
+
+def write_vocabulary(path: str, joined: collections.Counter, apart: collections.Counter, args,
+                     n_packages: int, lexicon_rows: list) -> list[str]:
+    words, phrases = vocabulary_words(joined, apart, args, short_forms(lexicon_rows))
+    if args.vocabulary_counts:
+        with open(args.vocabulary_counts, "w", encoding="utf-8", newline="\n") as f:
+            f.write("# word (^: capitalised)\tpackages writing it as one word\tpackages writing it "
+                    "as two\tkept\n")
+            kept = set(words)
+            for w in sorted(joined):
+                if joined[w] >= 2:
+                    why = "kept" if w in kept else phrases.get(w, "")
+                    f.write(f"{w}\t{joined[w]}\t{apart[w]}\t{why}\n")
+    n = args.vocabulary_min_packages
+    header = f"""# Words code's own prose writes as one word (barcode, tooltip, spinlock, favicon): mined from
+# the comments, docstrings and documentation of the {n_packages} packages pinned in
+# mediator/lexicon/packages.txt (see mediator/lexicon/README.md); only the words, no text.
+# Rebuilt with: python3 mediator/lexicon/mine.py{args.cmdline}
+# A word of 6-24 letters standing alone in the prose (not in an identifier, a path or a code
+# span), kept when the prose of at least {n} packages writes it so in lowercase, more packages
+# write it as one word than as two ("bar code", "bar-code"), it is not in split_words.txt, is
+# no -s/-es/-ed/-ing/-er(s) form of a word there or in words.txt, and is no short form glued to
+# a word whose phrase the prose of {VOCAB_PHRASE_PACKAGES} packages spells out ("funcname": "function name").
+# compound.rs never splits these and takes them as parts of longer words. Sorted bytewise.
+"""
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(header)
+        for w in words:
+            f.write(w + "\n")
+    return words
+
+
 def cmd_mine(args):
     t0 = time.time()
     pkgs = read_packages(args.packages)
@@ -1273,21 +1464,27 @@ def cmd_mine(args):
     print(f"{len(paths)} archives, {total / 1e6:.1f} MB, in {time.time() - t0:.0f}s", file=sys.stderr)
     pkg_count: collections.Counter = collections.Counter()
     occ: collections.Counter = collections.Counter()
+    joined: collections.Counter = collections.Counter()
+    apart: collections.Counter = collections.Counter()
     files = nbytes = 0
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, initializer=_init_worker,
-                                                initargs=(args.words,)) as ex:
-        for k, (pairs, nf, nb) in enumerate(ex.map(mine_archive, paths)):
+                                                initargs=(args.words, args.split_words)) as ex:
+        for k, (pairs, nf, nb, one, two) in enumerate(ex.map(mine_archive, paths)):
             files += nf
             nbytes += nb
             for pair, c in pairs.items():
                 pkg_count[pair] += 1
                 occ[pair] += c
+            joined.update(one)
+            apart.update(two)
             if (k + 1) % 50 == 0:
                 print(f"  mined {k + 1}/{len(paths)} ({time.time() - t0:.0f}s)", file=sys.stderr)
     print(f"read {files} files, {nbytes / 1e6:.1f} MB of text; {len(pkg_count)} distinct pairs",
           file=sys.stderr)
     rows = write_lexicon(args.out, pkg_count, occ, args, len(paths))
-    print(f"wrote {args.out}: {len(rows)} rows, {os.path.getsize(args.out)} bytes, "
+    print(f"wrote {args.out}: {len(rows)} rows, {os.path.getsize(args.out)} bytes", file=sys.stderr)
+    kept = write_vocabulary(args.vocabulary, joined, apart, args, len(paths), rows)
+    print(f"wrote {args.vocabulary}: {len(kept)} words, {os.path.getsize(args.vocabulary)} bytes, "
           f"{time.time() - t0:.0f}s in all", file=sys.stderr)
 
 
@@ -1567,6 +1764,12 @@ def main(argv=None):
     ap.add_argument("--words", default=DEFAULT_WORDS, help="English word list")
     sub = ap.add_subparsers(dest="cmd")
     ap.add_argument("--out", default=DEFAULT_OUT, help="lexicon to write")
+    ap.add_argument("--split-words", default=DEFAULT_SPLIT_WORDS, help="the splitter's word list")
+    ap.add_argument("--vocabulary", default=DEFAULT_VOCABULARY, help="vocabulary to write")
+    ap.add_argument("--vocabulary-min-packages", type=int, default=5,
+                    help="keep words whose prose is written so in this many packages")
+    ap.add_argument("--vocabulary-counts", default="",
+                    help="also write every word's counts (one word, two words) to this file")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--offline", action="store_true", help="use only the cache")
     ap.add_argument("--limit", type=int, default=0, help="mine only the first N packages (testing)")
@@ -1586,7 +1789,8 @@ def main(argv=None):
     if args.cmd == "select":
         cmd_select(args)
         return
-    defaults = {"min_packages": 2, "max_candidates": 8, "min_packages_english": 3}
+    defaults = {"min_packages": 2, "max_candidates": 8, "min_packages_english": 3,
+                "vocabulary_min_packages": 5}
     opts = [f" --{k.replace('_', '-')} {getattr(args, k)}" for k in defaults
             if getattr(args, k) != defaults[k]]
     args.cmdline = "".join(opts)

@@ -7,10 +7,15 @@
 //! dictionary knows), `cclass` is `c` + `class`, while `formatter` stays whole (a word) and so
 //! does `zimbra` (nothing in it cheaper than itself).
 //!
+//! Words real code's prose writes as one (`tooltip`, `favicon`, `keyframe`: `vocabulary.txt`,
+//! mined) are words too: never split, and parts of longer words at the cost of a rare word.
+//!
 //! The search is quadratic in the word's length (at most 32 letters), with a few hash lookups a
 //! piece and no allocation but the answer.
 
 use std::sync::LazyLock;
+
+use rustc_hash::FxHashSet;
 
 use super::dictionary::{Dictionary, is_english};
 use super::identifier::Token;
@@ -61,6 +66,19 @@ const SUFFIXED: u32 = 80;
 const MIN_SUFFIXED_LEN: usize = 3;
 
 const SPLIT_WORDS: &str = include_str!("split_words.txt");
+
+/// Words the prose of real code writes as one word though no English list has them (`tooltip`,
+/// `favicon`, `spinlocks`), mined by `mediator/lexicon/mine.py`: one a line after `#` comments.
+const VOCABULARY: &str = include_str!("vocabulary.txt");
+
+static VOCABULARY_WORDS: LazyLock<FxHashSet<&'static str>> = LazyLock::new(|| {
+    VOCABULARY.lines().map(str::trim).filter(|line| !line.is_empty() && !line.starts_with('#')).collect()
+});
+
+/// Whether `word` (lowercase) is a word of the mined vocabulary.
+fn in_vocabulary(word: &str) -> bool {
+    VOCABULARY_WORDS.contains(word)
+}
 
 /// The splitting word list, as a hash table of its lines (`word size`): each slot holds where a
 /// line starts in `SPLIT_WORDS`, plus one (0: an empty slot), at the slot its word hashes to or
@@ -150,7 +168,10 @@ fn size_of(word: &str) -> Option<u8> {
 /// `by`), three- and four-letter ones of the common (up to size 35): rare short words (`ax`,
 /// `ana`, `sol`, `kail`) are more often letters of something else (`solana` is not `sol` + `ana`).
 fn word_cost(word: &str) -> Option<u32> {
-    let size = size_of(word)?;
+    let Some(size) = size_of(word) else {
+        // A word of the mined vocabulary costs what the rarest English words cost.
+        return in_vocabulary(word).then(|| WORDS.costs.iter().map(|(_, cost)| *cost).max()).flatten();
+    };
     let common_enough = match word.len() {
         0 | 1 => false,
         2 => size <= 10,
@@ -180,6 +201,7 @@ pub fn split_compounds<'a>(
             && (MIN_COMPOUND_LEN..=MAX_COMPOUND_LEN).contains(&word.len())
             && !is_english(&word)
             && size_of(&word).is_none()
+            && !in_vocabulary(&word)
             && dictionary.get(&word).is_none()
             && !is_context_word(&word);
         match compound.then(|| segment(&word, dictionary)).flatten() {
@@ -340,6 +362,28 @@ mod tests {
             assert_eq!(split(name).concat(), name, "{name}");
             assert_eq!(split(name).len(), identifier::split(name).len(), "{name} is split");
         }
+    }
+
+    #[test]
+    fn the_vocabulary_is_sorted_lowercase_and_new() {
+        let lines: Vec<&str> =
+            VOCABULARY.lines().filter(|line| !line.trim().is_empty() && !line.starts_with('#')).collect();
+        assert!(lines.len() > 200);
+        assert!(lines.windows(2).all(|pair| pair[0] < pair[1]), "sorted, no duplicates");
+        for word in &lines {
+            assert!((6..=24).contains(&word.len()) && word.bytes().all(|b| b.is_ascii_lowercase()), "{word}");
+            assert_eq!(size_of(word), None, "{word} is in the splitting list already");
+        }
+    }
+
+    #[test]
+    fn vocabulary_words_stay_whole_and_are_parts() {
+        for name in ["tooltip", "favicon", "keyframe"] {
+            assert!(in_vocabulary(name), "{name}");
+            assert_eq!(split(name), [name]);
+        }
+        assert_eq!(split("tooltiptext"), ["tooltip", "text"]);
+        assert_eq!(split("showfavicon"), ["show", "favicon"]);
     }
 
     #[test]

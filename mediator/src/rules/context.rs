@@ -299,6 +299,13 @@ impl<'a> Context<'a> {
     /// Whether the tool's description or parameters use `word` itself, or a form of it
     /// (`add` in "Adds an item").
     pub fn mentions(&self, word: &str) -> bool {
+        // The parameters are read only when the schema's text holds the word at all.
+        let stem = word.strip_suffix('e').unwrap_or(word);
+        let in_schema =
+            self.tool.and_then(|tool| tool.input_schema.as_ref()).is_some_and(|schema| schema.as_str().contains(stem));
+        if !in_schema {
+            return self.description().iter().any(|own| is_form_of(own, word));
+        }
         let (_, set) = self.own_word_set();
         if set.is_empty() {
             return false;
@@ -362,6 +369,13 @@ impl<'a> Context<'a> {
     /// word so too (`net` beside "network", `con` beside "connection"): both kinds of evidence
     /// at once, or the word stays itself.
     pub fn confirmed_reading(&self, token: &str, dictionary: &Dictionary) -> Option<Reading> {
+        // Most tools' text has none of the words: the description's words and the schema's
+        // text say so before the parameters are read.
+        let schema = self.tool.and_then(|tool| tool.input_schema.as_ref()).map(|schema| schema.as_str()).unwrap_or("");
+        let written = |word: &str| self.description().iter().any(|own| own.starts_with(word)) || schema.contains(word);
+        if !lexicon::short_for(token).any(written) {
+            return None;
+        }
         self.best_reading_where(token, dictionary, false, |reading| {
             matches!(reading.evidence, Evidence::Description | Evidence::Parameter(_))
                 && reading.fit >= Fit::Skeleton
@@ -423,6 +437,13 @@ impl<'a> Context<'a> {
         }
         best
     }
+}
+
+/// Whether `form` is `word` or `word` with an ending (`adds`, `added`, `saving` for "save").
+fn is_form_of(form: &str, word: &str) -> bool {
+    form == word
+        || form.strip_prefix(word).is_some_and(|ending| ["s", "es", "ed", "d", "ing"].contains(&ending))
+        || word.strip_suffix('e').is_some_and(|stem| form.strip_prefix(stem) == Some("ing"))
 }
 
 /// The description words whose initials are `letters`, from the first of `words`: each word

@@ -93,6 +93,17 @@ pub fn used_short_for(token: &str, word: &str) -> bool {
     })
 }
 
+/// The words real code uses `token` short for more often than as itself.
+pub fn short_for(token: &str) -> impl Iterator<Item = &'static str> {
+    PAIRS.get(token).into_iter().flat_map(|sightings| {
+        sightings
+            .readings
+            .iter()
+            .filter(|(_, packages)| *packages >= MIN_PACKAGES && *packages > sightings.itself)
+            .map(|(word, _)| *word)
+    })
+}
+
 /// Whether real code uses `token` short for some word more often than as itself.
 pub fn shortens(token: &str) -> bool {
     PAIRS.get(token).is_some_and(|sightings| {
