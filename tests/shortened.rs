@@ -196,6 +196,8 @@ struct Outcome {
     collisions: usize,
     shortened: usize,
     recovered: usize,
+    /// ...renamed, but not to the original: worse than a miss that leaves the short name.
+    renamed_wrong: usize,
     /// (abbreviation, expansion) -> (shortened, recovered).
     per_pair: BTreeMap<(String, String), (usize, usize)>,
     /// `shortened -> got (expected original)`, in listing order.
@@ -213,6 +215,9 @@ impl Outcome {
             self.recovered += 1;
             entry.1 += 1;
         } else {
+            if got.is_some() {
+                self.renamed_wrong += 1;
+            }
             self.missed_at.insert(at);
             self.misses.push(format!(
                 "{} -> {} ({original})",
@@ -224,10 +229,11 @@ impl Outcome {
 
     fn figure(&self) -> String {
         format!(
-            "{} of {} recovered exactly ({:.1}%)",
+            "{} of {} recovered exactly ({:.1}%), {} renamed to another name",
             self.recovered,
             self.shortened,
-            percent(self.recovered, self.shortened)
+            percent(self.recovered, self.shortened),
+            self.renamed_wrong
         )
     }
 }

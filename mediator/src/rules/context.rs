@@ -248,7 +248,15 @@ pub struct Context<'a> {
     description: OnceCell<Vec<String>>,
     /// The distinct words of the description and the parameters (names and descriptions),
     /// each with where it was first met; and the same words as a set.
-    own_words: OnceCell<(Vec<(String, Evidence)>, HashSet<String>)>,
+    own_words: OnceCell<OwnWords>,
+}
+
+/// The distinct words a tool uses about itself, in order with where each was first met, and
+/// as a set.
+#[derive(Debug, Default)]
+struct OwnWords {
+    words: Vec<(String, Evidence)>,
+    set: HashSet<String>,
 }
 
 /// What a listing agreed a short word reads as: the word, and a tool whose own words read it so.
@@ -271,10 +279,10 @@ impl<'a> Context<'a> {
     }
 
     fn own_words(&self) -> &[(String, Evidence)] {
-        &self.own_word_set().0
+        &self.own_word_set().words
     }
 
-    fn own_word_set(&self) -> &(Vec<(String, Evidence)>, HashSet<String>) {
+    fn own_word_set(&self) -> &OwnWords {
         self.own_words.get_or_init(|| {
             let mut seen = HashSet::new();
             let mut words = Vec::new();
@@ -292,7 +300,7 @@ impl<'a> Context<'a> {
                     add(word, &evidence);
                 }
             }
-            (words, seen)
+            OwnWords { words, set: seen }
         })
     }
 
@@ -306,7 +314,7 @@ impl<'a> Context<'a> {
         if !in_schema {
             return self.description().iter().any(|own| is_form_of(own, word));
         }
-        let (_, set) = self.own_word_set();
+        let set = &self.own_word_set().set;
         if set.is_empty() {
             return false;
         }
