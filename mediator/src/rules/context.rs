@@ -489,27 +489,33 @@ fn fitting_form(token: &str, word: &str) -> Option<(String, Fit)> {
     if word.len() <= token.len() || (word.as_bytes().first() != token.as_bytes().first() && !contracted) {
         return None;
     }
-    let mut best: Option<(String, Fit)> = None;
-    let mut consider = |form: String| {
+    // Which form wins among those that fit as well: a plural's or a verb's stem (`gets`:
+    // "get", `properties`: "property", `generating`: "generate"), then the word as written,
+    // then the stem of a past form, which names use as an adjective (`related`, not "relate").
+    let mut best: Option<(String, Fit, u8)> = None;
+    let mut consider = |form: String, rank: u8| {
         if form.len() > token.len()
             && is_english(&form)
             && let Some(fit) = Fit::of(token, &form)
-            && best.as_ref().is_none_or(|(known, known_fit)| {
-                (fit, std::cmp::Reverse(form.len())) > (*known_fit, std::cmp::Reverse(known.len()))
+            && best.as_ref().is_none_or(|(known, known_fit, known_rank)| {
+                (fit, std::cmp::Reverse(rank), std::cmp::Reverse(form.len()))
+                    > (*known_fit, std::cmp::Reverse(*known_rank), std::cmp::Reverse(known.len()))
             })
         {
-            best = Some((form, fit));
+            best = Some((form, fit, rank));
         }
     };
-    consider(word.to_owned());
+    consider(word.to_owned(), 1);
     if !token.ends_with('s') {
-        for (suffix, replacement) in [("s", ""), ("es", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e")] {
+        for (suffix, replacement, rank) in
+            [("s", "", 0), ("es", "", 0), ("ies", "y", 0), ("ing", "", 0), ("ing", "e", 0), ("ed", "", 2), ("d", "", 2)]
+        {
             if let Some(stem) = word.strip_suffix(suffix) {
-                consider(format!("{stem}{replacement}"));
+                consider(format!("{stem}{replacement}"), rank);
             }
         }
     }
-    best
+    best.map(|(form, fit, _)| (form, fit))
 }
 
 /// Each top-level parameter's name with the words of its name and its description.
