@@ -81,7 +81,9 @@ fn conventional_short_forms() -> HashSet<String> {
 
 /// The words of an identifier and where they sit: split at separators, at lower-to-upper
 /// changes, before the last capital of a run followed by a lowercase letter (`HTTPResponse`),
-/// and between letters and digits: snake, kebab, camel and Pascal case.
+/// and between letters and digits: snake, kebab, camel and Pascal case. The measure keeps a
+/// splitter of its own, not the rules' (`identifier::split`): what it shortens must not depend
+/// on the code it measures.
 fn words(name: &str) -> Vec<Range<usize>> {
     #[derive(PartialEq, Clone, Copy)]
     enum Class {

@@ -251,24 +251,32 @@ fn part_cost(part: &str, first: bool, last: bool, dictionary: &Dictionary) -> Op
 
 /// A prefix and a word it makes one word with (`unregister`, `prealloc`).
 fn prefixed_cost(part: &str, dictionary: &Dictionary) -> Option<u32> {
-    PREFIXES
-        .iter()
-        .filter_map(|prefix| {
-            let rest = part.strip_prefix(prefix).filter(|rest| rest.len() >= MIN_PREFIXED_LEN)?;
-            let cost = word_cost(rest).or_else(|| dictionary.get(rest).map(|_| ABBREVIATION))?;
-            Some(cost + PREFIXED)
-        })
-        .min()
+    affixed_cost(&PREFIXES, dictionary, PREFIXED, |prefix| {
+        part.strip_prefix(prefix).filter(|rest| rest.len() >= MIN_PREFIXED_LEN)
+    })
 }
 
 /// A word and a suffix it makes one word with (`slugify`, `vectorize`).
 fn suffixed_cost(part: &str, dictionary: &Dictionary) -> Option<u32> {
-    SUFFIXES
+    affixed_cost(&SUFFIXES, dictionary, SUFFIXED, |suffix| {
+        part.strip_suffix(suffix).filter(|stem| stem.len() >= MIN_SUFFIXED_LEN)
+    })
+}
+
+/// The cheapest reading of a part as one of `affixes` with a word or a known short form, the
+/// word what `strip` leaves of the part with the affix taken off.
+fn affixed_cost<'p>(
+    affixes: &[&str],
+    dictionary: &Dictionary,
+    extra: u32,
+    strip: impl Fn(&str) -> Option<&'p str>,
+) -> Option<u32> {
+    affixes
         .iter()
-        .filter_map(|suffix| {
-            let stem = part.strip_suffix(suffix).filter(|stem| stem.len() >= MIN_SUFFIXED_LEN)?;
-            let cost = word_cost(stem).or_else(|| dictionary.get(stem).map(|_| ABBREVIATION))?;
-            Some(cost + SUFFIXED)
+        .filter_map(|affix| {
+            let word = strip(affix)?;
+            let cost = word_cost(word).or_else(|| dictionary.get(word).map(|_| ABBREVIATION))?;
+            Some(cost + extra)
         })
         .min()
 }

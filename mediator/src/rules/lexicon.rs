@@ -106,9 +106,7 @@ pub fn short_for(token: &str) -> impl Iterator<Item = &'static str> {
 
 /// Whether real code uses `token` short for some word more often than as itself.
 pub fn shortens(token: &str) -> bool {
-    PAIRS.get(token).is_some_and(|sightings| {
-        sightings.readings.iter().any(|(_, packages)| *packages >= MIN_PACKAGES && *packages > sightings.itself)
-    })
+    short_for(token).next().is_some()
 }
 
 #[cfg(test)]

@@ -190,15 +190,13 @@ impl NameReading {
 
     /// The words spelled out in the name, each with its evidence.
     pub fn expansions(&self) -> Vec<Expansion> {
-        self.words
+        // `readings` holds one entry for each sense that reads as more than its word, in order.
+        self.senses
             .iter()
-            .zip(&self.senses)
-            .filter_map(|(word, sense)| match sense {
-                Sense::Expanded(expansion, evidence) => {
-                    Some(Expansion { word: word.clone(), expansion: expansion.clone(), evidence: evidence.to_string() })
-                }
-                _ => None,
-            })
+            .filter(|sense| sense.reading().is_some())
+            .zip(&self.readings)
+            .filter(|(sense, _)| sense.renames_to().is_some())
+            .map(|(_, reading)| reading.clone())
             .collect()
     }
 
