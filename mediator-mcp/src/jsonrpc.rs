@@ -44,6 +44,20 @@ impl Id {
         Some((server.parse().ok()?, Id(id.into())))
     }
 
+    /// The id `raw` is, when it is one (a string or an integer).
+    pub fn of(raw: &RawValue) -> Option<Id> {
+        match Id::read(raw) {
+            IdRead::Usable(id) => Some(id),
+            IdRead::Unusable(_) => None,
+        }
+    }
+
+    /// An id a shared server's pool gives the requests of its client sessions, unique among
+    /// them all.
+    pub fn pooled(counter: u64) -> Id {
+        Id(format!("\"tool-mediator-pool-{counter}\"").into())
+    }
+
     /// `null`: the id of an answer to a request whose id could not be read (JSON-RPC 5.1).
     pub fn null() -> Id {
         Id("null".into())
@@ -312,6 +326,37 @@ pub fn batch_refusal(items: &[&RawValue]) -> Option<String> {
         })
         .collect();
     (!answers.is_empty()).then(|| format!("[{}]", answers.join(",")))
+}
+
+/// `line` with the id at `pointer` (`/id`, `/params/requestId`, a progress token) replaced by
+/// `id`; everything else kept as written.
+pub fn with_id(line: &[u8], pointer: &str, id: &Id) -> String {
+    let Ok(mut message) = tool_mediator_core::json::from_str(&String::from_utf8_lossy(line)) else {
+        return String::from_utf8_lossy(line).into_owned();
+    };
+    if let (Some(slot), Ok(id)) = (message.pointer_mut(pointer), tool_mediator_core::json::from_str(id.as_raw())) {
+        *slot = id;
+    }
+    message.to_string()
+}
+
+/// `line` with its own id replaced by `id`, every other byte as written (and not read again:
+/// a call's arguments can be megabytes).
+pub fn with_top_level_id(line: &[u8], id: &Id) -> String {
+    #[derive(Deserialize)]
+    struct OnlyId<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+    }
+    let Ok(text) = std::str::from_utf8(line) else { return with_id(line, "/id", id) };
+    match serde_json::from_str::<OnlyId<'_>>(text) {
+        Ok(only) => {
+            let start = (only.id.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+            let end = start + only.id.get().len();
+            format!("{}{}{}", &text[..start], id.as_raw(), &text[end..])
+        }
+        Err(_) => with_id(line, "/id", id),
+    }
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":…}` with the result's text as given.

@@ -3,8 +3,9 @@
 //!
 //! A client opens a session with `initialize` (POST without `Mcp-Session-Id`); the answer names
 //! the session, and every later request carries it. Each session runs the proxy as it runs over
-//! stdio ([`serve`](crate::proxy::serve)) with its own servers (child processes, or connections to
-//! remote ones) and its own mediator session, its client's side a pair of
+//! stdio ([`serve`](crate::proxy::serve)) with its own mediator session, connected to the servers
+//! every session shares ([`pool`](crate::upstream::pool)), and to servers of its own (child
+//! processes, or connections to remote ones) for those of `"scope": "session"`; its client's side a pair of
 //! in-process pipes: a POSTed request becomes a line, and its answer comes back as the event
 //! that ends the POST's SSE stream (or as the JSON body, for a client that accepts no stream).
 //! What the server sends of its own accord (requests such as a sampling, notifications such as
@@ -46,6 +47,9 @@ use tokio::sync::mpsc;
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use crate::options::ProxyOptions;
 use crate::proxy::{Client, ServerSpec};
+use crate::servers::Scope;
+use crate::upstream::Upstream;
+use crate::upstream::pool::SharedServer;
 use tool_mediator_core::sync::lock;
 
 mod stateless;
@@ -99,8 +103,9 @@ impl ListenOptions {
 }
 
 /// Serves the proxy (or the gateway) over Streamable HTTP on `listener` until asked to stop
-/// (SIGTERM, SIGINT); each client session gets `servers` of its own, started for it, and
-/// every session's servers are ended at the end.
+/// (SIGTERM, SIGINT). Client sessions share each server of [`Scope::Shared`], started when the
+/// first needs it; each session gets one of its own of every server of [`Scope::Session`].
+/// Every server is ended at the end.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     listen: ListenOptions,
@@ -109,10 +114,11 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let read_timeout = listen.read_timeout;
     let port = listener.local_addr()?.port();
-    let max_sessions = session_cap(servers.len());
+    let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
+    let (servers, pool) = pooled(servers);
     let sessions = Mutex::new(HashMap::new());
     let shared = Mutex::new(None);
-    let state = Arc::new(Front { listen, proxy, servers, port, max_sessions, sessions, shared });
+    let state = Arc::new(Front { listen, proxy, servers, pool, port, max_sessions, sessions, shared });
     let app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
@@ -177,11 +183,32 @@ pub async fn serve(
     for session in sessions.into_iter().chain(shared) {
         session.end().await;
     }
+    for server in &state.pool {
+        server.end(state.proxy.grace).await;
+    }
     // Answers under way are finished; a stream still open is not waited for long.
     closing.send_replace(true);
     let _ = tokio::time::timeout(CLOSING, async { while connections.join_next().await.is_some() {} }).await;
     connections.abort_all();
     Ok(())
+}
+
+/// `servers` as each session starts them: a shared one connected to rather than started, and
+/// the servers shared.
+fn pooled(servers: Vec<ServerSpec>) -> (Vec<ServerSpec>, Vec<Arc<SharedServer>>) {
+    let mut pool = Vec::new();
+    let servers = servers
+        .into_iter()
+        .map(|server| match server.scope {
+            Scope::Session => server,
+            Scope::Shared => {
+                let shared = SharedServer::new(crate::router::label_of(&server.settings.name), server.start.clone());
+                pool.push(shared.clone());
+                ServerSpec { start: Arc::new(move || Some(Upstream::Shared(shared.clone()))), ..server }
+            }
+        })
+        .collect();
+    (servers, pool)
 }
 
 /// Connections at once: [`MAX_CONNECTIONS`], or half the files the process may open when that
@@ -192,8 +219,8 @@ fn connection_cap() -> usize {
 }
 
 /// Sessions at once: [`MAX_SESSIONS`], or as many as a quarter of the files the process may
-/// open allows when that is fewer, each of the `servers` a session starts holding two (its
-/// input and its output; a remote one, a connection or two).
+/// open allows when that is fewer, each of the `servers` a session starts for itself holding two
+/// (its input and its output; a remote one, a connection or two).
 fn session_cap(servers: usize) -> usize {
     let each = 2 * servers.max(1) + 1;
     open_files().map_or(MAX_SESSIONS, |files| MAX_SESSIONS.min(files / 4 / each).max(1))
@@ -220,6 +247,8 @@ struct Front {
     max_sessions: usize,
     proxy: ProxyOptions,
     servers: Vec<ServerSpec>,
+    /// The servers sessions share.
+    pool: Vec<Arc<SharedServer>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// The proxy every stateless request shares, once one has come.
     shared: Mutex<Option<Arc<Session>>>,

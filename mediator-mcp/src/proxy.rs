@@ -29,7 +29,7 @@ use crate::lines::{Outbox, read_lines};
 use crate::options::{OUTBOX_BYTES, ProxyOptions};
 use crate::remote::Remote;
 use crate::router::{LinkSettings, Router};
-use crate::servers::{ServerConfig, Transport};
+use crate::servers::{Scope, ServerConfig, Transport};
 use crate::signals::stop_signal;
 use crate::supervisor::Supervisor;
 use crate::upstream::{Server, ServerEnd, StartError, Upstream};
@@ -92,7 +92,7 @@ where
     let settings = LinkSettings { sign_in: server.sign_in(), ..LinkSettings::default() };
     let once = std::sync::Mutex::new(Some(server));
     let start = move || tool_mediator_core::sync::lock(&once).take();
-    let server = ServerSpec { settings, start: Arc::new(start) };
+    let server = ServerSpec { settings, start: Arc::new(start), scope: Scope::Session };
     serve(ProxyOptions { restart: None, ..options }, vec![server], client).await
 }
 
@@ -102,6 +102,8 @@ pub struct ServerSpec {
     pub settings: LinkSettings,
     /// What to start; `None` when it can be started only once and was.
     pub start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
+    /// Behind an HTTP front, whether client sessions share it or each start their own.
+    pub scope: Scope,
 }
 
 impl ServerSpec {
@@ -135,7 +137,7 @@ impl ServerSpec {
             sign_in,
             pinned_as: None,
         };
-        ServerSpec { settings, start: Arc::new(start) }
+        ServerSpec { settings, start: Arc::new(start), scope: config.scope }
     }
 }
 

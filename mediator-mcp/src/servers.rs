@@ -7,7 +7,9 @@
 //! `${VAR:-default}` in `env` and `headers` (secrets stay in the environment), `oauth` for how to
 //! sign in to a remote server that asks ([`SignInOptions`]). Per server, the
 //! mediator's own settings: `source` (the override source; the server's `serverInfo.name` by
-//! default), `include` and `exclude` (tool names), `disabled`. A key nobody here knows is kept
+//! default), `include` and `exclude` (tool names), `disabled`, and `scope`: `shared` (the
+//! default: behind an HTTP gateway, one process or connection for every client session) or
+//! `session` (one for each client session, for a server that keeps per-user state). A key nobody here knows is kept
 //! out with a warning naming it, never an error: the file is the client's too.
 
 use std::fmt;
@@ -41,6 +43,21 @@ pub struct ServerConfig {
     pub exclude: Vec<String>,
     /// Left out of the gateway altogether.
     pub disabled: bool,
+    /// Whether client sessions share it.
+    pub scope: Scope,
+}
+
+/// Whether a server behind an HTTP gateway is shared by every client session or started for
+/// each one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Started (or connected) once, its listing fetched once, every session's calls routed
+    /// over it.
+    #[default]
+    Shared,
+    /// Its own process (or connection) for each client session, for a server that keeps
+    /// per-user state.
+    Session,
 }
 
 /// How the gateway reaches a server.
@@ -218,6 +235,13 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
             include: self.strings(entry, at, "include")?,
             exclude: self.strings(entry, at, "exclude")?.unwrap_or_default(),
             disabled,
+            scope: match self.string(entry, at, "scope")?.as_deref() {
+                None | Some("shared") => Scope::Shared,
+                Some("session") => Scope::Session,
+                Some(other) => {
+                    return Err(self.error(&format!("{at}/scope"), format!("`{other}`: expected shared or session")));
+                }
+            },
         })
     }
 
@@ -295,7 +319,7 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
 
 const STDIO_KEYS: [&str; 6] = ["type", "transport", "command", "args", "env", "cwd"];
 const HTTP_KEYS: [&str; 5] = ["type", "transport", "url", "headers", "oauth"];
-const SETTINGS: [&str; 4] = ["source", "include", "exclude", "disabled"];
+const SETTINGS: [&str; 5] = ["source", "include", "exclude", "disabled", "scope"];
 
 /// `text` with each `${NAME}` replaced by the variable's value, or by `default` in
 /// `${NAME:-default}` when the variable is unset or empty. An unset variable without a default

@@ -11,6 +11,7 @@ use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
 use tool_mediator_mcp::listen::ListenOptions;
 use tool_mediator_mcp::remote::Remote;
+use tool_mediator_mcp::servers::Scope;
 use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
 use crate::config::Setup;
@@ -41,6 +42,12 @@ pub struct ProxyArgs {
     #[command(flatten)]
     pub listen: ListenArgs,
 
+    /// With `--listen`: `shared`, one server (process or connection) for every client session,
+    /// or `session`, one started for each, for a server that keeps per-user state.
+    /// (A servers file says it per server, as `"scope"`.)
+    #[arg(long, value_name = "SCOPE", default_value = "shared", value_parser = scope, requires = "listen")]
+    pub server_scope: Scope,
+
     /// What trust on first use pins this server's tools under, and `review` calls it: by
     /// default its command line, or its URL without user, password, query or fragment.
     #[arg(long, value_name = "NAME")]
@@ -50,6 +57,14 @@ pub struct ProxyArgs {
     /// an option of the proxy's (or everything after `--`).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+fn scope(text: &str) -> Result<Scope, String> {
+    match text {
+        "shared" => Ok(Scope::Shared),
+        "session" => Ok(Scope::Session),
+        _ => Err(format!("`{text}`: expected shared or session")),
+    }
 }
 
 fn http_url(text: &str) -> Result<reqwest::Url, String> {
@@ -98,7 +113,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
         }
     }
     let settings = LinkSettings { pinned_as: Some(pinned_as), ..LinkSettings::default() };
-    let server = ServerSpec { settings, start: Arc::new(start) };
+    let server = ServerSpec { settings, start: Arc::new(start), scope: args.server_scope };
     serve(setup, options, vec![server], &args.listen).await
 }
 

@@ -11,6 +11,7 @@ use super::{ListenOptions, serve};
 use crate::options::ProxyOptions;
 use crate::proxy::ServerSpec;
 use crate::router::LinkSettings;
+use crate::servers::Scope;
 use crate::upstream::Upstream;
 use tool_mediator::session::SessionPolicy;
 
@@ -27,6 +28,7 @@ while IFS= read -r line; do
     *'"method":"server/discover"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" ;;
     *'"method":"tools/list"'*)
+      echo listed >> "$STARTS.listed"
       if [ -n "$MANY" ]; then more=',{"name":"hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'; else more=''; fi
       printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","description":"Says hello.","inputSchema":{"type":"object"}}%s]}}\n' "$id" "$more" ;;
     *'"method":"tools/call"'*)
@@ -58,11 +60,12 @@ struct Front {
 
 impl Front {
     async fn start() -> Front {
-        Front::start_with(SessionPolicy::default(), false).await
+        Front::start_with(SessionPolicy::default(), false, Scope::Shared).await
     }
 
-    /// A front whose sessions follow `policy`, its server listing three tools when `many`.
-    async fn start_with(policy: SessionPolicy, many: bool) -> Front {
+    /// A front whose sessions follow `policy`, its server listing three tools when `many`,
+    /// shared by the sessions or not as `scope` says.
+    async fn start_with(policy: SessionPolicy, many: bool, scope: Scope) -> Front {
         let dir = tempfile::tempdir().unwrap();
         let starts = dir.path().join("starts");
         let (script, starts_at) = (SERVER.to_owned(), starts.clone());
@@ -74,7 +77,7 @@ impl Front {
             }
             Some(Upstream::from(command))
         };
-        let spec = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start) };
+        let spec = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start), scope };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
@@ -114,6 +117,24 @@ impl Front {
 
     fn starts(&self) -> usize {
         std::fs::read_to_string(&self.starts).map_or(0, |text| text.lines().count())
+    }
+
+    /// How many times a server was asked for its tools.
+    fn listings(&self) -> usize {
+        let listed = self.starts.with_extension("listed");
+        std::fs::read_to_string(listed).map_or(0, |text| text.lines().count())
+    }
+
+    /// A 2025 session opened (`initialize`, then `initialized`): its id.
+    async fn open_session(&self) -> String {
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
+        let (status, session, answer) = self.post(&initialize, None, None).await;
+        assert_eq!(status, 200, "{answer}");
+        let session = session.expect("initialize names a session");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(self.post(&initialized, Some("2025-06-18"), Some(&session)).await.0, 202);
+        session
     }
 }
 
@@ -206,7 +227,7 @@ async fn a_2025_session_still_works_beside_stateless_requests() {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (status, _, answer) = front.post(&list, Some("2025-06-18"), Some(&session)).await;
     assert_eq!((status, &answer["result"]["tools"][0]["name"]), (200, &json!("hello")), "{answer}");
-    assert_eq!(front.starts(), 2, "the session's server, and the one the stateless requests share");
+    assert_eq!(front.starts(), 1, "one server, which the session and the stateless requests share");
 }
 
 #[tokio::test]
@@ -252,7 +273,7 @@ async fn get_and_delete_of_the_stateless_revision_are_not_allowed() {
 #[tokio::test]
 async fn a_stateless_call_reaches_a_folded_tool_without_an_expansion_first() {
     let policy = SessionPolicy { calls_follow_disclosure: true, ..SessionPolicy::mediated(2) };
-    let front = Front::start_with(policy, true).await;
+    let front = Front::start_with(policy, true, Scope::Shared).await;
     let (status, _, listed) = front.post(&stateless(1, "tools/list", json!({})), Some(REVISION), None).await;
     assert_eq!(status, 200, "{listed}");
     let names: Vec<&str> =
@@ -261,4 +282,42 @@ async fn a_stateless_call_reaches_a_folded_tool_without_an_expansion_first() {
     let call = stateless(2, "tools/call", json!({"name": "hello", "arguments": {}}));
     let (status, _, answer) = front.post(&call, Some(REVISION), None).await;
     assert_eq!((status, &answer["result"]["content"][0]["text"]), (200, &json!("hello")), "{answer}");
+}
+
+#[tokio::test]
+async fn ten_sessions_share_one_server_which_is_listed_once() {
+    let front = Front::start().await;
+    let sessions = futures_util::future::join_all((0..10).map(|_| front.open_session())).await;
+    let calls = sessions.iter().map(|session| async {
+        // The same ids from every session: each gets its own answers.
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let (status, _, listed) = front.post(&list, Some("2025-06-18"), Some(session)).await;
+        assert_eq!((status, &listed["id"], &listed["result"]["tools"][0]["name"]), (200, &json!(1), &json!("hello")));
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hello"}});
+        let (status, _, called) = front.post(&call, Some("2025-06-18"), Some(session)).await;
+        assert_eq!((status, &called["id"], &called["result"]["content"][0]["text"]), (200, &json!(2), &json!("hello")));
+    });
+    futures_util::future::join_all(calls).await;
+    assert_eq!(front.starts(), 1, "one server for ten sessions");
+    assert_eq!(front.listings(), 1, "listed once for ten sessions");
+    // A session that leaves leaves the server running for the others, and for the next.
+    let delete = front.http.delete(&front.url).header("mcp-session-id", &sessions[0]).send().await.unwrap();
+    assert_eq!(delete.status(), 200);
+    let next = front.open_session().await;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hello"}});
+    let (_, _, called) = front.post(&call, Some("2025-06-18"), Some(&next)).await;
+    assert_eq!(called["result"]["content"][0]["text"], "hello", "{called}");
+    assert_eq!(front.starts(), 1, "still the one server");
+}
+
+#[tokio::test]
+async fn a_server_of_session_scope_is_started_for_each_session() {
+    let front = Front::start_with(SessionPolicy::default(), false, Scope::Session).await;
+    for _ in 0..3 {
+        let session = front.open_session().await;
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let (status, _, listed) = front.post(&list, Some("2025-06-18"), Some(&session)).await;
+        assert_eq!((status, &listed["result"]["tools"][0]["name"]), (200, &json!("hello")), "{listed}");
+    }
+    assert_eq!(front.starts(), 3, "a server of its own for each session");
 }

@@ -282,7 +282,7 @@ impl Router {
         if asked == *id {
             link.send(lossless(line));
         } else {
-            link.send(with_id(line, "/id", &asked));
+            link.send(jsonrpc::with_id(line, "/id", &asked));
         }
     }
 
@@ -303,7 +303,7 @@ impl Router {
     fn tagged_for_client(&self, link: &Link, line: &[u8], pointer: &str, id: &Id) -> String {
         match self.single() {
             Some(_) => lossless(line),
-            None => with_id(line, pointer, &id.tagged(link.index)),
+            None => jsonrpc::with_id(line, pointer, &id.tagged(link.index)),
         }
     }
 
@@ -418,18 +418,6 @@ impl Router {
             _ => self.to_client(lossless(line)),
         }
     }
-}
-
-/// `line` with the id at `pointer` (`/id`, `/params/requestId`) replaced by `id`; everything
-/// else kept as written.
-fn with_id(line: &[u8], pointer: &str, id: &Id) -> String {
-    let Ok(mut message) = tool_mediator_core::json::from_str(&String::from_utf8_lossy(line)) else {
-        return lossless(line);
-    };
-    if let (Some(slot), Ok(id)) = (message.pointer_mut(pointer), tool_mediator_core::json::from_str(id.as_raw())) {
-        *slot = id;
-    }
-    message.to_string()
 }
 
 fn cursor_of(params: &str) -> Option<String> {

@@ -1,7 +1,10 @@
 //! The server behind the proxy: what to start (a child process, or a connection to a remote
 //! server), started, and ended. A process runs in its own process group and, on Linux, dies
 //! with the proxy; it is ended by closing its input, then SIGTERM to its group, then SIGKILL,
-//! each after a grace period.
+//! each after a grace period. A server that client sessions share ([`pool`]) is connected to
+//! rather than started, once it runs.
+
+pub mod pool;
 
 use std::io;
 use std::process::{ExitStatus, Stdio};
@@ -18,6 +21,8 @@ pub enum Upstream {
     Process(Command),
     /// A remote server, over Streamable HTTP.
     Remote(Remote),
+    /// A server every client session shares, started when the first connects.
+    Shared(std::sync::Arc<pool::SharedServer>),
 }
 
 impl Upstream {
@@ -25,7 +30,7 @@ impl Upstream {
     pub fn sign_in(&self) -> Option<std::sync::Arc<crate::auth::SignIn>> {
         match self {
             Upstream::Remote(remote) => remote.sign_in.clone(),
-            Upstream::Process(_) => None,
+            Upstream::Process(_) | Upstream::Shared(_) => None,
         }
     }
 }
@@ -43,7 +48,7 @@ impl From<Remote> for Upstream {
 }
 
 /// How the server behind the proxy ended.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ServerEnd {
     /// The child process exited.
     Exited(ExitStatus),
@@ -67,6 +72,8 @@ pub enum StartError {
     Spawn { program: String, source: io::Error },
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    #[error("{0} can be started only once, and was")]
+    Once(String),
 }
 
 /// A started server: the server, its input and output, and the source to use when it does not
@@ -77,6 +84,8 @@ pub(crate) type Started = (Server, ServerInput, ServerOutput, String);
 pub(crate) enum Server {
     Process(Child),
     Remote(tokio::task::JoinHandle<String>),
+    /// A session's connection to a server it shares.
+    Shared(pool::Connection),
 }
 
 pub(crate) type ServerInput = Box<dyn AsyncWrite + Unpin + Send>;
@@ -120,6 +129,7 @@ impl Server {
                     fallback,
                 ))
             }
+            Upstream::Shared(server) => server.connect(limit, withheld),
         }
     }
 
@@ -130,6 +140,7 @@ impl Server {
                 tokio::time::timeout(Duration::from_millis(250), child.wait()).await.ok().and_then(Result::ok)
             }
             Server::Remote(_) => None,
+            Server::Shared(connection) => connection.exit_status_soon().await,
         }
     }
 
@@ -146,6 +157,7 @@ impl Server {
                     ServerEnd::Disconnected("the connection did not close in time".to_owned())
                 }
             },
+            Server::Shared(connection) => connection.end_within(grace).await,
         }
     }
 }
