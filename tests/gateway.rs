@@ -861,3 +861,33 @@ fn a_server_that_hangs_at_initialize_does_not_hold_the_handshake() {
     let prompts = gateway.request("prompts/list", json!({}));
     assert_eq!(prompts["result"]["prompts"][0]["name"], "greet", "{prompts}");
 }
+
+#[test]
+fn ten_http_sessions_share_three_servers_each_started_and_listed_once() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let echo = json!([{"name": "echo", "description": "Answers with the text it is given.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]);
+    let log = |name: &str| dir.path().join(format!("{name}.log"));
+    let server = |name: &str| {
+        json!({"command": peers.bin("python").display().to_string(),
+               "args": [root().join("tests/peers/listed.py").display().to_string(), echo.to_string()],
+               "env": {"LISTED_LOG": log(name).display().to_string()}})
+    };
+    let config =
+        servers_file(dir.path(), json!({"mcpServers": {"a": server("a"), "b": server("b"), "c": server("c")}}));
+    let config = config.display().to_string();
+    let listening = Listening::start(&peers, "gateway", &["--config", &config, "--no-disclosure"]);
+    // 100 calls in flight at once from ten sessions, the same ids in each: every answer carries
+    // its own call's text.
+    let tools = json!(["a_echo", "b_echo", "c_echo"]).to_string();
+    let outcome = peers.python_client("gateway-concurrent", &[&tools, "100", "10"], &[&listening.url()]);
+    assert_eq!(outcome["errors"], json!([]), "{outcome}");
+    assert_eq!(outcome["wrong"], json!([]), "answers reached the wrong call: {outcome}");
+    assert_eq!(outcome["answered"], json!(100), "{outcome}");
+    for name in ["a", "b", "c"] {
+        let said = std::fs::read_to_string(log(name)).unwrap();
+        let count = |what: &str| said.lines().filter(|line| *line == what).count();
+        assert_eq!((count("started"), count("listed")), (1, 1), "server {name}, for ten sessions: {said}");
+    }
+}
