@@ -52,6 +52,7 @@ use crate::upstream::Upstream;
 use crate::upstream::pool::SharedServer;
 use tool_mediator_core::sync::lock;
 
+mod operations;
 mod stateless;
 #[cfg(test)]
 mod tests;
@@ -72,7 +73,7 @@ const MAX_CONNECTIONS: usize = 512;
 const CLOSING: Duration = Duration::from_secs(2);
 
 /// Where the proxy listens, and who may talk to it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ListenOptions {
     pub address: SocketAddr,
     /// Requests must carry `Authorization: Bearer <token>`.
@@ -86,11 +87,17 @@ pub struct ListenOptions {
     /// Names, besides `localhost` and IP addresses, that a request's `Host` may give: the names
     /// others reach this machine by, when it listens beyond loopback.
     pub allowed_hosts: Vec<String>,
+    /// Asked to stop, how long the requests under way have to be answered before the sessions
+    /// and servers are ended.
+    pub shutdown_grace: Duration,
+    /// The cache whose hits and misses `/metrics` shows.
+    pub cache: Option<Arc<tool_mediator::cache::Cache>>,
 }
 
 impl ListenOptions {
     /// Listening at `address` with the defaults: no token, sessions idle for 30 minutes ended,
-    /// 30 s to send a request's headers and again its body, no name but `localhost` allowed.
+    /// 30 s to send a request's headers and again its body, no name but `localhost` allowed,
+    /// 10 s for the requests under way when asked to stop.
     pub fn new(address: SocketAddr) -> ListenOptions {
         ListenOptions {
             address,
@@ -98,6 +105,8 @@ impl ListenOptions {
             idle: Duration::from_secs(30 * 60),
             read_timeout: Duration::from_secs(30),
             allowed_hosts: Vec::new(),
+            shutdown_grace: Duration::from_secs(10),
+            cache: None,
         }
     }
 }
@@ -118,12 +127,30 @@ pub async fn serve(
     let (servers, pool) = pooled(servers);
     let sessions = Mutex::new(HashMap::new());
     let shared = Mutex::new(None);
-    let state = Arc::new(Front { listen, proxy, servers, pool, port, max_sessions, sessions, shared });
+    let unready = Mutex::new((!pool.is_empty()).then(|| "the shared servers are starting".to_owned()));
+    let state = Arc::new(Front {
+        listen,
+        proxy,
+        servers,
+        pool,
+        port,
+        max_sessions,
+        sessions,
+        shared,
+        metrics: Arc::new(operations::Metrics::new()),
+        stopping: std::sync::atomic::AtomicBool::new(false),
+        unready,
+    });
     let app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
+        .route("/metrics", axum::routing::get(operations::metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        // A probe carries no token, and is told no more than whether.
+        .route("/healthz", axum::routing::get(operations::alive))
+        .route("/readyz", axum::routing::get(operations::ready))
         .with_state(state.clone());
     let janitor = tokio::spawn(end_idle_sessions(state.clone()));
+    let warming = tokio::spawn(warm_up(state.clone()));
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
     let (closing, closed) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -175,8 +202,16 @@ pub async fn serve(
         // Connections that ended are let go as others come.
         while connections.try_join_next().is_some() {}
     }
-    tracing::info!("asked to stop; ending every session's server");
+    // Stopping: no new request is taken (a load balancer hears it from /readyz), and those under
+    // way have the grace to be answered.
+    state.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
     drop(listener);
+    warming.abort();
+    let grace = state.listen.shutdown_grace;
+    if tokio::time::timeout(grace, state.answered_all()).await.is_err() {
+        tracing::warn!("requests still under way after {}s; ending them", grace.as_secs_f64());
+    }
+    tracing::info!("asked to stop; ending every session and server");
     janitor.abort();
     let sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, session)| session).collect();
     let shared = lock(&state.shared).take();
@@ -191,6 +226,34 @@ pub async fn serve(
     let _ = tokio::time::timeout(CLOSING, async { while connections.join_next().await.is_some() {} }).await;
     connections.abort_all();
     Ok(())
+}
+
+/// Starts the servers every session shares and lists them, again after a while until each has
+/// answered; the front is ready once they all have.
+async fn warm_up(front: Arc<Front>) {
+    let (limit, withheld, patience) =
+        (front.proxy.max_message_bytes, front.proxy.withheld_env.clone(), front.proxy.request_timeout);
+    let mut delay = Duration::from_secs(1);
+    loop {
+        let warmed =
+            futures_util::future::join_all(front.pool.iter().map(|server| server.warm(limit, &withheld, patience)))
+                .await;
+        let failures: Vec<String> = front
+            .pool
+            .iter()
+            .zip(warmed)
+            .filter_map(|(server, warmed)| Some(format!("{}: {}", server.label(), warmed.err()?)))
+            .collect();
+        if failures.is_empty() {
+            *lock(&front.unready) = None;
+            return;
+        }
+        let why = failures.join("; ");
+        tracing::warn!("not ready: {why}; trying again in {}s", delay.as_secs());
+        *lock(&front.unready) = Some(why);
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(30));
+    }
 }
 
 /// `servers` as each session starts them: a shared one connected to rather than started, and
@@ -250,6 +313,11 @@ struct Front {
     /// The servers sessions share.
     pool: Vec<Arc<SharedServer>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    metrics: Arc<operations::Metrics>,
+    /// Asked to stop: no new request is taken.
+    stopping: std::sync::atomic::AtomicBool,
+    /// Why the front is not ready yet (its shared servers not yet started and listed).
+    unready: Mutex<Option<String>>,
     /// The proxy every stateless request shares, once one has come.
     shared: Mutex<Option<Arc<Session>>>,
 }
@@ -264,6 +332,9 @@ struct Stream {
     post: u64,
     /// Its request asked for log messages (`_meta` `logLevel`, in the stateless revision).
     logs: bool,
+    /// What the request is, and when it came, for the metrics.
+    method: operations::Method,
+    began: Instant,
 }
 
 /// Numbers the POSTs waiting for an answer.
@@ -291,6 +362,7 @@ struct Session {
     /// It is the proxy stateless requests share: what the server sends of its own accord goes
     /// to the request it relates to, never to whichever stream is open.
     shared: bool,
+    metrics: Arc<operations::Metrics>,
 }
 
 /// Ends, every so often, the sessions idle for longer than the options allow.
@@ -359,7 +431,7 @@ impl Session {
 
     /// A POST's stream for the answer to `id`, taken out of the waiting list when dropped;
     /// none while a request with this id still waits.
-    fn wait_for(self: &Arc<Self>, id: &Id, carries_messages: bool, logs: bool) -> Option<Waiting> {
+    fn wait_for(self: &Arc<Self>, id: &Id, method: &str, carries_messages: bool, logs: bool) -> Option<Waiting> {
         let (sender, answers) = mpsc::channel(STREAM_QUEUE);
         let mut waiting = lock(&self.waiting);
         if self.is_closed() {
@@ -372,7 +444,8 @@ impl Session {
             return None;
         }
         let post = POSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        waiting.insert(id.clone(), Stream { sender, carries_messages, post, logs });
+        let (method, began) = (operations::Method::of(method), Instant::now());
+        waiting.insert(id.clone(), Stream { sender, carries_messages, post, logs, method, began });
         Some(Waiting { answers, id: id.clone(), post, session: self.clone() })
     }
 
@@ -381,12 +454,17 @@ impl Session {
     fn deliver(&self, line: String) {
         // What it is, owned: the line moves on.
         let (answer, request) = match Message::parse(line.as_bytes()) {
-            Ok(Message::Response { id, .. }) => (Some(id), None),
+            Ok(Message::Response { id, result, error }) => {
+                let answered = lock(&self.waiting).remove(&id);
+                if let Some(stream) = &answered {
+                    self.metrics.answered(&stream.method, stream.began, result, error.is_some());
+                }
+                (Some((id, answered)), None)
+            }
             Ok(Message::Request { id, .. }) => (None, Some(id)),
             _ => (None, None),
         };
-        if let Some(id) = &answer {
-            let answered = lock(&self.waiting).remove(id);
+        if let Some((id, answered)) = answer {
             match answered {
                 Some(stream) => send_or_hold(stream.sender, line),
                 // A stateless client that closed its stream cancelled the request: expected.
@@ -466,6 +544,23 @@ impl Drop for Waiting {
 }
 
 impl Front {
+    /// Returns once no request waits for its answer in any session (a listen stream, which waits
+    /// for good, aside).
+    async fn answered_all(&self) {
+        let listen = operations::Method::of("subscriptions/listen");
+        loop {
+            let mut sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+            sessions.extend(lock(&self.shared).clone());
+            let waiting = sessions.iter().any(|session| {
+                lock(&session.waiting).values().any(|stream| stream.method != listen && !stream.sender.is_closed())
+            });
+            if !waiting {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Refuses a request for another site, from another origin, or without the token.
     fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
         let host = headers.get(header::HOST).and_then(|host| host.to_str().ok());
@@ -563,6 +658,7 @@ impl Front {
             last_used: Mutex::new(Instant::now()),
             grace: self.proxy.grace,
             shared,
+            metrics: self.metrics.clone(),
         });
         (session, pending)
     }
@@ -685,6 +781,9 @@ async fn guard(State(front): State<Arc<Front>>, request: axum::extract::Request,
 }
 
 async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum::body::Body) -> Response {
+    if front.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        return refusal(StatusCode::SERVICE_UNAVAILABLE, "the gateway is stopping");
+    }
     // A client that sends its body too slowly, or too much of it, is let go.
     let (limit, within) = (front.proxy.max_message_bytes, front.listen.read_timeout);
     let body: Bytes = match tokio::time::timeout(within, axum::body::to_bytes(body, limit)).await {
@@ -702,13 +801,14 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
             return json_error(StatusCode::BAD_REQUEST, &id, malformed.code, &malformed.reason);
         }
     };
-    let (id, initialize) = match &message {
-        Message::Request { id, method, .. } => (Some(id.clone()), method == "initialize"),
+    let (id, method) = match &message {
+        Message::Request { id, method, .. } => (Some(id.clone()), method.to_string()),
         Message::Batch(_) => {
             return json_error(StatusCode::BAD_REQUEST, &Id::null(), INVALID_REQUEST, "one message per request");
         }
-        _ => (None, false),
+        _ => (None, String::new()),
     };
+    let initialize = method == "initialize";
     if let Some(request) = stateless::Request::of(&headers, &message) {
         return stateless::answer(&front, &headers, request).await;
     }
@@ -741,7 +841,7 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
         };
     };
     let wants_stream = wants_stream(&headers);
-    let Some(waiting) = session.wait_for(&id, wants_stream, false) else {
+    let Some(waiting) = session.wait_for(&id, &method, wants_stream, false) else {
         let reason = "a request with this id is already waiting";
         return json_error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, reason);
     };

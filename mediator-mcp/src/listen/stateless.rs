@@ -91,7 +91,7 @@ pub(super) async fn answer(front: &Arc<Front>, headers: &HeaderMap, request: Req
     let session = front.shared_session();
     let (exchange, line) = Exchange::of(&id, method, params);
     let wants_stream = wants_stream(headers);
-    let Some(waiting) = session.wait_for(&exchange.ours, wants_stream, logs) else {
+    let Some(waiting) = session.wait_for(&exchange.ours, method, wants_stream, logs) else {
         // An id of the front's own is never reused: this cannot be.
         return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the front's request id is taken"));
     };

@@ -321,3 +321,44 @@ async fn a_server_of_session_scope_is_started_for_each_session() {
     }
     assert_eq!(front.starts(), 3, "a server of its own for each session");
 }
+
+#[tokio::test]
+async fn health_readiness_and_metrics_are_served() {
+    let front = Front::start().await;
+    let base = front.url.trim_end_matches("/mcp").to_owned();
+    let get = |path: &str| front.http.get(format!("{base}{path}")).send();
+    assert_eq!(get("/healthz").await.unwrap().status(), 200);
+    // Ready once the shared server has been started and listed, before any client came.
+    let mut ready = get("/readyz").await.unwrap().status();
+    for _ in 0..100 {
+        if ready == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        ready = get("/readyz").await.unwrap().status();
+    }
+    assert_eq!(ready, 200, "ready once warmed");
+    assert_eq!((front.starts(), front.listings()), (1, 1), "warmed: started and listed before any session");
+    let session = front.open_session().await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hello"}});
+    assert_eq!(front.post(&call, Some("2025-06-18"), Some(&session)).await.0, 200);
+    let unknown = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope"}});
+    front.post(&unknown, Some("2025-06-18"), Some(&session)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+    front.post(&list, Some("2025-06-18"), Some(&session)).await;
+    assert_eq!(front.listings(), 1, "the session's listing was the warmed one");
+    let metrics = get("/metrics").await.unwrap();
+    assert!(metrics.headers()["content-type"].to_str().unwrap().starts_with("application/openmetrics-text"));
+    let text = metrics.text().await.unwrap();
+    for line in [
+        r#"tool_mediator_requests_total{method="tools/call"} 2"#,
+        r#"tool_mediator_request_errors_total{method="tools/call"} 1"#,
+        r#"tool_mediator_requests_total{method="tools/list"} 1"#,
+        "tool_mediator_sessions 1",
+        "tool_mediator_shared_servers_running 1",
+        "tool_mediator_shared_server_starts_total 1",
+    ] {
+        assert!(text.lines().any(|said| said == line), "{line} in:\n{text}");
+    }
+    assert!(text.contains(r#"tool_mediator_request_duration_seconds_count{method="tools/call"} 2"#), "{text}");
+}

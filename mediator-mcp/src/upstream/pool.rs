@@ -39,6 +39,39 @@ use crate::lines::{Line, Outbox, read_lines};
 use crate::options::OUTBOX_BYTES;
 use tool_mediator_core::sync::lock;
 
+/// The handshake a shared server is given: the gateway's, as the one client the server has, with
+/// what the gateway passes on to its clients (a client without one answers with an error).
+fn gateway_handshake() -> Value {
+    serde_json::json!({
+        "protocolVersion": crate::revision::REVISIONS[3],
+        "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
+        "clientInfo": {"name": "tool-mediator", "title": "tool-mediator gateway", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// The answer to a later session's handshake: the server's, at the revision that session asked
+/// for when the mediator knows it and it is no later than the server's (a server speaks the
+/// revisions before its own, as the SDKs do).
+fn handshake_for(result: &str, params: Option<&RawValue>) -> String {
+    #[derive(serde::Deserialize)]
+    struct Asked {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    let asked = params.and_then(|params| serde_json::from_str::<Asked>(params.get()).ok());
+    let Some(asked) = asked.filter(|asked| crate::revision::REVISIONS.contains(&asked.protocol_version.as_str()))
+    else {
+        return result.to_owned();
+    };
+    let Ok(Value::Object(mut answer)) = tool_mediator_core::json::from_str(result) else { return result.to_owned() };
+    let agreed = answer.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+    if agreed.is_empty() || asked.protocol_version.as_str() >= agreed {
+        return result.to_owned();
+    }
+    answer.insert("protocolVersion".to_owned(), Value::from(asked.protocol_version));
+    Value::Object(answer).to_string()
+}
+
 /// Bytes in each of a connection's two pipes.
 const PIPE: usize = 256 * 1024;
 /// Listing pages kept at once; past it, those kept are let go (the next asks again).
@@ -62,6 +95,11 @@ impl SharedServer {
     /// A server to share, `label` naming it in logs, started with `start` when first needed.
     pub fn new(label: String, start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>) -> Arc<SharedServer> {
         Arc::new(SharedServer { label, start, running: Mutex::new(None), starts: AtomicU64::new(0) })
+    }
+
+    /// How logs name it.
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     /// How many times the server was started (or connected to).
@@ -88,6 +126,50 @@ impl SharedServer {
         let connected = fresh.connect(limit).expect("a server just started is running");
         *running = Some(fresh);
         Ok(connected)
+    }
+
+    /// Starts the server and asks it what every session will ask first: the handshake (this
+    /// one, the gateway's, is the one the server keeps) and its tools, so the first client
+    /// waits for neither. Why not, when it cannot be done within `patience`.
+    pub async fn warm(&self, limit: usize, withheld: &[String], patience: Duration) -> Result<(), String> {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let (mut server, mut input, output, _) =
+            self.connect(limit, withheld).map_err(|error| tool_mediator_core::error::with_causes(&error))?;
+        let mut lines = tokio::io::BufReader::new(output).lines();
+        let asked = async {
+            for (id, method, params) in
+                [(1, "initialize", gateway_handshake()), (2, "tools/list", serde_json::json!({}))]
+            {
+                let id = Id::pooled(id);
+                input.write_all(format!("{}\n", jsonrpc::request(&id, method, &params)).as_bytes()).await?;
+                input.flush().await?;
+                loop {
+                    let Some(line) = lines.next_line().await? else {
+                        return Err(std::io::Error::other("it ended before answering"));
+                    };
+                    if let Ok(Message::Response { id: answered, error, .. }) = Message::parse(line.as_bytes())
+                        && answered == id
+                    {
+                        if let Some(error) = error {
+                            return Err(std::io::Error::other(format!("it refused {method}: {}", error.get())));
+                        }
+                        break;
+                    }
+                }
+                if method == "initialize" {
+                    let initialized = jsonrpc::notification("notifications/initialized", None);
+                    input.write_all(format!("{initialized}\n").as_bytes()).await?;
+                }
+            }
+            input.shutdown().await
+        };
+        let warmed = match tokio::time::timeout(patience, asked).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!("it did not answer within {}s", patience.as_secs_f64())),
+        };
+        server.end_within(Duration::from_millis(100)).await;
+        warmed
     }
 
     /// Ends the server, if it runs: its input closed, then (after `grace`) stopped.
@@ -401,7 +483,7 @@ impl Mux {
         match method {
             "initialize" => match &mut self.handshake {
                 Handshake::Answered(result) => {
-                    let answer = jsonrpc::response(&id, result);
+                    let answer = jsonrpc::response(&id, &handshake_for(result, params));
                     self.send_session(connection, answer);
                 }
                 Handshake::Asked(waiters) => waiters.push((connection, id)),

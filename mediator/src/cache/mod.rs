@@ -179,6 +179,12 @@ impl Cache {
         self.store.flush()
     }
 
+    /// Hits and misses since the cache was opened, without reading the store (what a gateway's
+    /// metrics show at every scrape).
+    pub fn usage(&self) -> (u64, u64) {
+        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+    }
+
     pub fn stats(&self) -> Result<CacheStats, CacheError> {
         let records = self.store.records()?;
         Ok(CacheStats {
