@@ -432,3 +432,52 @@ sys.stdin.read()
     let (status, body) = proxy.ask("POST", &[], INITIALIZE);
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn asked_to_stop_the_front_answers_the_calls_under_way_and_takes_no_new_ones() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid").display().to_string();
+    let named = root().join("tests/peers/named.py").display().to_string();
+    let python = peers.bin("python").display().to_string();
+    let mut proxy = Listening::start(&peers, "proxy", &["--", &python, &named, "slow", "--pid-file", &pid_file]);
+    let session = proxy.open_session();
+    let headers = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let (status, _) = proxy.ask("POST", &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(status, 202);
+    let address = proxy.address.clone();
+    let call = std::thread::spawn({
+        let session = session.clone();
+        move || {
+            let endpoint = Address(address);
+            let headers = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+            let sleep = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1.5}}}"#;
+            endpoint.ask("POST", &headers, sleep)
+        }
+    });
+    let sleeping = std::path::PathBuf::from(format!("{pid_file}.sleeping"));
+    let began = std::time::Instant::now();
+    while !sleeping.exists() && began.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(sleeping.exists(), "the call is under way");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(proxy.pid() as libc::pid_t, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(300));
+    // No new connection is taken: a load balancer's next probe finds it gone.
+    assert!(TcpStream::connect(&proxy.address).is_err(), "a new connection is refused while stopping");
+    let (status, answered) = call.join().unwrap();
+    assert_eq!(status, 200, "{answered}");
+    assert!(answered.contains("slow slept"), "the call under way was answered: {answered}");
+    let exited = proxy.exited_within(Duration::from_secs(15)).expect("it ends once the call is answered");
+    assert!(exited.success(), "{exited}");
+}
+
+/// An endpoint by its address alone, for a request from another thread.
+struct Address(String);
+
+impl Endpoint for Address {
+    fn address(&self) -> &str {
+        &self.0
+    }
+}

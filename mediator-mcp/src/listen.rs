@@ -125,6 +125,8 @@ pub async fn serve(
     let port = listener.local_addr()?.port();
     let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
     let (servers, pool) = pooled(servers);
+    // Its sessions end when the front ends them, which a stop signal lets finish first.
+    let proxy = ProxyOptions { ends_on_signals: false, ..proxy };
     let sessions = Mutex::new(HashMap::new());
     let shared = Mutex::new(None);
     let unready = Mutex::new((!pool.is_empty()).then(|| "the shared servers are starting".to_owned()));

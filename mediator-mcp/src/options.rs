@@ -36,6 +36,10 @@ pub struct ProxyOptions {
     /// (the token `--listen` is guarded with), which are not for third-party code. A server
     /// given one explicitly (a servers file's `env`) still gets it.
     pub withheld_env: Arc<[String]>,
+    /// SIGTERM, SIGINT and SIGHUP end the proxy (and its servers); the HTTP front, which
+    /// handles them itself, first letting the requests under way be answered, turns it off for
+    /// its sessions.
+    pub ends_on_signals: bool,
 }
 
 /// The default [`ProxyOptions::max_message_bytes`]: 64 MiB.
@@ -58,6 +62,7 @@ impl ProxyOptions {
             pins: None,
             restart: None,
             withheld_env: Arc::new([]),
+            ends_on_signals: true,
         }
     }
 }

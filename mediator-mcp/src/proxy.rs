@@ -157,6 +157,7 @@ where
     let Client { input: client_in, output: client_out, gone: client_gone } = client;
     let (limit, grace, restart) = (options.max_message_bytes, options.grace, options.restart);
     let withheld = options.withheld_env.clone();
+    let ends_on_signals = options.ends_on_signals;
     // Without restarts every server must start now; otherwise one that does not is tried again.
     let mut first_starts = Vec::with_capacity(servers.len());
     for server in &servers {
@@ -235,7 +236,7 @@ where
             }
             None
         }
-        _ = stop_signal() => {
+        _ = stop_signal(), if ends_on_signals => {
             tracing::info!("asked to stop; ending the servers");
             None
         }
