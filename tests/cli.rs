@@ -1856,7 +1856,7 @@ fn the_example_configuration_names_every_key_at_its_default() {
     let text = fs::read_to_string(&path).unwrap();
     let every: MediatorConfig = toml::from_str(
         "llm_provider = \"openai\"\nmodel = \"m\"\nllm_url = \"u\"\napi_key_env = \"K\"\napi_key = \"k\"\n\
-         cache_dir = \"c\"\noverrides_url = \"o\"\npins_file = \"p\"\n",
+         cache_dir = \"c\"\ncache_url = \"redis://r\"\noverrides_url = \"o\"\npins_file = \"p\"\n",
     )
     .unwrap();
     let every = toml::to_string(&every).unwrap();

@@ -55,11 +55,12 @@ pub fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     run_with(dir, args, stdin, &[])
 }
 
-/// Runs the binary in `dir` with extra environment variables; API keys and the log filter of
-/// the calling environment are not passed on, so a test sees only what it sets.
+/// Runs the binary in `dir` with extra environment variables; API keys, the log filter and the
+/// cache server of the calling environment are not passed on, so a test sees only what it sets.
 pub fn run_with(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(binary());
     command.env_remove("ANTHROPIC_API_KEY").env_remove("OPENAI_API_KEY").env_remove("TOOL_MEDIATOR_LOG");
+    command.env_remove(tool_mediator::cache::URL_VARIABLE).env_remove(tool_mediator::cache::PASSWORD_VARIABLE);
     for (name, value) in env {
         command.env(name, value);
     }

@@ -14,10 +14,12 @@ use crate::manifest::{Dialect, Origin};
 /// Reads the configuration file: `--config`, else the one [`MediatorConfig::discover`] finds,
 /// else the defaults. Returns the file it read.
 pub fn load(args: &ConfigArgs) -> Result<(MediatorConfig, Option<PathBuf>)> {
-    Ok(match &args.config {
+    let (mut config, file) = match &args.config {
         Some(path) => (MediatorConfig::from_file(path)?, Some(path.clone())),
         None => MediatorConfig::discover()?,
-    })
+    };
+    config.apply_environment();
+    Ok((config, file))
 }
 
 /// The configuration with the command line's flags applied.
@@ -47,6 +49,10 @@ pub fn effective(chain: &ChainArgs) -> Result<(MediatorConfig, Option<PathBuf>)>
 pub fn apply_cache_flags(config: &mut MediatorConfig, cache: &CacheArgs) {
     if cache.cache_dir.is_some() {
         config.cache_dir.clone_from(&cache.cache_dir);
+        config.cache_url = None;
+    }
+    if cache.cache_url.is_some() {
+        config.cache_url.clone_from(&cache.cache_url);
     }
     if let Some(ttl) = cache.ttl {
         config.cache_ttl_hours = ttl.as_secs().div_ceil(3600).max(1);

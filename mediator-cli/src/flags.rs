@@ -126,9 +126,17 @@ pub enum LlmArg {
 /// Where the cache is and how long it keeps answers.
 #[derive(Debug, Args)]
 pub struct CacheArgs {
-    /// The cache directory (the platform cache directory's `tool-mediator` by default).
+    /// The cache directory (the platform cache directory's `tool-mediator` by default). Given,
+    /// it wins over a `cache_url` of the configuration or the environment.
     #[arg(long, value_name = "DIR", global = true)]
     pub cache_dir: Option<PathBuf>,
+
+    /// Keep the cache on a Redis server instead, shared by every process that names it:
+    /// `redis://HOST:PORT/DB`, `rediss://` for TLS (the configuration's `cache_url`, or
+    /// TOOL_MEDIATOR_CACHE_URL). A password the URL lacks comes from
+    /// TOOL_MEDIATOR_CACHE_PASSWORD, which keeps it off the command line; it is never printed.
+    #[arg(long, value_name = "URL", global = true, conflicts_with = "cache_dir", value_parser = cache_url)]
+    pub cache_url: Option<tool_mediator::cache::CacheUrl>,
 
     /// Do not read or write the cache.
     #[arg(long, global = true)]
@@ -323,6 +331,11 @@ fn byte_size(text: &str) -> Result<u64, String> {
         _ => return Err(format!("unknown unit `{unit}` (use KiB, MiB or GiB)")),
     };
     number.checked_mul(scale).filter(|&size| size > 0).ok_or_else(|| format!("`{text}` is not a usable size"))
+}
+
+/// A cache server's URL, held so that `Debug` (of the parsed flags) never shows its password.
+fn cache_url(text: &str) -> Result<tool_mediator::cache::CacheUrl, String> {
+    Ok(tool_mediator::cache::CacheUrl::new(text))
 }
 
 /// A duration: a number and a unit (`s`, `m`, `h`, `d`).

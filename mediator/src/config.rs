@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, CachedTransformer, SledStore};
+use crate::cache::{Cache, CacheUrl, CachedTransformer, RedisStore, SledStore};
 use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
 use crate::overrides::{OverrideError, OverrideSet, OverrideTransformer, remote};
@@ -39,6 +39,15 @@ pub struct MediatorConfig {
     pub llm_max_response_bytes: u64,
     /// Where the cache lives (the platform cache directory's `tool-mediator` by default).
     pub cache_dir: Option<PathBuf>,
+    /// A Redis server to keep the cache in instead (`redis://host:port/db`, `rediss://` for
+    /// TLS), shared by every process that names it: replicas and CI jobs pay the language model
+    /// once for the same tools. `TOOL_MEDIATOR_CACHE_URL` sets it from the environment; a
+    /// password the URL lacks comes from `TOOL_MEDIATOR_CACHE_PASSWORD`. Never shown with its
+    /// password.
+    pub cache_url: Option<CacheUrl>,
+    /// What every key in a Redis cache starts with: deployments that must not share answers
+    /// (their prompts, their models) share a server under prefixes of their own.
+    pub cache_prefix: String,
     /// How long cached answers are used, in hours (168, 7 days, by default).
     pub cache_ttl_hours: u64,
     /// Run the LLM transformer whenever a provider is configured; when false, only with `--llm`.
@@ -91,6 +100,8 @@ impl Default for MediatorConfig {
             llm_deadline_secs: crate::llm::DEFAULT_DEADLINE.as_secs(),
             llm_max_response_bytes: crate::llm::DEFAULT_MAX_RESPONSE_BYTES,
             cache_dir: None,
+            cache_url: None,
+            cache_prefix: crate::cache::DEFAULT_PREFIX.to_owned(),
             cache_ttl_hours: 7 * 24,
             auto_enhance: true,
             grouping_threshold: 5,
@@ -129,13 +140,22 @@ impl MediatorConfig {
             .or_else(|| self.api_key.clone())
     }
 
-    /// The configuration with the key masked, for printing.
+    /// The configuration with the key and the cache's password masked, for printing.
     pub fn masked(&self) -> MediatorConfig {
         let mut masked = self.clone();
         if masked.api_key.is_some() {
             masked.api_key = Some("********".into());
         }
+        masked.cache_url = masked.cache_url.as_ref().map(CacheUrl::redacted);
         masked
+    }
+
+    /// Takes what the environment sets over the file's settings: the cache's URL
+    /// (`TOOL_MEDIATOR_CACHE_URL`). A front door's flags then win over both.
+    pub fn apply_environment(&mut self) {
+        if let Some(url) = std::env::var(crate::cache::URL_VARIABLE).ok().filter(|url| !url.is_empty()) {
+            self.cache_url = Some(CacheUrl::new(url));
+        }
     }
 }
 
@@ -282,8 +302,19 @@ impl MediatorConfig {
         Ok(Transformers { overrides, rules, llm, cache, judge })
     }
 
-    /// Opens the cache, or goes on without it with a warning that says which directory and why.
+    /// Opens the cache (on the `cache_url` server, else in the directory), or goes on without it
+    /// with a warning that says which and why. A server is not connected to yet: one that is down
+    /// is a warning at its first use, and is used once it is up.
     pub fn open_cache(&self, ttl: Duration) -> Option<Arc<Cache>> {
+        if self.cache_url.is_some() {
+            return match self.redis_store() {
+                Ok(store) => Some(Arc::new(Cache::new(store, ttl))),
+                Err(error) => {
+                    tracing::warn!("{error}; going on uncached");
+                    None
+                }
+            };
+        }
         let dir = self.cache_directory()?;
         match SledStore::open(&dir) {
             Ok(store) => Some(Arc::new(Cache::new(store, ttl))),
@@ -292,6 +323,14 @@ impl MediatorConfig {
                 None
             }
         }
+    }
+
+    /// The store on the `cache_url` server, its password from `TOOL_MEDIATOR_CACHE_PASSWORD` when
+    /// the URL has none.
+    pub fn redis_store(&self) -> Result<RedisStore, crate::cache::CacheError> {
+        let url = self.cache_url.clone().unwrap_or_else(|| CacheUrl::new(""));
+        let password = std::env::var(crate::cache::PASSWORD_VARIABLE).ok();
+        RedisStore::open(&url, &self.cache_prefix, password.as_deref())
     }
 
     fn llm(&self, provider: Provider, options: &ChainOptions) -> Result<LlmTransformer, BuildError> {

@@ -40,6 +40,13 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
         Some(_) => writeln!(text, "# an API key is set (not shown)")?,
         None => writeln!(text, "# no API key is set")?,
     }
+    if let Some(url) = &effective.cache_url {
+        writeln!(
+            text,
+            "# the cache is on {url}, under the prefix {:?}; cache_dir is not used",
+            effective.cache_prefix
+        )?;
+    }
     if effective.builtin_overrides {
         writeln!(
             text,

@@ -111,11 +111,16 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
     }
 
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
-        let keys: Vec<Vec<u8>> = tools.iter().map(|tool| self.key(tool, context)).collect();
+        let keys: Arc<[Vec<u8>]> = tools.iter().map(|tool| self.key(tool, context)).collect();
+        // Every tool of the batch looked up at once: one round trip to a store on a network.
+        let (cache, asked) = (self.cache.clone(), keys.clone());
+        let found = off_the_runtime(move || cache.get_many(&asked.iter().map(Vec::as_slice).collect::<Vec<_>>()))
+            .await
+            .unwrap_or_else(|| vec![None; keys.len()]);
         let mut answers = Vec::new();
         let mut misses = Vec::new();
-        for (index, key) in keys.iter().enumerate() {
-            match self.cache.get(key).and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok()) {
+        for (index, record) in found.into_iter().enumerate() {
+            match record.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok()) {
                 Some(stored) => answers.push(stored.into_answer(index)),
                 None => misses.push(index),
             }
@@ -132,16 +137,38 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
                 return Ok(answers);
             }
         };
+        let mut kept = Vec::with_capacity(fresh.len());
         for mut answer in fresh {
             let Some(&index) = misses.get(answer.index) else { continue };
             if let Ok(bytes) = serde_json::to_vec(&Stored::of(&answer)) {
-                self.cache.put(&keys[index], &bytes);
+                kept.push((keys[index].clone(), bytes));
             }
             answer.index = index;
             answers.push(answer);
         }
-        self.cache.flush();
+        let cache = self.cache.clone();
+        off_the_runtime(move || {
+            cache.put_many(&kept);
+            cache.flush();
+        })
+        .await;
         Ok(answers)
+    }
+}
+
+/// Runs a store call (which blocks, on a disk or a network) on tokio's blocking threads, so a
+/// slow store stalls no other task, on either kind of runtime; in place outside one. `None` when
+/// it did not finish (the runtime shutting down).
+async fn off_the_runtime<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => match runtime.spawn_blocking(work).await {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::warn!("a cache call did not finish: {error}");
+                None
+            }
+        },
+        Err(_) => Some(work()),
     }
 }
 

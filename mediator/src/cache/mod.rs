@@ -1,11 +1,14 @@
 //! A disposable cache with a time to live: answers that cost seconds and money to get (a
-//! language model's) are kept and reused until they expire. sled stores them by default.
+//! language model's) are kept and reused until they expire. sled stores them by default, on one
+//! machine; Redis, for replicas and CI jobs that should pay for an answer once between them.
 //!
 //! sled has no TTL, so every record carries its own expiry and the time it was stored; an
-//! expired record reads as a miss and is removed, and [`Cache::prune`] sweeps the rest.
+//! expired record reads as a miss and is removed, and [`Cache::prune`] sweeps the rest. Redis
+//! is also given the expiry as the key's own, so it lets go of what no one reads.
 
 mod cached;
 mod memory;
+mod redis_store;
 mod sled_store;
 
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use cached::{CachedTransformer, digest};
 pub use memory::MemoryStore;
+pub use redis_store::{CacheUrl, DEFAULT_PREFIX, PASSWORD_VARIABLE, RedisStore, URL_VARIABLE, redact};
 pub use sled_store::{LOCK_WAIT, SledStore};
 
 /// What went wrong with a store. Never fatal: the run goes on without the cache.
@@ -23,15 +27,30 @@ pub enum CacheError {
     Locked { dir: std::path::PathBuf },
     #[error("cache store error at {dir}: {message}")]
     Store { dir: std::path::PathBuf, message: String },
+    /// A store on a server; `url` is shown without its password.
+    #[error("the cache at {url}: {message}")]
+    Remote { url: String, message: String },
 }
 
 /// A key and the record stored under it.
 pub type KeyedRecord = (Vec<u8>, Vec<u8>);
 
 /// Where records are kept: raw bytes by key.
+///
+/// Calls block (on a disk, on a network): an async caller runs them where that stalls no other
+/// task (see [`CachedTransformer`]).
 pub trait CacheStore: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CacheError>;
+    /// The records under `keys`, in their order: one round trip for a store on a network,
+    /// whatever the number of keys (a listing's tools are looked up together).
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        keys.iter().map(|key| self.get(key)).collect()
+    }
     fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError>;
+    /// Stores each record under its key: one round trip for a store on a network.
+    fn put_many(&self, records: &[KeyedRecord]) -> Result<(), CacheError> {
+        records.iter().try_for_each(|(key, record)| self.put(key, record))
+    }
     fn remove(&self, key: &[u8]) -> Result<(), CacheError>;
     /// Every record, for sweeps and statistics.
     fn records(&self) -> Result<Vec<KeyedRecord>, CacheError>;
@@ -83,7 +102,7 @@ pub struct Cache {
 const HEADER: usize = 16;
 
 /// Keys under this prefix are last good copies: expired, they still serve when the network
-/// does not, so `prune` keeps them.
+/// does not, so `prune` keeps them (and Redis is given no expiry for them).
 pub const KEPT_STALE_PREFIX: &[u8] = b"stale-ok:";
 
 impl Cache {
@@ -115,18 +134,39 @@ impl Cache {
                 None
             }
         };
-        let Some(record) = record.filter(|record| record.len() >= HEADER) else {
+        self.fresh(key, record, self.clock.now_millis())
+    }
+
+    /// The values under `keys`, in their order, as [`Cache::get`] reads each: asked of the
+    /// store at once.
+    pub fn get_many(&self, keys: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+        let records = match self.store.get_many(keys) {
+            Ok(records) if records.len() == keys.len() => records,
+            Ok(_) => vec![None; keys.len()],
+            Err(error) => {
+                tracing::warn!("{error}");
+                vec![None; keys.len()]
+            }
+        };
+        let now = self.clock.now_millis();
+        keys.iter().zip(records).map(|(key, record)| self.fresh(key, record, now)).collect()
+    }
+
+    /// A record's value while it is fresh; an expired one is removed.
+    fn fresh(&self, key: &[u8], record: Option<Vec<u8>>, now: u64) -> Option<Vec<u8>> {
+        let Some(mut record) = record.filter(|record| record.len() >= HEADER) else {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        if expiry_of(&record) <= self.clock.now_millis() {
+        if expiry_of(&record) <= now {
             self.expired.fetch_add(1, Ordering::Relaxed);
             self.misses.fetch_add(1, Ordering::Relaxed);
             let _ = self.store.remove(key);
             return None;
         }
         self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(record[HEADER..].to_vec())
+        record.drain(..HEADER);
+        Some(record)
     }
 
     /// The value under `key` even when it has expired, and whether it is still fresh: for
@@ -139,15 +179,30 @@ impl Cache {
 
     /// Stores `value` until the TTL runs out. A store error (a full disk) is a warning.
     pub fn put(&self, key: &[u8], value: &[u8]) {
+        let record = self.record(value, self.clock.now_millis());
+        if let Err(error) = self.store.put(key, &record) {
+            tracing::warn!("not cached: {error}");
+        }
+    }
+
+    /// Stores each value under its key, as [`Cache::put`] does: handed to the store at once.
+    pub fn put_many(&self, entries: &[KeyedRecord]) {
         let now = self.clock.now_millis();
+        let records: Vec<KeyedRecord> =
+            entries.iter().map(|(key, value)| (key.clone(), self.record(value, now))).collect();
+        if let Err(error) = self.store.put_many(&records) {
+            tracing::warn!("not cached: {error}");
+        }
+    }
+
+    /// A value with its header: when it expires, when it was stored.
+    fn record(&self, value: &[u8], now: u64) -> Vec<u8> {
         let expiry = now.saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX));
         let mut record = Vec::with_capacity(HEADER + value.len());
         record.extend_from_slice(&expiry.to_be_bytes());
         record.extend_from_slice(&now.to_be_bytes());
         record.extend_from_slice(value);
-        if let Err(error) = self.store.put(key, &record) {
-            tracing::warn!("not cached: {error}");
-        }
+        record
     }
 
     /// Removes every expired record but last good copies (see [`Cache::get_stale`]); how many.
@@ -205,6 +260,13 @@ impl Cache {
 
 fn expiry_of(record: &[u8]) -> u64 {
     u64::from_be_bytes(record[..8].try_into().expect("a record has a 16-byte header"))
+}
+
+/// How long a record is kept, in milliseconds: its expiry less the time it was stored (both
+/// by the cache's clock, so a server's clock need not agree with ours). `None` without a header.
+fn lifetime_of(record: &[u8]) -> Option<u64> {
+    let stored = u64::from_be_bytes(record.get(8..HEADER)?.try_into().ok()?);
+    Some(expiry_of(record).saturating_sub(stored))
 }
 
 #[cfg(test)]

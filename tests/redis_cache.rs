@@ -1,0 +1,292 @@
+//! The binary with its cache on a real redis-server (Debian's package, started by each test on a
+//! free port on 127.0.0.1 and stopped after; without one a test says it is skipped, and fails
+//! under TOOL_MEDIATOR_REDIS=1) and the language model on a real HTTP server on 127.0.0.1:
+//! separate processes share answers, Redis keeps the TTL, a server that is gone or refuses the
+//! password costs one warning and never the run, and a password is never printed.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_mediator::cache::{Cache, CacheStore, CacheUrl, RedisStore};
+use tool_mediator_tests::{run_with, stderr, stdout};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+#[path = "../mediator/tests/redis/server.rs"]
+#[allow(dead_code)]
+mod redis_server;
+use redis_server::RedisServer;
+
+const PASSWORD: &str = "correct-horse-battery-staple";
+
+fn answer() -> Value {
+    let entries: Vec<Value> = [("ChaScr", "change_screen"), ("gt_usr", "get_user")]
+        .iter()
+        .map(|(name, new)| json!({"original_name": name, "name": new, "description": "Described by the model.", "confidence": 0.9}))
+        .collect();
+    json!({"choices": [{"message": {"role": "assistant", "content": json!({"tools": entries}).to_string()}}], "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
+}
+
+async fn model() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(answer())).mount(&server).await;
+    server
+}
+
+async fn requests(model: &MockServer) -> usize {
+    model.received_requests().await.unwrap().len()
+}
+
+/// A page of two tools; `changed` gives the second a new description.
+fn manifest(dir: &Path, changed: bool) -> String {
+    let path = dir.join("page.json");
+    let description = if changed { "gets usr" } else { "gets user" };
+    let tools = json!({"tools": [
+        {"name": "ChaScr", "inputSchema": {"type": "object"}},
+        {"name": "gt_usr", "description": description, "inputSchema": {"type": "object"}},
+    ]});
+    std::fs::write(&path, tools.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// `enhance` with the model at `model`, in `dir`; `extra` flags and `env` as given.
+fn enhance(model: &MockServer, dir: &Path, changed: bool, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let page = manifest(dir, changed);
+    let uri = model.uri();
+    let mut args = vec!["enhance", page.as_str(), "--llm", "openai-compatible", "--llm-url", uri.as_str()];
+    args.extend_from_slice(extra);
+    run_with(dir, &args, None, env)
+}
+
+fn enhanced_names(output: &Output) -> Vec<String> {
+    assert!(output.status.success(), "{}", stderr(output));
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    document["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+}
+
+fn cache_warnings(output: &Output) -> usize {
+    stderr(output).matches("cannot be used").count()
+}
+
+#[tokio::test]
+async fn a_second_process_asks_nothing_and_a_changed_tool_costs_one_request() {
+    let Some(redis) = RedisServer::start() else { return };
+    let model = model().await;
+    let (first_dir, second_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = redis.url();
+
+    let first = enhance(&model, first_dir.path(), false, &["--cache-url", &url], &[]);
+    assert_eq!(enhanced_names(&first), ["change_screen", "get_user"]);
+    assert_eq!(requests(&model).await, 1);
+
+    // Another process, another directory, the URL from the environment: answered by Redis.
+    let second = enhance(&model, second_dir.path(), false, &[], &[("TOOL_MEDIATOR_CACHE_URL", &url)]);
+    assert_eq!(first.stdout, second.stdout);
+    assert_eq!(requests(&model).await, 1, "the second process asks the model nothing");
+
+    let changed = enhance(&model, second_dir.path(), true, &["--cache-url", &url], &[]);
+    assert_eq!(enhanced_names(&changed), ["change_screen", "get_user"]);
+    assert_eq!(requests(&model).await, 2, "the changed tool costs one request");
+    let sent: Value = serde_json::from_slice(&model.received_requests().await.unwrap()[1].body).unwrap();
+    let sent = sent.to_string();
+    assert!(sent.contains("gets usr") && !sent.contains("ChaScr"), "only the changed tool is asked about: {sent}");
+
+    // The cache command reads and clears the same keys, and only those under its prefix.
+    let stats = run_with(first_dir.path(), &["cache", "stats", "--cache-url", &url], None, &[]);
+    assert!(stats.status.success(), "{}", stderr(&stats));
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(
+        (&stats["entries"], &stats["url"], &stats["prefix"]),
+        (&json!(3), &json!(url), &json!("tool-mediator:"))
+    );
+    let elsewhere =
+        Cache::new(RedisStore::open(&CacheUrl::new(&url), "another-team:", None).unwrap(), Duration::from_secs(60));
+    elsewhere.put(b"theirs", b"kept");
+    let clear = run_with(first_dir.path(), &["cache", "clear", "--cache-url", &url], None, &[]);
+    assert!(clear.status.success(), "{}", stderr(&clear));
+    let stats = run_with(first_dir.path(), &["cache", "stats", "--cache-url", &url], None, &[]);
+    assert_eq!(serde_json::from_slice::<Value>(&stats.stdout).unwrap()["entries"], 0);
+    assert_eq!(elsewhere.get(b"theirs").as_deref(), Some(&b"kept"[..]), "another prefix is left alone");
+    enhance(&model, second_dir.path(), false, &["--cache-url", &url], &[]);
+    assert_eq!(requests(&model).await, 3, "a cleared cache asks again");
+}
+
+#[tokio::test]
+async fn answers_expire_with_the_ttl_redis_keeps() {
+    let Some(redis) = RedisServer::start() else { return };
+    let model = model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = redis.url();
+    let flags = ["--cache-url", url.as_str(), "--ttl", "1s"];
+    enhance(&model, dir.path(), false, &flags, &[]);
+    enhance(&model, dir.path(), false, &flags, &[]);
+    assert_eq!(requests(&model).await, 1, "within the TTL, from Redis");
+    let store = RedisStore::open(&CacheUrl::new(&url), "tool-mediator:", None).unwrap();
+    assert_eq!(store.records().unwrap().len(), 2);
+    std::thread::sleep(Duration::from_millis(1_300));
+    assert!(store.records().unwrap().is_empty(), "Redis let go of the expired answers itself");
+    enhance(&model, dir.path(), false, &flags, &[]);
+    assert_eq!(requests(&model).await, 2, "expired: asked again");
+}
+
+#[tokio::test]
+async fn redis_gone_costs_one_warning_and_is_used_again_once_back() {
+    let Some(mut redis) = RedisServer::start() else { return };
+    let model = model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = redis.url();
+    let flags = ["--cache-url", url.as_str()];
+    let first = enhance(&model, dir.path(), false, &flags, &[]);
+    assert_eq!(cache_warnings(&first), 0, "{}", stderr(&first));
+
+    redis.stop();
+    let down = enhance(&model, dir.path(), false, &flags, &[]);
+    assert_eq!(enhanced_names(&down), ["change_screen", "get_user"], "the run goes on uncached");
+    assert_eq!(first.stdout, down.stdout);
+    assert_eq!(cache_warnings(&down), 1, "one warning, naming the URL:\n{}", stderr(&down));
+    assert!(stderr(&down).contains(&format!("the cache at {url} cannot be used")), "{}", stderr(&down));
+    assert_eq!(requests(&model).await, 2, "uncached: the model is asked");
+
+    redis.restart();
+    let back = enhance(&model, dir.path(), false, &flags, &[]);
+    assert_eq!(cache_warnings(&back), 0, "{}", stderr(&back));
+    assert_eq!(requests(&model).await, 3, "the restarted server starts empty");
+    enhance(&model, dir.path(), false, &flags, &[]);
+    assert_eq!(requests(&model).await, 3, "and is used again");
+
+    redis.stop();
+    let stats = run_with(dir.path(), &["cache", "stats", "--cache-url", &url], None, &[]);
+    assert_eq!(stats.status.code(), Some(2), "asked of a cache that is gone, the cache command says so");
+    assert!(stderr(&stats).contains(&format!("the cache at {url}")), "{}", stderr(&stats));
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_one_warning_and_never_printed() {
+    let Some(redis) = RedisServer::start_with_password(PASSWORD) else { return };
+    let model = model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = redis.url();
+    let wrong = [("TOOL_MEDIATOR_CACHE_PASSWORD", "wrong-secret-words"), ("TOOL_MEDIATOR_LOG", "debug")];
+    let output = enhance(&model, dir.path(), false, &["--cache-url", &url], &wrong);
+    assert_eq!(enhanced_names(&output), ["change_screen", "get_user"]);
+    assert_eq!(cache_warnings(&output), 1, "{}", stderr(&output));
+    let printed = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(!printed.contains("wrong-secret-words"), "{printed}");
+
+    // The right one, from the environment: the cache is used.
+    let right = [("TOOL_MEDIATOR_CACHE_PASSWORD", PASSWORD)];
+    enhance(&model, dir.path(), false, &["--cache-url", &url], &right);
+    let cached = enhance(&model, dir.path(), false, &["--cache-url", &url], &right);
+    assert_eq!(cache_warnings(&cached), 0, "{}", stderr(&cached));
+    assert_eq!(requests(&model).await, 2, "the wrong password's run and the first right one asked");
+}
+
+#[tokio::test]
+async fn a_password_in_the_url_is_never_printed() {
+    let Some(redis) = RedisServer::start_with_password(PASSWORD) else { return };
+    let model = model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let with_password = format!("redis://:{PASSWORD}@127.0.0.1:{}/0", redis.port());
+    let shown = format!("redis://:********@127.0.0.1:{}/0", redis.port());
+    std::fs::write(
+        dir.path().join("tool-mediator.toml"),
+        format!("cache_url = \"{with_password}\"\ncache_prefix = \"ci:\"\n"),
+    )
+    .unwrap();
+
+    let debug = [("TOOL_MEDIATOR_LOG", "trace")];
+    let mut outputs = vec![
+        enhance(&model, dir.path(), false, &[], &debug),
+        enhance(&model, dir.path(), false, &[], &debug),
+        run_with(dir.path(), &["config"], None, &[]),
+        run_with(dir.path(), &["cache", "stats"], None, &[]),
+        run_with(dir.path(), &["cache", "prune"], None, &[]),
+    ];
+    assert_eq!(requests(&model).await, 1, "the file's URL and password are used");
+    let config = stdout(&outputs[2]);
+    assert!(config.contains(&format!("cache_url = \"{shown}\"")), "{config}");
+    let stats: Value = serde_json::from_slice(&outputs[3].stdout).unwrap();
+    assert_eq!((&stats["url"], &stats["prefix"], &stats["entries"]), (&json!(shown), &json!("ci:"), &json!(2)));
+
+    // Wrong, and gone: the warning and the error name the URL without the password.
+    let wrong = format!("redis://:{PASSWORD}-not@127.0.0.1:{}/0", redis.port());
+    outputs.push(enhance(&model, dir.path(), false, &["--cache-url", &wrong], &debug));
+    let unused_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let gone = format!("redis://:{PASSWORD}@127.0.0.1:{unused_port}/0");
+    outputs.push(enhance(&model, dir.path(), false, &["--cache-url", &gone], &debug));
+    outputs.push(run_with(dir.path(), &["cache", "clear", "--cache-url", &gone], None, &[]));
+    outputs.push(run_with(
+        dir.path(),
+        &["enhance", "--cache-url", "redis://:hunter2-secret@[::1", "x.json"],
+        None,
+        &[],
+    ));
+    assert!(stderr(&outputs[5]).contains(&format!("the cache at redis://:********@127.0.0.1:{}/0", redis.port())));
+    assert!(stderr(&outputs[6]).contains(&format!("the cache at redis://:********@127.0.0.1:{unused_port}/0")));
+    assert_eq!(outputs[7].status.code(), Some(2));
+    for output in &outputs {
+        let printed = format!("{}{}", stdout(output), stderr(output));
+        assert!(!printed.contains(PASSWORD) && !printed.contains("hunter2"), "the password was printed:\n{printed}");
+    }
+}
+
+/// A certificate authority, and a certificate it signed for 127.0.0.1, made with openssl in `dir`:
+/// `(authority, certificate, key)`.
+fn certificates(dir: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    let openssl = |arguments: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(arguments)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+    };
+    if openssl(&["version"]).is_err() {
+        assert_ne!(
+            std::env::var("TOOL_MEDIATOR_REDIS").as_deref(),
+            Ok("1"),
+            "TOOL_MEDIATOR_REDIS=1 but openssl is missing"
+        );
+        eprintln!("skipped: no openssl here to make the test's certificates");
+        return None;
+    }
+    std::fs::write(
+        dir.join("server.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let authority = "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-authority \
+                     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign";
+    let request = "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1";
+    let signed = "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
+                  -extfile server.cnf";
+    for step in [authority, request, signed] {
+        let arguments: Vec<&str> = step.split_whitespace().collect();
+        assert!(openssl(&arguments).unwrap().success(), "openssl {step}");
+    }
+    Some((dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key")))
+}
+
+#[tokio::test]
+async fn rediss_speaks_tls_checked_against_the_trusted_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((authority, certificate, key)) = certificates(dir.path()) else { return };
+    let Some(redis) = RedisServer::start_with_tls(&certificate, &key) else { return };
+    let model = model().await;
+    let url = redis.url();
+    assert!(url.starts_with("rediss://"), "{url}");
+    let trusted = [("SSL_CERT_FILE", authority.to_str().unwrap())];
+    enhance(&model, dir.path(), false, &["--cache-url", &url], &trusted);
+    let second = enhance(&model, dir.path(), false, &["--cache-url", &url], &trusted);
+    assert_eq!(cache_warnings(&second), 0, "{}", stderr(&second));
+    assert_eq!(requests(&model).await, 1, "answered from Redis over TLS");
+
+    // A server whose certificate no trusted authority signed is not used.
+    let untrusting = [("SSL_CERT_FILE", certificate.to_str().unwrap())];
+    let refused = enhance(&model, dir.path(), false, &["--cache-url", &url], &untrusting);
+    assert_eq!(enhanced_names(&refused), ["change_screen", "get_user"]);
+    assert_eq!(cache_warnings(&refused), 1, "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("certificate"), "{}", stderr(&refused));
+}
