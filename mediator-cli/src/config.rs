@@ -124,6 +124,11 @@ impl Setup {
 
     /// The judge of the tools the poisoning screen is unsure of (`--judge` with a language
     /// model).
+    /// The cache the language model's answers are kept in, when there is one.
+    pub fn cache(&self) -> Option<&std::sync::Arc<tool_mediator::cache::Cache>> {
+        self.transformers.cache()
+    }
+
     pub fn judge(&self) -> Option<&tool_mediator::llm::Judge> {
         self.transformers.judge().map(|judge| &**judge)
     }

@@ -275,9 +275,9 @@ pub enum OnChange {
 /// Serving clients over Streamable HTTP.
 #[derive(Debug, Args)]
 pub struct ListenArgs {
-    /// Serve clients over Streamable HTTP at `http://ADDRESS/mcp` instead of stdio, each client
-    /// session with servers of its own (`127.0.0.1:8080`; bind to loopback unless others must
-    /// reach it).
+    /// Serve clients over Streamable HTTP at `http://ADDRESS/mcp` instead of stdio, the client
+    /// sessions sharing the servers (`127.0.0.1:8080`; bind to loopback unless others must reach
+    /// it). `/healthz`, `/readyz` and `/metrics` are served beside it.
     #[arg(long, value_name = "ADDRESS")]
     pub listen: Option<std::net::SocketAddr>,
 
@@ -306,6 +306,12 @@ pub struct ListenArgs {
     /// open.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration, requires = "listen")]
     pub session_idle: std::time::Duration,
+
+    /// With `--listen`: asked to stop (SIGTERM, SIGINT), how long the requests under way have
+    /// to be answered before the sessions and servers are ended; no new connection is taken
+    /// meanwhile.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration, requires = "listen")]
+    pub shutdown_grace: std::time::Duration,
 }
 
 /// A confidence from 0 to 1.

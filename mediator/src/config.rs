@@ -448,6 +448,11 @@ pub struct Transformers {
 }
 
 impl Transformers {
+    /// The cache the language model's answers are kept in, when there is one.
+    pub fn cache(&self) -> Option<&Arc<Cache>> {
+        self.cache.as_ref()
+    }
+
     /// A chain of these transformers (the language model's answers cached when there is a
     /// cache) whose output names follow `names`.
     pub fn mediator(&self, names: NameRules, min_confidence: f64) -> Mediator {

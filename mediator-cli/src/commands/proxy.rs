@@ -226,6 +226,8 @@ pub async fn serve(
             idle: args.session_idle,
             read_timeout: args.read_timeout,
             allowed_hosts: args.allow_hosts.clone(),
+            shutdown_grace: args.shutdown_grace,
+            cache: setup.cache().cloned(),
             ..ListenOptions::new(address)
         };
         // The token is the proxy's own: no server inherits it.
