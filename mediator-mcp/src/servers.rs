@@ -11,6 +11,14 @@
 //! default: behind an HTTP gateway, one process or connection for every client session) or
 //! `session` (one for each client session, for a server that keeps per-user state). A key nobody here knows is kept
 //! out with a warning naming it, never an error: the file is the client's too.
+//!
+//! Beside `mcpServers`, a gateway's own `views`: what each kind of client sees,
+//! `{"views": {NAME: {"servers": {SERVER: {"include": [...], "exclude": [...]}}}}}`. A view names
+//! the servers it shows (a server it does not name is not in it) and, per server, may narrow
+//! its tools further by the server's own names, on top of the server's own `include` and
+//! `exclude`. Which view a client gets is the HTTP front's business (a token's claim, the path
+//! `/mcp/<view>`, a header): here a view is read and checked, a server it names that the file
+//! does not being an error.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,8 +33,38 @@ use crate::auth::SignInOptions;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Servers {
     pub servers: Vec<ServerConfig>,
+    /// The views the file names, in its order.
+    pub views: Vec<View>,
     /// What was ignored, each naming the file and the place.
     pub warnings: Vec<String>,
+}
+
+/// What one kind of client sees: some of the servers, and of each perhaps fewer tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// Its name: a path segment (`/mcp/<name>`), a claim's or a header's value.
+    pub name: String,
+    /// The servers it shows, in the view's order; a server of the file not here is hidden.
+    pub servers: Vec<ViewedServer>,
+}
+
+/// A server as a view shows it: its tools narrowed, by the server's own names, on top of what
+/// the server's own `include` and `exclude` let through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewedServer {
+    /// The server's name in the file.
+    pub name: String,
+    /// Only these tools; all that the server lets through when not set.
+    pub include: Option<Vec<String>>,
+    /// Never these tools.
+    pub exclude: Vec<String>,
+}
+
+impl View {
+    /// How the view shows the server named `name`; `None` when it hides it.
+    pub fn server(&self, name: &str) -> Option<&ViewedServer> {
+        self.servers.iter().find(|server| server.name == name)
+    }
 }
 
 /// One server and how the mediator treats its tools.
@@ -90,7 +128,11 @@ impl Servers {
         })?;
         let mut reader = Reader { path, env: &env, warnings: Vec::new() };
         let servers = reader.document(&document)?;
-        Ok(Servers { servers, warnings: reader.warnings })
+        let views = match document.get("views").filter(|views| !views.is_null()) {
+            Some(views) => reader.views(views, &servers)?,
+            None => Vec::new(),
+        };
+        Ok(Servers { servers, views, warnings: reader.warnings })
     }
 
     /// Reads the servers file at `path`, variables from the environment.
@@ -147,7 +189,7 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
             (false, true) => "servers",
             (false, false) => return Err(self.error("", "no `mcpServers` object naming the servers")),
         };
-        for other in document.keys().filter(|name| *name != key) {
+        for other in document.keys().filter(|name| *name != key && *name != "views") {
             self.warn(&format!("/{}", escape(other)), "not a gateway setting; ignored");
         }
         let Some(entries) = document[key].as_object() else {
@@ -243,6 +285,61 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
                 }
             },
         })
+    }
+
+    /// `views`: each a name fit for a URL path, and the servers it shows, each of the file.
+    fn views(&mut self, views: &Value, servers: &[ServerConfig]) -> Result<Vec<View>, ServersError> {
+        let Some(views) = views.as_object() else {
+            return Err(self.error("/views", "must be an object of views by name: {NAME: {\"servers\": {...}}}"));
+        };
+        let mut read = Vec::with_capacity(views.len());
+        for (name, view) in views {
+            let at = format!("/views/{}", escape(name));
+            if !is_view_name(name) {
+                return Err(self.error(
+                    &at,
+                    "a view's name is a path segment: letters, digits, `-`, `_` and `.`, at most 64 of them",
+                ));
+            }
+            let Some(view) = view.as_object() else {
+                return Err(self.error(&at, "a view is an object: {\"servers\": {SERVER: {...}}}"));
+            };
+            for key in view.keys().filter(|key| *key != "servers") {
+                self.warn(&format!("{at}/{}", escape(key)), "not a view setting; ignored");
+            }
+            let Some(shown) = view.get("servers").and_then(Value::as_object) else {
+                return Err(self.error(&at, "a view needs `servers`: an object of the servers it shows, by name"));
+            };
+            if shown.is_empty() {
+                return Err(self.error(&format!("{at}/servers"), "names no server"));
+            }
+            let mut viewed = Vec::with_capacity(shown.len());
+            for (server, narrowed) in shown {
+                let here = format!("{at}/servers/{}", escape(server));
+                let Some(config) = servers.iter().find(|config| config.name == *server) else {
+                    let known: Vec<&str> = servers.iter().map(|config| config.name.as_str()).collect();
+                    return Err(
+                        self.error(&here, format!("no server `{server}` in the file (it has {})", known.join(", ")))
+                    );
+                };
+                if config.disabled {
+                    self.warn(&here, "a disabled server; the view shows nothing of it");
+                }
+                let Some(narrowed) = narrowed.as_object() else {
+                    return Err(self.error(&here, "a viewed server is an object: {} or {\"include\": [...]}"));
+                };
+                for key in narrowed.keys().filter(|key| !matches!(key.as_str(), "include" | "exclude")) {
+                    self.warn(&format!("{here}/{}", escape(key)), "not a view setting; ignored");
+                }
+                viewed.push(ViewedServer {
+                    name: server.clone(),
+                    include: self.strings(narrowed, &here, "include")?,
+                    exclude: self.strings(narrowed, &here, "exclude")?.unwrap_or_default(),
+                });
+            }
+            read.push(View { name: name.clone(), servers: viewed });
+        }
+        Ok(read)
     }
 
     /// `oauth`: how to sign in when the server asks (`client_id`, `client_secret_env`,
@@ -349,6 +446,15 @@ fn expand(text: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, S
     }
     expanded.push_str(rest);
     Ok(expanded)
+}
+
+/// Whether `name` can name a view wherever a client names one: a URL path segment, a header's
+/// value, a claim, all without escaping.
+fn is_view_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
+        && name != "."
+        && name != ".."
 }
 
 /// A JSON pointer token (RFC 6901).
@@ -505,6 +611,63 @@ mod tests {
         for (text, expected) in cases {
             let error = parse(text).unwrap_err().to_string();
             assert!(error.starts_with(expected), "{text}\n  gave {error}\n  not {expected}");
+        }
+    }
+
+    #[test]
+    fn views_name_servers_of_the_file_and_narrow_their_tools() {
+        let servers = parse(
+            r#"{"mcpServers": {"git": {"command": "git-mcp", "exclude": ["push"]}, "time": {"command": "time-mcp"},
+                               "old": {"command": "old", "disabled": true}},
+                "views": {
+                  "readers": {"servers": {"git": {"include": ["log", "diff"]}, "time": {}}},
+                  "ops.team-1": {"servers": {"time": {"exclude": ["convert_time"], "why": "x"}, "old": {}}, "note": 1}
+                }}"#,
+        )
+        .unwrap();
+        assert_eq!(servers.views.len(), 2);
+        let readers = &servers.views[0];
+        assert_eq!(readers.name, "readers");
+        let git = readers.server("git").unwrap();
+        assert_eq!((git.include.as_deref(), git.exclude.len()), (Some(&["log".to_owned(), "diff".to_owned()][..]), 0));
+        assert_eq!(readers.server("time").map(|time| (&time.include, time.exclude.len())), Some((&None, 0)));
+        assert!(servers.views[1].server("git").is_none(), "a server the view does not name is hidden");
+        assert_eq!(servers.views[1].server("time").unwrap().exclude, ["convert_time"]);
+        assert_eq!(
+            servers.warnings,
+            [
+                "servers.json: `/views/ops.team-1/note`: not a view setting; ignored",
+                "servers.json: `/views/ops.team-1/servers/time/why`: not a view setting; ignored",
+                "servers.json: `/views/ops.team-1/servers/old`: a disabled server; the view shows nothing of it",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_view_of_a_server_the_file_does_not_have_is_an_error_naming_its_place() {
+        let cases = [
+            (
+                r#""views": {"a": {"servers": {"gti": {}}}}"#,
+                "`/views/a/servers/gti`: no server `gti` in the file (it has git)",
+            ),
+            (r#""views": []"#, "`/views`: must be an object of views"),
+            (r#""views": {"a b": {"servers": {"git": {}}}}"#, "`/views/a b`: a view's name is a path segment"),
+            (r#""views": {"..": {"servers": {"git": {}}}}"#, "`/views/..`: a view's name is a path segment"),
+            (r#""views": {"a": {}}"#, "`/views/a`: a view needs `servers`"),
+            (r#""views": {"a": {"servers": {}}}"#, "`/views/a/servers`: names no server"),
+            (r#""views": {"a": {"servers": {"git": []}}}"#, "`/views/a/servers/git`: a viewed server is an object"),
+            (
+                r#""views": {"a": {"servers": {"git": {"include": "log"}}}}"#,
+                "`/views/a/servers/git/include`: must be an array of strings",
+            ),
+        ];
+        for (views, expected) in cases {
+            let text = format!(r#"{{"mcpServers": {{"git": {{"command": "g"}}}}, {views}}}"#);
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!("servers.json: {expected}")),
+                "{views}\n  gave {error}\n  not {expected}"
+            );
         }
     }
 

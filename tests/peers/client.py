@@ -3,7 +3,8 @@
     python client.py SCENARIO [SCENARIO ARGUMENTS...] -- COMMAND [ARGS...]
 
 COMMAND is what the SDK starts: the proxy with its server, or a server directly; a URL alone
-is a Streamable HTTP endpoint the SDK connects to. Each scenario
+is a Streamable HTTP endpoint the SDK connects to (signing in by the client credentials grant
+when MCP_CLIENT_ID, MCP_CLIENT_SECRET and MCP_ISSUER are set). Each scenario
 prints one JSON object on stdout; the Rust tests read it and assert. Failures raise, which
 prints a traceback and exits non-zero.
 
@@ -100,8 +101,47 @@ def is_url(argv):
     return len(argv) == 1 and argv[0].startswith(("http://", "https://"))
 
 
+class Kept:
+    """Tokens and client information kept in memory, for the SDK's OAuth providers."""
+
+    def __init__(self):
+        self.tokens = None
+        self.client_info = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client_info
+
+    async def set_client_info(self, client_info):
+        self.client_info = client_info
+
+
 def transport(argv):
-    return streamable_http_client(argv[0]) if is_url(argv) else stdio_client(server(argv))
+    """stdio, or Streamable HTTP to a URL; there, with MCP_CLIENT_ID, MCP_CLIENT_SECRET and
+    MCP_ISSUER set, signed in as the SDK signs in by the client credentials grant: refused
+    with a 401, it reads the endpoint's resource metadata, the issuer's metadata, and asks the
+    issuer for a token for that resource."""
+    if not is_url(argv):
+        return stdio_client(server(argv))
+    client_id = os.environ.get("MCP_CLIENT_ID")
+    if client_id is None:
+        return streamable_http_client(argv[0])
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    auth = ClientCredentialsOAuthProvider(
+        server_url=argv[0],
+        storage=Kept(),
+        client_id=client_id,
+        client_secret=os.environ["MCP_CLIENT_SECRET"],
+        issuer=os.environ["MCP_ISSUER"],
+    )
+    return streamable_http_client(argv[0], http_client=create_mcp_http_client(auth=auth))
 
 
 async def legacy(argv, body, **callbacks):

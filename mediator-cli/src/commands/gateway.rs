@@ -60,5 +60,5 @@ pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
         restart: Some(args.restart_delay),
         ..proxy::options(&setup, &args.mediation, args.prefix)?
     };
-    proxy::serve(setup, options, specs, &args.listen).await
+    proxy::serve(setup, options, specs, servers.views, &args.listen).await
 }

@@ -9,9 +9,10 @@ use clap::Args;
 use tool_mediator::llm::Task;
 use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
+use tool_mediator_mcp::access::{OAuthOptions, ProtectedResource};
 use tool_mediator_mcp::listen::ListenOptions;
 use tool_mediator_mcp::remote::Remote;
-use tool_mediator_mcp::servers::Scope;
+use tool_mediator_mcp::servers::{Scope, View};
 use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
 use crate::config::Setup;
@@ -114,7 +115,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     }
     let settings = LinkSettings { pinned_as: Some(pinned_as), ..LinkSettings::default() };
     let server = ServerSpec { settings, start: Arc::new(start), scope: args.server_scope };
-    serve(setup, options, vec![server], &args.listen).await
+    serve(setup, options, vec![server], Vec::new(), &args.listen).await
 }
 
 /// What trust on first use pins the proxy's server under: `--name`, else what the user wrote to
@@ -191,15 +192,28 @@ fn pins_file(settings: &tool_mediator::MediatorConfig, args: &MediationArgs) -> 
     Ok(Some(file))
 }
 
-/// Serves `servers` to one client over stdio, or to many over HTTP with `--listen`, until the
-/// client (or the server, without restarts) ends.
+/// Serves `servers` to one client over stdio, or to many over HTTP with `--listen` (each client
+/// shown every server, or one of the servers file's `views`), until the client (or the server,
+/// without restarts) ends.
 pub async fn serve(
     setup: Setup,
     options: ProxyOptions,
     servers: Vec<ServerSpec>,
+    views: Vec<View>,
     args: &ListenArgs,
 ) -> Result<ExitCode> {
     if let Some(address) = args.listen {
+        if views.is_empty() && (args.view_claim.is_some() || args.view_header.is_some()) {
+            anyhow::bail!(
+                "--view-claim and --view-header choose among the views of a gateway's servers file (`\"views\"`), \
+                 and there are none"
+            );
+        }
+        if let Some(name) = &args.view_header
+            && header_name(name).is_none()
+        {
+            anyhow::bail!("--view-header `{name}` is not a header name");
+        }
         let token = match &args.token_env {
             Some(variable) => match std::env::var(variable) {
                 Ok(token) if !token.is_empty() => Some(token),
@@ -207,20 +221,41 @@ pub async fn serve(
             },
             None => None,
         };
+        let signed_in = args.oauth_issuer.is_some();
         // Other machines reach it: anyone on the network could run the servers' tools.
-        if !address.ip().is_loopback() && token.is_none() && !args.insecure_no_token {
+        if !address.ip().is_loopback() && token.is_none() && !signed_in && !args.insecure_no_token {
             anyhow::bail!(
-                "--listen {address} serves other machines: give a token with --token-env VAR, or serve them \
-                 without one with --insecure-no-token"
+                "--listen {address} serves other machines: give a token with --token-env VAR, or an authorization \
+                 server with --oauth-issuer URL, or serve them without one with --insecure-no-token"
+            );
+        }
+        if args.oauth_issuer.is_some() && args.oauth_audience.is_none() && address.ip().is_unspecified() {
+            anyhow::bail!(
+                "--listen {address}: name the URL clients reach /mcp at with --oauth-audience URL (a token's \
+                 audience must be this resource, and {address} is no address a client uses)"
             );
         }
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| anyhow::anyhow!("cannot listen on {address}: {error}"))?;
-        if !address.ip().is_loopback() && token.is_none() {
+        let local = listener.local_addr()?;
+        if !address.ip().is_loopback() && token.is_none() && !signed_in {
             tracing::warn!("serving {address} without a token: anyone who reaches it can run the servers' tools");
         }
-        eprintln!("tool-mediator: serving MCP at http://{}/mcp", listener.local_addr()?);
+        let oauth = match &args.oauth_issuer {
+            Some(issuer) => {
+                let audience = args.oauth_audience.clone().unwrap_or_else(|| format!("http://{local}/mcp"));
+                let oauth = OAuthOptions {
+                    view_claim: args.view_claim.clone(),
+                    clock_skew: args.oauth_clock_skew,
+                    ..OAuthOptions::new(issuer, &audience)?
+                };
+                tracing::info!("serving as the OAuth protected resource {audience} of the issuer {issuer}");
+                Some(Arc::new(ProtectedResource::new(oauth)?))
+            }
+            None => None,
+        };
+        eprintln!("tool-mediator: serving MCP at http://{local}/mcp");
         let listen = ListenOptions {
             token,
             idle: args.session_idle,
@@ -228,6 +263,9 @@ pub async fn serve(
             allowed_hosts: args.allow_hosts.clone(),
             shutdown_grace: args.shutdown_grace,
             cache: setup.cache().cloned(),
+            oauth,
+            views,
+            view_header: args.view_header.clone(),
             ..ListenOptions::new(address)
         };
         // The token is the proxy's own: no server inherits it.
@@ -248,6 +286,11 @@ pub async fn serve(
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `name` as an HTTP header's name, when it is one.
+fn header_name(name: &str) -> Option<reqwest::header::HeaderName> {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).ok()
 }
 
 /// `--source` names one server's overrides: a gateway's servers name theirs in the servers file.

@@ -136,7 +136,7 @@ fn resource_metadata_urls(server: &Url) -> Vec<Url> {
 /// Where an authorization server's metadata may be, in the order the MCP specification gives:
 /// OAuth's and OpenID's well-known prefixes with the issuer's path inserted, then OpenID's
 /// appended to the path.
-fn server_metadata_urls(issuer: &Url) -> Vec<Url> {
+pub(crate) fn server_metadata_urls(issuer: &Url) -> Vec<Url> {
     let path = issuer.path().trim_end_matches('/');
     let mut urls = well_known(issuer, "oauth-authorization-server", true);
     urls.extend(well_known(issuer, "openid-configuration", true));

@@ -30,6 +30,8 @@ use serde::Deserialize;
 
 pub use challenge::Challenge;
 pub use discovery::canonical;
+// Where an issuer publishes its metadata: the gateway finds the keys of the tokens it takes there too.
+pub(crate) use discovery::server_metadata_urls;
 pub use registration::TokenAuth;
 pub use store::{CredentialStore, Credentials, KeptIn, STORE_ENV, StoreError};
 use tool_mediator_core::sync::lock;
@@ -221,8 +223,9 @@ impl Web {
     }
 }
 
-/// Whether `url` may carry sign-in traffic: HTTPS, or HTTP to this machine.
-fn secure(url: &Url, what: &str) -> Result<(), AuthError> {
+/// Whether `url` may carry sign-in traffic: HTTPS, or HTTP to this machine. The gateway fetches
+/// the keys it checks tokens with under the same rule.
+pub(crate) fn is_secure(url: &Url) -> bool {
     let host = url.host_str().unwrap_or_default();
     let local = host.eq_ignore_ascii_case("localhost")
         || host
@@ -231,9 +234,17 @@ fn secure(url: &Url, what: &str) -> Result<(), AuthError> {
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
     match url.scheme() {
-        "https" => Ok(()),
-        "http" if local => Ok(()),
-        _ => Err(AuthError::Insecure(format!(
+        "https" => true,
+        "http" => local,
+        _ => false,
+    }
+}
+
+/// [`is_secure`], or why not.
+fn secure(url: &Url, what: &str) -> Result<(), AuthError> {
+    match is_secure(url) {
+        true => Ok(()),
+        false => Err(AuthError::Insecure(format!(
             "{what} {} is not HTTPS: sign-in goes over HTTPS only (or HTTP to this machine)",
             tool_mediator::http::shown(url)
         ))),

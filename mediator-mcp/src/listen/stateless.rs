@@ -62,8 +62,13 @@ impl<'a> Request<'a> {
     }
 }
 
-/// Answers a stateless request through the shared proxy.
-pub(super) async fn answer(front: &Arc<Front>, headers: &HeaderMap, request: Request<'_>) -> Response {
+/// Answers a stateless request through the shared proxy of `view` (`None`: of every server).
+pub(super) async fn answer(
+    front: &Arc<Front>,
+    headers: &HeaderMap,
+    request: Request<'_>,
+    view: Option<String>,
+) -> Response {
     let Request { message, params } = request;
     let (id, method) = match message {
         Message::Request { id, method, .. } => (id.clone(), method.as_ref()),
@@ -88,7 +93,7 @@ pub(super) async fn answer(front: &Arc<Front>, headers: &HeaderMap, request: Req
     if let Err(mismatch) = standard_headers(headers, method, params.as_ref()) {
         return answer_at_once(&jsonrpc::error_response(&id, HEADER_MISMATCH, &mismatch));
     }
-    let session = front.shared_session();
+    let session = front.shared_session(view);
     let (exchange, line) = Exchange::of(&id, method, params);
     let wants_stream = wants_stream(headers);
     let Some(waiting) = session.wait_for(&exchange.ours, method, wants_stream, logs) else {
@@ -281,14 +286,16 @@ impl Drop for Answering {
 }
 
 impl Front {
-    /// The proxy stateless requests share, started when there is none or it has ended.
-    fn shared_session(self: &Arc<Self>) -> Arc<Session> {
+    /// The proxy the stateless requests of `view` share, started when there is none or it has
+    /// ended.
+    fn shared_session(self: &Arc<Self>, view: Option<String>) -> Arc<Session> {
         let mut shared = lock(&self.shared);
-        if let Some(session) = shared.as_ref().filter(|session| !session.is_closed()) {
+        if let Some(session) = shared.get(&view).filter(|session| !session.is_closed()) {
             session.used();
             return session.clone();
         }
-        let (session, pending) = self.new_session(true);
+        let servers = self.servers_of(view.as_deref());
+        let (session, pending) = self.new_session(true, view.clone(), None);
         let mut options = self.proxy.clone();
         // Any replica answers a call by name, whichever of them listed a category's tools.
         if options.policy.calls_follow_disclosure {
@@ -297,8 +304,12 @@ impl Front {
             );
             options.policy.calls_follow_disclosure = false;
         }
-        self.start(&session, pending, "stateless".to_owned(), None, options);
-        *shared = Some(session.clone());
+        let name = match &view {
+            Some(view) => format!("stateless ({view})"),
+            None => "stateless".to_owned(),
+        };
+        self.start(&session, pending, name, None, options, servers);
+        shared.insert(view, session.clone());
         session
     }
 }

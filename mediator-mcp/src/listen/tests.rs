@@ -11,12 +11,12 @@ use super::{ListenOptions, serve};
 use crate::options::ProxyOptions;
 use crate::proxy::ServerSpec;
 use crate::router::LinkSettings;
-use crate::servers::Scope;
+use crate::servers::{Scope, View, ViewedServer};
 use crate::upstream::Upstream;
 use tool_mediator::session::SessionPolicy;
 
 /// Answers by the last `"id":` of each line (the tests send no other); a start is a line in
-/// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three.
+/// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three; each name after `$PREFIX`.
 const SERVER: &str = r#"
 echo started >> "$STARTS"
 while IFS= read -r line; do
@@ -29,8 +29,8 @@ while IFS= read -r line; do
       printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" ;;
     *'"method":"tools/list"'*)
       echo listed >> "$STARTS.listed"
-      if [ -n "$MANY" ]; then more=',{"name":"hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'; else more=''; fi
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","description":"Says hello.","inputSchema":{"type":"object"}}%s]}}\n' "$id" "$more" ;;
+      if [ -n "$MANY" ]; then more=',{"name":"'"$PREFIX"'hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"'"$PREFIX"'hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'; else more=''; fi
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"%shello","description":"Says hello.","inputSchema":{"type":"object"}}%s]}}\n' "$id" "$PREFIX" "$more" ;;
     *'"method":"tools/call"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hello"}]}}\n' "$id" ;;
     *'"method":'*)
@@ -66,23 +66,40 @@ impl Front {
     /// A front whose sessions follow `policy`, its server listing three tools when `many`,
     /// shared by the sessions or not as `scope` says.
     async fn start_with(policy: SessionPolicy, many: bool, scope: Scope) -> Front {
+        Front::serving(policy, &[("", "", many)], scope, |listen| listen).await
+    }
+
+    /// A front of the servers `(name, prefix of its tools, many)`, each started from
+    /// [`SERVER`], its listening options as `listen` makes them.
+    async fn serving(
+        policy: SessionPolicy,
+        servers: &[(&str, &str, bool)],
+        scope: Scope,
+        listen: impl FnOnce(ListenOptions) -> ListenOptions,
+    ) -> Front {
         let dir = tempfile::tempdir().unwrap();
         let starts = dir.path().join("starts");
-        let (script, starts_at) = (SERVER.to_owned(), starts.clone());
-        let start = move || {
-            let mut command = Command::new("sh");
-            command.arg("-c").arg(&script).env("STARTS", &starts_at);
-            if many {
-                command.env("MANY", "1");
-            }
-            Some(Upstream::from(command))
-        };
-        let spec = ServerSpec { settings: LinkSettings::default(), start: Arc::new(start), scope };
+        let specs = servers
+            .iter()
+            .map(|&(name, prefix, many)| {
+                let (script, starts_at, prefix) = (SERVER.to_owned(), starts.clone(), prefix.to_owned());
+                let start = move || {
+                    let mut command = Command::new("sh");
+                    command.arg("-c").arg(&script).env("STARTS", &starts_at).env("PREFIX", &prefix);
+                    if many {
+                        command.env("MANY", "1");
+                    }
+                    Some(Upstream::from(command))
+                };
+                let settings = LinkSettings { name: name.to_owned(), ..LinkSettings::default() };
+                ServerSpec { settings, start: Arc::new(start), scope }
+            })
+            .collect();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
         let proxy = ProxyOptions::new(mediator, policy);
-        let task = tokio::spawn(serve(listener, ListenOptions::new(address), proxy, vec![spec]));
+        let task = tokio::spawn(serve(listener, listen(ListenOptions::new(address)), proxy, specs));
         let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap();
         Front { url: format!("http://{address}/mcp"), http, task, _dir: dir, starts }
     }
@@ -90,9 +107,21 @@ impl Front {
     /// POSTs `body` with the headers a client of `revision` sends (and `session`, if any): the
     /// status, the session named in the answer, and the JSON-RPC answer (from JSON or SSE).
     async fn post(&self, body: &Value, revision: Option<&str>, session: Option<&str>) -> (u16, Option<String>, Value) {
+        self.post_to("", &[], body, revision, session).await
+    }
+
+    /// [`Front::post`] to `/mcp` with `path` after it, with `headers` besides.
+    async fn post_to(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+        revision: Option<&str>,
+        session: Option<&str>,
+    ) -> (u16, Option<String>, Value) {
         let mut request = self
             .http
-            .post(&self.url)
+            .post(format!("{}{path}", self.url))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .body(body.to_string());
@@ -107,6 +136,9 @@ impl Front {
         }
         if let Some(session) = session {
             request = request.header("mcp-session-id", session);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
@@ -127,14 +159,37 @@ impl Front {
 
     /// A 2025 session opened (`initialize`, then `initialized`): its id.
     async fn open_session(&self) -> String {
+        self.open_session_at("", &[]).await
+    }
+
+    /// [`Front::open_session`] at `/mcp` with `path` after it, with `headers` besides.
+    async fn open_session_at(&self, path: &str, headers: &[(&str, &str)]) -> String {
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
-        let (status, session, answer) = self.post(&initialize, None, None).await;
+        let (status, session, answer) = self.post_to(path, headers, &initialize, None, None).await;
         assert_eq!(status, 200, "{answer}");
         let session = session.expect("initialize names a session");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert_eq!(self.post(&initialized, Some("2025-06-18"), Some(&session)).await.0, 202);
+        assert_eq!(self.post_to(path, headers, &initialized, Some("2025-06-18"), Some(&session)).await.0, 202);
         session
+    }
+
+    /// The names of the tools a session (or, without one, a stateless request) is listed.
+    async fn tool_names(&self, path: &str, headers: &[(&str, &str)], session: Option<&str>) -> Vec<String> {
+        let (list, revision) = match session {
+            Some(_) => (json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), "2025-06-18"),
+            None => (stateless(1, "tools/list", json!({})), REVISION),
+        };
+        let (status, _, listed) = self.post_to(path, headers, &list, Some(revision), session).await;
+        assert_eq!(status, 200, "{listed}");
+        let mut names: Vec<String> = listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
     }
 }
 
@@ -361,4 +416,168 @@ async fn health_readiness_and_metrics_are_served() {
         assert!(text.lines().any(|said| said == line), "{line} in:\n{text}");
     }
     assert!(text.contains(r#"tool_mediator_request_duration_seconds_count{method="tools/call"} 2"#), "{text}");
+}
+
+/// Two servers, `a` (three tools, `a_hello`, `a_hello_again`, `a_hello_there`) and `b`
+/// (`b_hello`); the view `one` shows `a` without `a_hello_again`, the view `two` shows `b`.
+async fn two_views(listen: impl FnOnce(ListenOptions) -> ListenOptions) -> Front {
+    let views = vec![
+        View {
+            name: "one".into(),
+            servers: vec![ViewedServer { name: "a".into(), include: None, exclude: vec!["a_hello_again".into()] }],
+        },
+        View { name: "two".into(), servers: vec![ViewedServer { name: "b".into(), include: None, exclude: vec![] }] },
+    ];
+    let servers = [("a", "a_", true), ("b", "b_", false)];
+    Front::serving(SessionPolicy::default(), &servers, Scope::Shared, move |options| {
+        listen(ListenOptions { views, ..options })
+    })
+    .await
+}
+
+/// A `tools/call` of `name` in `session` (at `path`): its JSON-RPC answer.
+async fn call(front: &Front, path: &str, headers: &[(&str, &str)], session: &str, name: &str) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": {}}});
+    let (status, _, answer) = front.post_to(path, headers, &call, Some("2025-06-18"), Some(session)).await;
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+#[tokio::test]
+async fn two_views_list_two_tool_sets_and_a_hidden_tool_answers_as_an_unknown_one() {
+    let front = two_views(|listen| listen).await;
+    let (one, two) = (front.open_session_at("/one", &[]).await, front.open_session_at("/two", &[]).await);
+    assert_eq!(front.tool_names("/one", &[], Some(&one)).await, ["a_hello", "a_hello_there"]);
+    assert_eq!(front.tool_names("/two", &[], Some(&two)).await, ["b_hello"]);
+    let everything = front.open_session().await;
+    let all = front.tool_names("", &[], Some(&everything)).await;
+    assert_eq!(all, ["a_hello", "a_hello_again", "a_hello_there", "b_hello"], "no view: every server");
+
+    // The view's own tools are called; the other view's, and the one it leaves out, answer
+    // exactly as a tool nobody has.
+    assert_eq!(call(&front, "/one", &[], &one, "a_hello").await["result"]["content"][0]["text"], "hello");
+    let unknown = call(&front, "/one", &[], &one, "no_such_tool").await;
+    assert!(unknown["error"]["message"].as_str().unwrap().contains("no_such_tool"), "{unknown}");
+    for hidden in ["b_hello", "a_hello_again"] {
+        let answer = call(&front, "/one", &[], &one, hidden).await;
+        assert_eq!(answer["error"]["code"], unknown["error"]["code"], "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap().replace(hidden, "no_such_tool");
+        assert_eq!(message, unknown["error"]["message"].as_str().unwrap(), "{answer}");
+    }
+    let answer = call(&front, "/two", &[], &two, "a_hello").await;
+    assert_eq!(answer["error"]["code"], unknown["error"]["code"], "{answer}");
+    assert_eq!(front.starts(), 2, "each server started once, whatever the views");
+}
+
+#[tokio::test]
+async fn a_session_is_its_views_and_not_found_under_another() {
+    let front = two_views(|listen| listen).await;
+    let one = front.open_session_at("/one", &[]).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    for path in ["/two", ""] {
+        let (status, _, _) = front.post_to(path, &[], &list, Some("2025-06-18"), Some(&one)).await;
+        assert_eq!(status, 404, "the session of `one` asked for under `{path}`");
+        let get = front.http.get(format!("{}{path}", front.url)).header("mcp-session-id", &one).send().await.unwrap();
+        assert_eq!(get.status(), 404, "GET under `{path}`");
+        let delete =
+            front.http.delete(format!("{}{path}", front.url)).header("mcp-session-id", &one).send().await.unwrap();
+        assert_eq!(delete.status(), 404, "DELETE under `{path}`");
+    }
+    assert_eq!(front.tool_names("/one", &[], Some(&one)).await, ["a_hello", "a_hello_there"], "still served");
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+    let (status, _, _) = front.post_to("/three", &[], &initialize, None, None).await;
+    assert_eq!(status, 404, "a view nobody defined");
+}
+
+#[tokio::test]
+async fn stateless_requests_have_a_shared_proxy_per_view_and_a_header_names_one_too() {
+    let front = two_views(|listen| ListenOptions { view_header: Some("X-MCP-View".into()), ..listen }).await;
+    assert_eq!(front.tool_names("/one", &[], None).await, ["a_hello", "a_hello_there"]);
+    assert_eq!(front.tool_names("/two", &[], None).await, ["b_hello"]);
+    assert_eq!(front.tool_names("", &[("x-mcp-view", "two")], None).await, ["b_hello"]);
+    assert_eq!(front.tool_names("", &[], None).await.len(), 4);
+    let session = front.open_session_at("", &[("X-MCP-View", "one")]).await;
+    assert_eq!(front.tool_names("/one", &[], Some(&session)).await, ["a_hello", "a_hello_there"], "the same view");
+    let (status, _, _) = front
+        .post_to("/one", &[("x-mcp-view", "two")], &stateless(1, "tools/list", json!({})), Some(REVISION), None)
+        .await;
+    assert_eq!(status, 403, "a path and a header that disagree");
+}
+
+#[tokio::test]
+async fn as_a_protected_resource_the_front_takes_only_its_issuers_tokens_and_their_view() {
+    use crate::access::tests::{SigningKey, TestIssuer};
+    use crate::access::{OAuthOptions, ProtectedResource};
+
+    let key = SigningKey::es256("k1");
+    let issuer = TestIssuer::start(&[&key]).await;
+    let audience = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (issuer_url, heard) = (issuer.issuer.clone(), audience.clone());
+    let front = two_views(move |listen| {
+        let resource = format!("http://{}/mcp", listen.address);
+        *heard.lock().unwrap() = resource.clone();
+        let options =
+            OAuthOptions { view_claim: Some("view".into()), ..OAuthOptions::new(&issuer_url, &resource).unwrap() };
+        ListenOptions { oauth: Some(Arc::new(ProtectedResource::new(options).unwrap())), ..listen }
+    })
+    .await;
+    let audience = audience.lock().unwrap().clone();
+    let base = front.url.trim_end_matches("/mcp").to_owned();
+
+    // Without a token: 401, and where to learn how to get one; the metadata is for anyone.
+    let response = front.http.post(&front.url).body("{}").send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    let metadata_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(challenge, format!(r#"Bearer resource_metadata="{metadata_url}""#));
+    for url in [metadata_url.clone(), format!("{base}/.well-known/oauth-protected-resource")] {
+        let metadata: Value = front.http.get(&url).send().await.unwrap().json().await.unwrap();
+        assert_eq!(metadata["resource"], json!(audience), "{metadata}");
+        assert_eq!(metadata["authorization_servers"], json!([issuer.issuer]), "{metadata}");
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]), "{metadata}");
+    }
+    assert_eq!(front.http.get(format!("{base}/metrics")).send().await.unwrap().status(), 401, "metrics too");
+    assert_eq!(front.http.get(format!("{base}/healthz")).send().await.unwrap().status(), 200, "a probe needs none");
+
+    // A token for another resource: 401 saying it is invalid.
+    let mut claims = issuer.claims("http://127.0.0.1:1/mcp", 300);
+    claims["view"] = json!("two");
+    let foreign = format!("Bearer {}", key.sign(&claims));
+    let response = front.http.post(&front.url).header("authorization", &foreign).body("{}").send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with(r#"Bearer error="invalid_token""#) && challenge.contains("another resource"),
+        "{challenge}"
+    );
+
+    // The token's view is the client's, wherever it knocks; another view is refused.
+    claims["aud"] = json!(audience);
+    let ada = format!("Bearer {}", key.sign(&claims));
+    let as_ada = [("authorization", ada.as_str())];
+    let session = front.open_session_at("", &as_ada).await;
+    assert_eq!(front.tool_names("", &as_ada, Some(&session)).await, ["b_hello"]);
+    assert_eq!(front.tool_names("/two", &as_ada, None).await, ["b_hello"], "stateless, in the token's view");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, _) = front.post_to("/one", &as_ada, &list, Some("2025-06-18"), Some(&session)).await;
+    assert_eq!(status, 403, "a path naming another view than the token's");
+    let (status, _, _) = front
+        .post_to("", &[("authorization", &ada), ("x-mcp-view", "one")], &list, Some("2025-06-18"), Some(&session))
+        .await;
+    assert_eq!(status, 200, "no view header is configured: it says nothing");
+
+    // Another subject with the same view does not find ada's session.
+    claims["sub"] = json!("bob");
+    let bob = format!("Bearer {}", key.sign(&claims));
+    let (status, _, _) = front.post_to("", &[("authorization", &bob)], &list, Some("2025-06-18"), Some(&session)).await;
+    assert_eq!(status, 404, "another subject's session");
+
+    // A token naming no view is refused: the claim is the only say.
+    claims.as_object_mut().unwrap().remove("view");
+    let viewless = format!("Bearer {}", key.sign(&claims));
+    let (status, _, _) = front
+        .post_to("/two", &[("authorization", &viewless)], &stateless(1, "tools/list", json!({})), Some(REVISION), None)
+        .await;
+    assert_eq!(status, 403);
 }
