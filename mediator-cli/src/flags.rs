@@ -323,8 +323,9 @@ pub struct ListenArgs {
     pub view_header: Option<String>,
 
     /// With `--listen`: a name this machine is reached by, which a request's `Host` may give
-    /// (besides `localhost` and IP addresses; others are refused, against DNS rebinding).
-    /// Repeatable.
+    /// (besides `localhost` and IP addresses; others are refused, against DNS rebinding); with a
+    /// port (`mcp.example.com:443`), that name and port, as a load balancer in front of it is
+    /// reached by. Repeatable.
     #[arg(long = "allow-host", value_name = "NAME", requires = "listen")]
     pub allow_hosts: Vec<String>,
 

@@ -698,6 +698,11 @@ impl Front {
     /// can rebind) is taken.
     fn serves_host(&self, host: &str) -> bool {
         let Ok(authority) = host.parse::<axum::http::uri::Authority>() else { return false };
+        // A name with a port, as allowed (`127.0.0.1:8443`): what a load balancer in front of
+        // this replica is reached by.
+        if self.listen.allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(authority.as_str())) {
+            return true;
+        }
         if authority.port_u16().is_some_and(|port| port != self.port) {
             return false;
         }

@@ -293,7 +293,7 @@ impl Running {
         let (pool_output, router_output) = tokio::io::duplex(PIPE);
         let (outbox, queue) = Outbox::new(OUTBOX_BYTES);
         let outbox = Arc::new(outbox);
-        let number = {
+        let (number, named) = {
             let mut mux = lock(&self.mux);
             if self.is_closed() {
                 return None;
@@ -301,12 +301,16 @@ impl Running {
             mux.next += 1;
             let number = mux.next;
             mux.connections.insert(number, outbox.clone());
-            number
+            (number, mux.server_name())
         };
         tokio::spawn(async move { outbox.write_lines(pool_output, queue).await });
         let reader = tokio::spawn(self.clone().read_connection(number, pool_input, limit));
         let connection = Connection { number, running: self.clone(), reader };
-        Some((Server::Shared(connection), Box::new(router_input), Box::new(router_output), self.fallback.clone()))
+        // A session that asks the server no handshake of its own (the stateless revision's, of a
+        // server that speaks an earlier one) still knows it by the name it gave the gateway: its
+        // overrides and cached answers are the same whichever revision a client speaks.
+        let source = named.unwrap_or_else(|| self.fallback.clone());
+        Some((Server::Shared(connection), Box::new(router_input), Box::new(router_output), source))
     }
 
     /// Reads what session `number` sends until it closes its side; it is then disconnected.
@@ -455,6 +459,13 @@ impl Mux {
             subscriptions: HashMap::new(),
             last_asking: None,
         }
+    }
+
+    /// The name the server gave itself in the handshake, once it has answered it.
+    fn server_name(&self) -> Option<String> {
+        let Handshake::Answered(result) = &self.handshake else { return None };
+        let result: Value = serde_json::from_str(result).ok()?;
+        Some(result.pointer("/serverInfo/name")?.as_str()?.to_owned())
     }
 
     fn send_session(&mut self, connection: u64, line: String) {
