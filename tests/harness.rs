@@ -269,6 +269,52 @@ impl Drop for AuthorizationServer {
 
 /// A minimal line-by-line JSON-RPC client over a child's standard streams, for the benchmarks:
 /// the same for a server asked directly and through the proxy.
+/// One MCP session over Streamable HTTP (a 2025 revision's), for the benchmarks: opened with
+/// `initialize` and `initialized`, then one POST a message, the session's id carried.
+pub struct HttpSession {
+    client: reqwest::Client,
+    pub url: String,
+    session: Option<String>,
+}
+
+impl HttpSession {
+    pub async fn open(url: &str) -> HttpSession {
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+        let mut session = HttpSession { client, url: url.to_owned(), session: None };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+        session.post(&init).await;
+        session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        session
+    }
+
+    /// Sends `message`; the body of the answer (JSON, or an SSE stream ending with it).
+    pub async fn post(&mut self, message: &Value) -> String {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(message.to_string());
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap_or_else(|error| panic!("{}: {error}", self.url));
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = Some(session.to_str().unwrap().to_owned());
+        }
+        response.text().await.unwrap()
+    }
+
+    /// Ends the session (DELETE).
+    pub async fn close(self) {
+        if let Some(session) = &self.session {
+            let _ = self.client.delete(&self.url).header("mcp-session-id", session).send().await;
+        }
+    }
+}
+
 pub struct JsonRpcClient {
     child: Child,
     input: ChildStdin,

@@ -14,8 +14,8 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use tool_mediator_tests::{binary, fastmcp_venv, peers};
+use serde_json::json;
+use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers};
 
 const ROUNDS: usize = 1_000;
 const WARM_UP: usize = 100;
@@ -81,14 +81,14 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let mut paths = [
-            ("server-everything directly", Session::open(&upstream).await),
-            ("through tool-mediator proxy", Session::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
-            ("through tool-mediator gateway", Session::open(&format!("http://127.0.0.1:{gateway_port}/mcp")).await),
+            ("server-everything directly", HttpSession::open(&upstream).await),
+            ("through tool-mediator proxy", HttpSession::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
+            ("through tool-mediator gateway", HttpSession::open(&format!("http://127.0.0.1:{gateway_port}/mcp")).await),
             (
                 "through tool-mediator gateway, two servers",
-                Session::open(&format!("http://127.0.0.1:{several_port}/mcp")).await,
+                HttpSession::open(&format!("http://127.0.0.1:{several_port}/mcp")).await,
             ),
-            ("through FastMCP's proxy", Session::open(&format!("http://127.0.0.1:{theirs_port}/mcp")).await),
+            ("through FastMCP's proxy", HttpSession::open(&format!("http://127.0.0.1:{theirs_port}/mcp")).await),
         ];
         let mut times: [Vec<f64>; 5] = Default::default();
         // Each round starts at another path: the call right after a direct one was measured
@@ -97,7 +97,7 @@ fn main() {
         for round in 0..WARM_UP + ROUNDS {
             for step in 0..count {
                 let index = (round + step) % count;
-                let took = paths[index].1.call_echo(round).await;
+                let took = call_echo(&mut paths[index].1, round).await;
                 if round >= WARM_UP {
                     times[index].push(took);
                 }
@@ -160,52 +160,16 @@ impl Drop for Running {
     }
 }
 
-/// One MCP session over Streamable HTTP.
-struct Session {
-    client: reqwest::Client,
-    url: String,
-    session: Option<String>,
-}
-
-impl Session {
-    async fn open(url: &str) -> Session {
-        let mut session = Session { client: reqwest::Client::new(), url: url.to_owned(), session: None };
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
-        session.post(&init).await;
-        session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        session
-    }
-
-    async fn post(&mut self, message: &Value) -> String {
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(message.to_string());
-        if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session);
-        }
-        let response = request.send().await.unwrap_or_else(|error| panic!("{}: {error}", self.url));
-        if let Some(session) = response.headers().get("mcp-session-id") {
-            self.session = Some(session.to_str().unwrap().to_owned());
-        }
-        response.text().await.unwrap()
-    }
-
-    /// One `echo` call; its milliseconds.
-    async fn call_echo(&mut self, round: usize) -> f64 {
-        let id = round + 1;
-        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"message": format!("round {round}")}}});
-        let start = Instant::now();
-        let answer = self.post(&call).await;
-        let took = start.elapsed().as_secs_f64() * 1000.0;
-        assert!(answer.contains(&format!("round {round}")), "{}: {answer}", self.url);
-        took
-    }
+/// One `echo` call of server-everything's; its milliseconds.
+async fn call_echo(session: &mut HttpSession, round: usize) -> f64 {
+    let id = round + 1;
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": format!("round {round}")}}});
+    let start = Instant::now();
+    let answer = session.post(&call).await;
+    let took = start.elapsed().as_secs_f64() * 1000.0;
+    assert!(answer.contains(&format!("round {round}")), "{}: {answer}", session.url);
+    took
 }
 
 fn percentile(times: &mut [f64], at: f64) -> f64 {

@@ -23,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{binary, fastmcp_venv, peers, root};
+use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers, root};
 
 const SERVERS: usize = 3;
 const SESSIONS: usize = 50;
@@ -245,51 +245,25 @@ fn peak_kib(pid: u32) -> u64 {
     line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).unwrap_or(0)
 }
 
-/// One MCP session over Streamable HTTP.
+/// A session of the load, numbering its requests.
 struct Session {
-    client: reqwest::Client,
-    url: String,
-    session: Option<String>,
+    http: HttpSession,
     next: u64,
 }
 
 impl Session {
     async fn open(url: &str) -> Session {
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
-        let mut session = Session { client, url: url.to_owned(), session: None, next: 1 };
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
-        session.post(&init).await;
-        session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        session
-    }
-
-    async fn post(&mut self, message: &Value) -> String {
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(message.to_string());
-        if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session);
-        }
-        let response = request.send().await.unwrap_or_else(|error| panic!("{}: {error}", self.url));
-        if let Some(session) = response.headers().get("mcp-session-id") {
-            self.session = Some(session.to_str().unwrap().to_owned());
-        }
-        response.text().await.unwrap()
+        Session { http: HttpSession::open(url).await, next: 1 }
     }
 
     /// The tools whose name ends in `echo`, as this front names them.
     async fn echo_tools(&mut self) -> Vec<String> {
         self.next += 1;
         let list = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/list"});
-        let answer = answer_in(&self.post(&list).await);
+        let answer = answer_in(&self.http.post(&list).await);
         let mut names: Vec<String> = answer["result"]["tools"]
             .as_array()
-            .unwrap_or_else(|| panic!("{}: {answer}", self.url))
+            .unwrap_or_else(|| panic!("{}: {answer}", self.http.url))
             .iter()
             .filter_map(|tool| tool["name"].as_str().filter(|name| name.ends_with("echo")).map(str::to_owned))
             .collect();
@@ -304,16 +278,14 @@ impl Session {
         let message = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
             "params": {"name": tool, "arguments": {"text": text}}});
         let start = Instant::now();
-        let answer = self.post(&message).await;
+        let answer = self.http.post(&message).await;
         let took = start.elapsed().as_secs_f64() * 1000.0;
-        assert!(answer.contains(&text), "{}: {answer}", self.url);
+        assert!(answer.contains(&text), "{}: {answer}", self.http.url);
         took
     }
 
     async fn close(self) {
-        if let Some(session) = &self.session {
-            let _ = self.client.delete(&self.url).header("mcp-session-id", session).send().await;
-        }
+        self.http.close().await;
     }
 }
 
