@@ -142,7 +142,7 @@ pub async fn serve(
     let read_timeout = listen.read_timeout;
     let port = listener.local_addr()?.port();
     let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
-    let (servers, pool) = pooled(servers);
+    let (servers, pool, own_starts) = pooled(servers, proxy.request_timeout);
     // Its sessions end when the front ends them, which a stop signal lets finish first.
     let proxy = ProxyOptions { ends_on_signals: false, ..proxy };
     let by_claim = listen.oauth.as_ref().is_some_and(|oauth| oauth.options().view_claim.is_some());
@@ -156,6 +156,7 @@ pub async fn serve(
         servers,
         views,
         pool,
+        own_starts,
         port,
         max_sessions,
         sessions,
@@ -236,7 +237,11 @@ pub async fn serve(
     }
     // Stopping: no new request is taken (a load balancer hears it from /readyz), and those under
     // way have the grace to be answered.
-    state.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+    {
+        // Under the sessions' lock: a session being opened is opened before, or not at all.
+        let _sessions = lock(&state.sessions);
+        state.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
     drop(listener);
     warming.abort();
     let grace = state.listen.shutdown_grace;
@@ -247,9 +252,11 @@ pub async fn serve(
     janitor.abort();
     let sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, session)| session).collect();
     let shared: Vec<Arc<Session>> = lock(&state.shared).drain().map(|(_, session)| session).collect();
-    for session in sessions.into_iter().chain(shared) {
-        session.end().await;
-    }
+    // Each on its own: one slow to end holds up no other.
+    futures_util::future::join_all(
+        sessions.into_iter().chain(shared).map(|session| async move { session.end().await }),
+    )
+    .await;
     for server in &state.pool {
         server.end(state.proxy.grace).await;
     }
@@ -288,22 +295,28 @@ async fn warm_up(front: Arc<Front>) {
     }
 }
 
+/// How each shared server is started for the stateless revision's proxy, by name.
+type OwnStarts = HashMap<String, Arc<dyn Fn() -> Option<Upstream> + Send + Sync>>;
+
 /// `servers` as each session starts them: a shared one connected to rather than started, and
 /// the servers shared.
-fn pooled(servers: Vec<ServerSpec>) -> (Vec<ServerSpec>, Vec<Arc<SharedServer>>) {
+fn pooled(servers: Vec<ServerSpec>, patience: Duration) -> (Vec<ServerSpec>, Vec<Arc<SharedServer>>, OwnStarts) {
     let mut pool = Vec::new();
+    let mut own = HashMap::new();
     let servers = servers
         .into_iter()
         .map(|server| match server.scope {
             Scope::Session => server,
             Scope::Shared => {
-                let shared = SharedServer::new(crate::router::label_of(&server.settings.name), server.start.clone());
+                let label = crate::router::label_of(&server.settings.name);
+                let shared = SharedServer::new(label, server.start.clone(), patience);
+                own.insert(server.settings.name.clone(), server.start.clone());
                 pool.push(shared.clone());
                 ServerSpec { start: Arc::new(move || Some(Upstream::Shared(shared.clone()))), ..server }
             }
         })
         .collect();
-    (servers, pool)
+    (servers, pool, own)
 }
 
 /// Connections at once: [`MAX_CONNECTIONS`], or half the files the process may open when that
@@ -347,6 +360,10 @@ struct Front {
     views: Views,
     /// The servers sessions share.
     pool: Vec<Arc<SharedServer>>,
+    /// How the stateless revision's proxy starts each of them for itself: it is one proxy for
+    /// every stateless request already, and a server that speaks both revisions answers in the
+    /// one it was first spoken to in, which for the pool is 2025's.
+    own_starts: OwnStarts,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     metrics: Arc<operations::Metrics>,
     /// Asked to stop: no new request is taken.
@@ -654,6 +671,18 @@ impl Front {
         }
     }
 
+    /// `servers` each started for its own, rather than connected to the pool: the stateless
+    /// revision's proxy's.
+    fn unpooled(&self, servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
+        servers
+            .into_iter()
+            .map(|server| match self.own_starts.get(&server.settings.name) {
+                Some(start) => ServerSpec { start: start.clone(), scope: Scope::Session, ..server },
+                None => server,
+            })
+            .collect()
+    }
+
     /// Refuses a request for another site, from another origin, or without the shared token.
     fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
         let host = headers.get(header::HOST).and_then(|host| host.to_str().ok());
@@ -746,6 +775,10 @@ impl Front {
         let (session, pending) = self.new_session(false, view, caller.subject.clone());
         {
             let mut sessions = lock(&self.sessions);
+            // Checked again under the lock the stop drains the sessions with: none opens after.
+            if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "the gateway is stopping"));
+            }
             if sessions.len() >= self.max_sessions {
                 return Err(Refused(StatusCode::SERVICE_UNAVAILABLE, "too many sessions at once"));
             }
@@ -913,9 +946,6 @@ async fn on_post(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
-    if front.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-        return refusal(StatusCode::SERVICE_UNAVAILABLE, "the gateway is stopping");
-    }
     let view = match front.view_of(&caller, path.as_deref().map(String::as_str), &headers) {
         Ok(view) => view,
         Err(refused) => return refused.into_response(),
@@ -944,6 +974,11 @@ async fn on_post(
         }
         _ => (None, String::new()),
     };
+    // Stopping, no new request is taken; a client's answer (to an elicitation a call under way
+    // waits for) or its notification (a cancellation) still is.
+    if id.is_some() && front.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        return refusal(StatusCode::SERVICE_UNAVAILABLE, "the gateway is stopping");
+    }
     let initialize = method == "initialize";
     if let Some(request) = stateless::Request::of(&headers, &message) {
         return stateless::answer(&front, &headers, request, view).await;

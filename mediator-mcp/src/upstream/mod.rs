@@ -74,6 +74,9 @@ pub enum StartError {
     Remote(#[from] RemoteError),
     #[error("{0} can be started only once, and was")]
     Once(String),
+    /// A server every session shares could not be connected to.
+    #[error("{0}")]
+    Shared(String),
 }
 
 /// A started server: the server, its input and output, and the source to use when it does not

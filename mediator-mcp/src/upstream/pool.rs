@@ -1,5 +1,5 @@
 //! A server that every client session of an HTTP gateway shares: started (or connected) once,
-//! when the first session needs it, and each session connected to it as if it were its own.
+//! before the first session needs it, and each session connected to it as if it were its own.
 //!
 //! A session's router gets a connection: a pair of in-process pipes it writes and reads as it
 //! would a server's standard streams. What a session sends is relabelled on the way: its
@@ -7,27 +7,33 @@
 //! the session that asked; its progress tokens too; and its cancellation names the request as
 //! the server knows it. The server's answers get their session's ids back.
 //!
-//! What sessions ask alike is asked once. The handshake: the first session's goes to the
-//! server, and every later one is answered with what the server said then. Listings
-//! (`tools/list` and the other lists, by their params): kept until the server says that list
-//! changed, and one asked while the same is under way waits for it. A resource is subscribed to
-//! while any session wants it.
+//! What sessions ask alike is asked once. The handshake is the pool's own, the gateway's as the
+//! server's one client, given as the server starts; a session's is answered with what the server
+//! said then (at the session's revision, when that is an earlier one). Listings (`tools/list` and
+//! the other lists, by page) are kept until the server says that list changed; one asked while
+//! the same is under way waits for it. A resource is subscribed to while any session wants it.
 //!
 //! What the server sends of its own accord: a list change goes to every session (each router
 //! lists again, coalescing as it does for a server of its own); a progress notification to the
-//! session whose token it names; an update of a resource to the sessions subscribed to it; a
-//! request (sampling, elicitation, roots) or a log message to the session whose request went to
-//! the server last among those still under way, else to the last session that asked anything
-//! (a request with no session left is refused, a message goes to every session). So a server
-//! that keeps per-user state is not for sharing: the servers file says `"scope": "session"`.
+//! session whose token it names; an update of a resource to the sessions subscribed to it. A
+//! request (sampling, elicitation) or a log message goes to a session only when exactly one has
+//! a request under way, the one it concerns; otherwise the request is refused and the message
+//! dropped, never guessed at: one session must not see what another's call asked (its roots
+//! included: a server that asks for them during a call gets that session's). What belongs to the
+//! server's one client is not shared at all: a session's change of its roots (not passed on),
+//! tasks (refused), the log level (each session's `logging/setLevel` is answered here). So a
+//! server that keeps per-user state is not for sharing: the servers file says
+//! `"scope": "session"`.
 //!
 //! When the server ends, every connection closes: each session's supervisor sees its server
-//! gone and, with restarts, connects again, which starts the server again, once.
+//! gone and, with restarts, connects again, which starts the server again, once. A server that
+//! hangs (its handshake, a listing or a ping unanswered for longer than the proxy's request
+//! timeout) is ended as the next session connects, and started again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -39,45 +45,52 @@ use crate::lines::{Line, Outbox, read_lines};
 use crate::options::OUTBOX_BYTES;
 use tool_mediator_core::sync::lock;
 
-/// The handshake a shared server is given: the gateway's, as the one client the server has, with
-/// what the gateway passes on to its clients (a client without one answers with an error).
+/// The handshake a shared server is given as it starts: the gateway's, as the one client the
+/// server has, with what the gateway passes on to the one session a request concerns (a client
+/// without it answers with an error). Roots without `listChanged`: a session's change of its
+/// roots is its own, and is not passed on.
 fn gateway_handshake() -> Value {
     serde_json::json!({
         "protocolVersion": crate::revision::REVISIONS[3],
-        "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
+        "capabilities": {"roots": {}, "sampling": {}, "elicitation": {}},
         "clientInfo": {"name": "tool-mediator", "title": "tool-mediator gateway", "version": env!("CARGO_PKG_VERSION")},
     })
 }
 
-/// The answer to a later session's handshake: the server's, at the revision that session asked
-/// for when the mediator knows it and it is no later than the server's (a server speaks the
-/// revisions before its own, as the SDKs do).
+/// The answer to a session's handshake: the server's, without what is the server's one client's
+/// alone (tasks), at the revision the session asked for when the mediator knows it and it is
+/// earlier than the server's (a server speaks the revisions before its own, as the SDKs do).
 fn handshake_for(result: &str, params: Option<&RawValue>) -> String {
     #[derive(serde::Deserialize)]
     struct Asked {
         #[serde(rename = "protocolVersion")]
         protocol_version: String,
     }
-    let asked = params.and_then(|params| serde_json::from_str::<Asked>(params.get()).ok());
-    let Some(asked) = asked.filter(|asked| crate::revision::REVISIONS.contains(&asked.protocol_version.as_str()))
-    else {
-        return result.to_owned();
-    };
     let Ok(Value::Object(mut answer)) = tool_mediator_core::json::from_str(result) else { return result.to_owned() };
-    let agreed = answer.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
-    if agreed.is_empty() || asked.protocol_version.as_str() >= agreed {
-        return result.to_owned();
+    if let Some(Value::Object(capabilities)) = answer.get_mut("capabilities") {
+        capabilities.remove("tasks");
     }
-    answer.insert("protocolVersion".to_owned(), Value::from(asked.protocol_version));
+    let asked = params.and_then(|params| serde_json::from_str::<Asked>(params.get()).ok());
+    let agreed = answer.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if let Some(asked) = asked
+        && crate::revision::REVISIONS.contains(&asked.protocol_version.as_str())
+        && !agreed.is_empty()
+        && asked.protocol_version < agreed
+    {
+        answer.insert("protocolVersion".to_owned(), Value::from(asked.protocol_version));
+    }
     Value::Object(answer).to_string()
 }
 
 /// Bytes in each of a connection's two pipes.
 const PIPE: usize = 256 * 1024;
-/// Listing pages kept at once; past it, those kept are let go (the next asks again).
+/// Listing pages kept at once, and their bytes; past either, those kept are let go (the next
+/// asks again).
 const MAX_LISTINGS: usize = 256;
-/// The server's requests waiting for a session's answer, at most.
+const MAX_LISTING_BYTES: usize = 64 * 1024 * 1024;
+/// The server's requests waiting for a session's answer, at most, and for one session.
 const MAX_SERVER_REQUESTS: usize = 1024;
+const MAX_SERVER_REQUESTS_EACH: usize = 64;
 /// Resources subscribed to at once, at most.
 const MAX_SUBSCRIPTIONS: usize = 4096;
 /// How long a server whose output closed has to exit before it is ended.
@@ -87,14 +100,30 @@ const REAPING: Duration = Duration::from_secs(2);
 pub struct SharedServer {
     label: String,
     start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
+    /// How long its handshake, a listing or a ping may go unanswered before it is taken to hang.
+    patience: Duration,
     running: Mutex<Option<Arc<Running>>>,
     starts: AtomicU64,
+    /// Ended for good: the gateway is stopping.
+    stopped: AtomicBool,
 }
 
 impl SharedServer {
-    /// A server to share, `label` naming it in logs, started with `start` when first needed.
-    pub fn new(label: String, start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>) -> Arc<SharedServer> {
-        Arc::new(SharedServer { label, start, running: Mutex::new(None), starts: AtomicU64::new(0) })
+    /// A server to share, `label` naming it in logs, started with `start` when first needed, and
+    /// taken to hang when what every session asks goes unanswered for `patience`.
+    pub fn new(
+        label: String,
+        start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
+        patience: Duration,
+    ) -> Arc<SharedServer> {
+        Arc::new(SharedServer {
+            label,
+            start,
+            patience,
+            running: Mutex::new(None),
+            starts: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        })
     }
 
     /// How logs name it.
@@ -112,25 +141,40 @@ impl SharedServer {
         lock(&self.running).as_ref().is_some_and(|running| !running.is_closed())
     }
 
-    /// A connection for one session; the server is started first when it is not running.
+    /// A connection for one session; the server is started first when it is not running, and
+    /// started again when it hangs.
     pub(super) fn connect(&self, limit: usize, withheld: &[String]) -> Result<Started, StartError> {
         let mut running = lock(&self.running);
-        if let Some(connected) = running.as_ref().and_then(|running| running.connect(limit)) {
-            return Ok(connected);
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(StartError::Shared(format!("{} is not started again: the gateway is stopping", self.label)));
+        }
+        if let Some(current) = running.take() {
+            match current.hangs(self.patience) {
+                Some(why) => {
+                    tracing::warn!("{} hangs ({why}); ending it and starting it again", self.label);
+                    current.retire();
+                }
+                None => {
+                    if let Some(connected) = current.connect(limit) {
+                        *running = Some(current);
+                        return Ok(connected);
+                    }
+                }
+            }
         }
         let upstream = (self.start)().ok_or_else(|| StartError::Once(self.label.clone()))?;
         let started = Server::start(upstream, limit, withheld)?;
         self.starts.fetch_add(1, Ordering::Relaxed);
         tracing::info!("{} started, shared by every client session", self.label);
         let fresh = Running::spawn(started, limit, self.label.clone());
-        let connected = fresh.connect(limit).expect("a server just started is running");
+        let connected = fresh.connect(limit);
         *running = Some(fresh);
-        Ok(connected)
+        connected.ok_or_else(|| StartError::Shared(format!("{} ended as it started", self.label)))
     }
 
-    /// Starts the server and asks it what every session will ask first: the handshake (this
-    /// one, the gateway's, is the one the server keeps) and its tools, so the first client
-    /// waits for neither. Why not, when it cannot be done within `patience`.
+    /// Starts the server and asks it what every session will ask first: the handshake and its
+    /// tools, so the first client waits for neither. Why not, when it cannot be done within
+    /// `patience`.
     pub async fn warm(&self, limit: usize, withheld: &[String], patience: Duration) -> Result<(), String> {
         use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
         let (mut server, mut input, output, _) =
@@ -156,10 +200,6 @@ impl SharedServer {
                         break;
                     }
                 }
-                if method == "initialize" {
-                    let initialized = jsonrpc::notification("notifications/initialized", None);
-                    input.write_all(format!("{initialized}\n").as_bytes()).await?;
-                }
             }
             input.shutdown().await
         };
@@ -172,9 +212,14 @@ impl SharedServer {
         warmed
     }
 
-    /// Ends the server, if it runs: its input closed, then (after `grace`) stopped.
+    /// Ends the server for good, if it runs: its input closed, then (after `grace`) stopped. A
+    /// session that connects later is refused.
     pub async fn end(&self, grace: Duration) -> Option<ServerEnd> {
-        let running = lock(&self.running).take()?;
+        let running = {
+            let mut running = lock(&self.running);
+            self.stopped.store(true, Ordering::SeqCst);
+            running.take()?
+        };
         running.to_server.close();
         let end = running.process.lock().await.end_within(grace).await;
         running.closed(end.clone());
@@ -190,7 +235,7 @@ struct Running {
     /// The source to use when the server does not name itself.
     fallback: String,
     process: tokio::sync::Mutex<Server>,
-    /// Set as its output closes: no session connects to it any more.
+    /// Set as its output closes (or it is taken to hang): no session connects to it any more.
     closing: AtomicBool,
     /// How it ended, once it has.
     ended: tokio::sync::watch::Sender<Option<ServerEnd>>,
@@ -230,6 +275,7 @@ impl Connection {
 }
 
 impl Running {
+    /// The started server, read, and given the gateway's handshake.
     fn spawn(started: Started, limit: usize, label: String) -> Arc<Running> {
         let (server, input, output, fallback) = started;
         let (to_server, queue) = Outbox::new(OUTBOX_BYTES);
@@ -238,9 +284,11 @@ impl Running {
             let to_server = to_server.clone();
             async move { to_server.write_lines(input, queue).await }
         });
+        let mut mux = Mux::new(to_server.clone());
+        mux.shake_hands();
         let running = Arc::new(Running {
             label,
-            mux: Mutex::new(Mux::new(to_server.clone())),
+            mux: Mutex::new(mux),
             to_server,
             fallback,
             process: tokio::sync::Mutex::new(server),
@@ -266,6 +314,22 @@ impl Running {
 
     fn is_closed(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
+    }
+
+    /// Why the server is taken to hang, if it is.
+    fn hangs(&self, patience: Duration) -> Option<String> {
+        lock(&self.mux).hangs(patience)
+    }
+
+    /// Let go of as hanging: its sessions' connections close, and its process is ended.
+    fn retire(self: Arc<Self>) {
+        self.closing.store(true, Ordering::SeqCst);
+        self.close_connections();
+        self.to_server.close();
+        tokio::spawn(async move {
+            let end = self.process.lock().await.end_within(REAPING).await;
+            self.closed(end);
+        });
     }
 
     fn closed(&self, end: ServerEnd) {
@@ -377,7 +441,8 @@ impl Running {
     }
 }
 
-/// Who waits for an answer: a session, by its number, and the id it asked with.
+/// Who waits for an answer: a session, by its number, and the id it asked with. Session 0 is
+/// the pool itself.
 type Asker = (u64, Id);
 
 /// The sessions on the shared server and what is under way between them.
@@ -391,25 +456,27 @@ struct Mux {
     /// The pool's id of each session's request under way.
     by_asker: HashMap<Asker, Id>,
     handshake: Handshake,
-    /// `notifications/initialized` has gone to the server.
-    initialized: bool,
+    /// Listing pages, by method and cursor.
     listings: HashMap<String, Listing>,
+    /// The bytes of the pages kept.
+    listed_bytes: usize,
+    /// Listings under way when their list changed, by the pool's id: their answers go to those
+    /// waiting, and are not kept.
+    stale: HashMap<Id, Vec<Asker>>,
     /// The server's requests, waiting for the session each went to.
     server_requests: HashMap<Id, u64>,
     /// Progress tokens: the pool's, and the session's own.
     tokens: HashMap<Id, Asker>,
     /// Resources subscribed to, and by which sessions.
     subscriptions: HashMap<String, HashSet<u64>>,
-    /// The session that last sent the server a request.
-    last_asking: Option<u64>,
 }
 
 struct Forwarded {
     asker: Asker,
     /// Its progress token, the pool's.
     token: Option<Id>,
-    /// Its place in the order requests went to the server.
-    number: u64,
+    /// When it went to the server.
+    sent: Instant,
     purpose: Purpose,
 }
 
@@ -417,7 +484,9 @@ struct Forwarded {
 enum Purpose {
     /// A session's own: its answer goes back to it.
     Asked,
-    /// The handshake every session shares.
+    /// A session's ping: answered as its own, and a sign of a server that hangs when it is not.
+    Ping,
+    /// The pool's handshake, every session's.
     Handshake,
     /// A listing page, by its key.
     Listing(String),
@@ -427,18 +496,18 @@ enum Purpose {
     Own,
 }
 
-#[derive(Default)]
 enum Handshake {
-    #[default]
-    Unasked,
-    Asked(Vec<Asker>),
+    /// Under way: who waits, since when.
+    Asked(Vec<Asker>, Instant),
     /// The result, as the server wrote it.
     Answered(String),
+    /// The error it answered with, as it wrote it.
+    Refused(String),
 }
 
 enum Listing {
-    /// Under way: who waits, and whether the answer may be kept (no change was announced since).
-    Asked { waiters: Vec<Asker>, keep: bool },
+    /// Under way, as the pool's request: who waits.
+    Asked { waiters: Vec<Asker>, request: Id },
     /// The result, as the server wrote it.
     Kept(String),
 }
@@ -451,14 +520,45 @@ impl Mux {
             connections: HashMap::new(),
             forwarded: HashMap::new(),
             by_asker: HashMap::new(),
-            handshake: Handshake::Unasked,
-            initialized: false,
+            handshake: Handshake::Asked(Vec::new(), Instant::now()),
             listings: HashMap::new(),
+            listed_bytes: 0,
+            stale: HashMap::new(),
             server_requests: HashMap::new(),
             tokens: HashMap::new(),
             subscriptions: HashMap::new(),
-            last_asking: None,
         }
+    }
+
+    /// Gives the server the gateway's handshake.
+    fn shake_hands(&mut self) {
+        self.next += 1;
+        let pooled = Id::pooled(self.next);
+        self.handshake = Handshake::Asked(Vec::new(), Instant::now());
+        let forwarded =
+            Forwarded { asker: (0, pooled.clone()), token: None, sent: Instant::now(), purpose: Purpose::Handshake };
+        self.forwarded.insert(pooled.clone(), forwarded);
+        self.server.send(jsonrpc::request(&pooled, "initialize", &gateway_handshake()));
+    }
+
+    /// Why the server is taken to hang: it refused the handshake, or left it, a listing or a
+    /// ping unanswered for longer than `patience`.
+    fn hangs(&self, patience: Duration) -> Option<String> {
+        match &self.handshake {
+            Handshake::Refused(error) => return Some(format!("it refused the handshake: {error}")),
+            Handshake::Asked(_, since) if since.elapsed() > patience => {
+                return Some(format!("no answer to the handshake in {}s", patience.as_secs()));
+            }
+            _ => {}
+        }
+        let probes = self
+            .forwarded
+            .values()
+            .filter(|forwarded| matches!(forwarded.purpose, Purpose::Ping | Purpose::Listing(_)));
+        probes
+            .filter(|forwarded| forwarded.sent.elapsed() > patience)
+            .map(|_| format!("a ping or a listing unanswered for {}s", patience.as_secs()))
+            .next()
     }
 
     /// The name the server gave itself in the handshake, once it has answered it.
@@ -488,23 +588,34 @@ impl Mux {
         }
     }
 
+    /// A line of the pool's own for the server (an answer to its ping, a refusal): dropped when
+    /// the server does not read, so a server that floods cannot grow the queue without end.
+    fn send_server_own(&mut self, line: String) {
+        if self.server.queued() > OUTBOX_BYTES {
+            return tracing::debug!("a shared server does not read its input; an answer of the pool's dropped");
+        }
+        self.server.send(line);
+    }
+
     fn request(&mut self, connection: u64, id: Id, method: &str, params: Option<&RawValue>, line: &[u8]) {
         let token = progress_token(params);
-        let forward = |mux: &mut Mux, asker: Asker, purpose: Purpose| mux.forward(asker, purpose, line, token.clone());
+        let forward = |mux: &mut Mux, asker: Asker, purpose: Purpose| {
+            mux.forward(asker, purpose, line, token.clone());
+        };
         match method {
             "initialize" => match &mut self.handshake {
                 Handshake::Answered(result) => {
                     let answer = jsonrpc::response(&id, &handshake_for(result, params));
                     self.send_session(connection, answer);
                 }
-                Handshake::Asked(waiters) => waiters.push((connection, id)),
-                Handshake::Unasked => {
-                    self.handshake = Handshake::Asked(vec![(connection, id.clone())]);
-                    forward(self, (connection, id), Purpose::Handshake);
+                Handshake::Refused(error) => {
+                    let answer = jsonrpc::raw_error_response(&id, error);
+                    self.send_session(connection, answer);
                 }
+                Handshake::Asked(waiters, _) => waiters.push((connection, id)),
             },
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" if token.is_none() => {
-                let key = format!("{method} {}", params.map_or("", |params| params.get()));
+                let key = format!("{method} {}", cursor_of(params).unwrap_or_default());
                 match self.listings.get_mut(&key) {
                     Some(Listing::Kept(result)) => {
                         let answer = jsonrpc::response(&id, result);
@@ -513,11 +624,11 @@ impl Mux {
                     Some(Listing::Asked { waiters, .. }) => waiters.push((connection, id)),
                     None => {
                         if self.listings.len() >= MAX_LISTINGS {
-                            self.listings.retain(|_, listing| matches!(listing, Listing::Asked { .. }));
+                            self.let_listings_go();
                         }
                         let waiters = vec![(connection, id.clone())];
-                        self.listings.insert(key.clone(), Listing::Asked { waiters, keep: true });
-                        forward(self, (connection, id), Purpose::Listing(key));
+                        let request = self.forward((connection, id), Purpose::Listing(key.clone()), line, None);
+                        self.listings.insert(key, Listing::Asked { waiters, request });
                     }
                 }
             }
@@ -550,15 +661,27 @@ impl Mux {
                     _ => self.send_session(connection, jsonrpc::response(&id, "{}")),
                 }
             }
-            _ => {
-                self.last_asking = Some(connection);
-                forward(self, (connection, id), Purpose::Asked);
+            // The level of the server's one client: a session's choice is not the others'.
+            "logging/setLevel" => self.send_session(connection, jsonrpc::response(&id, "{}")),
+            method if method.starts_with("tasks/") => {
+                let reason = "tasks of a server every session shares are not kept apart; give it \
+                              \"scope\": \"session\" in the servers file";
+                self.send_session(connection, jsonrpc::error_response(&id, INTERNAL_ERROR, reason));
             }
+            "ping" => forward(self, (connection, id), Purpose::Ping),
+            _ => forward(self, (connection, id), Purpose::Asked),
         }
     }
 
-    /// Sends a session's request to the server under an id (and progress token) of the pool's.
-    fn forward(&mut self, asker: Asker, purpose: Purpose, line: &[u8], token: Option<Id>) {
+    /// Lets every kept page go (what is under way goes on).
+    fn let_listings_go(&mut self) {
+        self.listings.retain(|_, listing| matches!(listing, Listing::Asked { .. }));
+        self.listed_bytes = 0;
+    }
+
+    /// Sends a session's request to the server under an id (and progress token) of the pool's;
+    /// that id.
+    fn forward(&mut self, asker: Asker, purpose: Purpose, line: &[u8], token: Option<Id>) -> Id {
         self.next += 1;
         let pooled = Id::pooled(self.next);
         let mut text = jsonrpc::with_top_level_id(line, &pooled);
@@ -573,19 +696,17 @@ impl Mux {
             None => None,
         };
         self.by_asker.insert(asker.clone(), pooled.clone());
-        self.forwarded.insert(pooled, Forwarded { asker, token, number: self.next, purpose });
+        self.forwarded.insert(pooled.clone(), Forwarded { asker, token, sent: Instant::now(), purpose });
         self.server.send(text);
+        pooled
     }
 
     fn notification(&mut self, connection: u64, method: &str, params: Option<&RawValue>, line: &[u8]) {
         match method {
-            "notifications/initialized" => {
-                // The server hears it once, after the handshake it answered.
-                if !self.initialized && matches!(self.handshake, Handshake::Answered(_)) {
-                    self.initialized = true;
-                    self.server.send(lossless(line));
-                }
-            }
+            // The server heard the pool's, after the pool's handshake.
+            "notifications/initialized" => {}
+            // A shared server has no one client's roots.
+            "notifications/roots/list_changed" => {}
             "notifications/cancelled" => {
                 let Some(id) = jsonrpc::cancelled_request(params) else { return };
                 self.cancel(&(connection, id), line);
@@ -597,8 +718,13 @@ impl Mux {
     /// Session's request `asker` is cancelled: the server hears of it when it was the session's
     /// alone; one others wait for too goes on for them.
     fn cancel(&mut self, asker: &Asker, line: &[u8]) {
-        let Some(pooled) = self.by_asker.remove(asker) else { return };
-        let alone = self.forwarded.get(&pooled).is_some_and(|forwarded| matches!(forwarded.purpose, Purpose::Asked));
+        let Some(pooled) = self.by_asker.remove(asker) else {
+            return self.leave_waiting(asker.0, Some(&asker.1));
+        };
+        let alone = self
+            .forwarded
+            .get(&pooled)
+            .is_some_and(|forwarded| matches!(forwarded.purpose, Purpose::Asked | Purpose::Ping));
         if alone {
             if let Some(forwarded) = self.forwarded.remove(&pooled) {
                 self.drop_token(&forwarded);
@@ -612,13 +738,16 @@ impl Mux {
     /// Session `connection` waits no more for shared answers (for the one asked `id`, or all).
     fn leave_waiting(&mut self, connection: u64, id: Option<&Id>) {
         let leaves = |waiter: &Asker| waiter.0 == connection && id.is_none_or(|id| *id == waiter.1);
-        if let Handshake::Asked(waiters) = &mut self.handshake {
+        if let Handshake::Asked(waiters, _) = &mut self.handshake {
             waiters.retain(|waiter| !leaves(waiter));
         }
         for listing in self.listings.values_mut() {
             if let Listing::Asked { waiters, .. } = listing {
                 waiters.retain(|waiter| !leaves(waiter));
             }
+        }
+        for waiters in self.stale.values_mut() {
+            waiters.retain(|waiter| !leaves(waiter));
         }
     }
 
@@ -641,7 +770,9 @@ impl Mux {
         let gone: Vec<Id> = self
             .forwarded
             .iter()
-            .filter(|(_, forwarded)| forwarded.asker.0 == connection && matches!(forwarded.purpose, Purpose::Asked))
+            .filter(|(_, forwarded)| {
+                forwarded.asker.0 == connection && matches!(forwarded.purpose, Purpose::Asked | Purpose::Ping)
+            })
             .map(|(pooled, _)| pooled.clone())
             .collect();
         for pooled in gone {
@@ -650,7 +781,7 @@ impl Mux {
                 self.drop_token(&forwarded);
             }
             let params = serde_json::json!({"requestId": raw_value(&pooled), "reason": "the client session ended"});
-            self.server.send(jsonrpc::notification("notifications/cancelled", Some(&params)));
+            self.send_server_own(jsonrpc::notification("notifications/cancelled", Some(&params)));
         }
         self.by_asker.retain(|asker, _| asker.0 != connection);
         self.tokens.retain(|_, asker| asker.0 != connection);
@@ -660,7 +791,7 @@ impl Mux {
         for id in asked {
             self.server_requests.remove(&id);
             let reason = "the client session it was sent to has ended";
-            self.server.send(jsonrpc::error_response(&id, INTERNAL_ERROR, reason));
+            self.send_server_own(jsonrpc::error_response(&id, INTERNAL_ERROR, reason));
         }
         let mut unwanted = Vec::new();
         self.subscriptions.retain(|uri, subscribers| {
@@ -674,13 +805,11 @@ impl Mux {
         for uri in unwanted {
             self.next += 1;
             let pooled = Id::pooled(self.next);
-            let asker = (0, pooled.clone());
-            let forwarded = Forwarded { asker, token: None, number: self.next, purpose: Purpose::Own };
+            let forwarded =
+                Forwarded { asker: (0, pooled.clone()), token: None, sent: Instant::now(), purpose: Purpose::Own };
             self.forwarded.insert(pooled.clone(), forwarded);
-            self.server.send(jsonrpc::request(&pooled, "resources/unsubscribe", &serde_json::json!({"uri": uri})));
-        }
-        if self.last_asking == Some(connection) {
-            self.last_asking = None;
+            let unsubscribe = jsonrpc::request(&pooled, "resources/unsubscribe", &serde_json::json!({"uri": uri}));
+            self.send_server_own(unsubscribe);
         }
     }
 
@@ -698,38 +827,71 @@ impl Mux {
             (None, None) => jsonrpc::with_top_level_id(line, &asker.1),
         };
         let waiters = match forwarded.purpose {
-            Purpose::Asked => {
+            Purpose::Asked | Purpose::Ping => {
                 let answer = jsonrpc::with_top_level_id(line, &forwarded.asker.1);
                 return self.send_session(forwarded.asker.0, answer);
             }
             Purpose::Own => return,
             Purpose::Subscribe(uri) => {
-                if result.is_none()
-                    && let Some(subscribers) = self.subscriptions.get_mut(&uri)
-                {
-                    subscribers.remove(&forwarded.asker.0);
+                if result.is_none() {
+                    if let Some(subscribers) = self.subscriptions.get_mut(&uri) {
+                        subscribers.remove(&forwarded.asker.0);
+                    }
+                    if self.subscriptions.get(&uri).is_some_and(HashSet::is_empty) {
+                        self.subscriptions.remove(&uri);
+                    }
                 }
                 vec![forwarded.asker]
             }
             Purpose::Handshake => {
-                let waiters = match std::mem::take(&mut self.handshake) {
-                    Handshake::Asked(waiters) => waiters,
+                let waiters = match std::mem::replace(&mut self.handshake, Handshake::Refused(String::new())) {
+                    Handshake::Asked(waiters, _) => waiters,
                     _ => Vec::new(),
                 };
-                if let Some(result) = result {
-                    self.handshake = Handshake::Answered(result.get().to_owned());
+                match (result, error) {
+                    (Some(result), _) => {
+                        self.handshake = Handshake::Answered(result.get().to_owned());
+                        self.server.send(jsonrpc::notification("notifications/initialized", None));
+                        let answers: Vec<(u64, String)> = waiters
+                            .iter()
+                            .map(|waiter| (waiter.0, jsonrpc::response(&waiter.1, &handshake_for(result.get(), None))))
+                            .collect();
+                        for (connection, answer) in answers {
+                            self.send_session(connection, answer);
+                        }
+                        return;
+                    }
+                    (None, error) => {
+                        let error = error.map_or_else(|| "{}".to_owned(), |error| error.get().to_owned());
+                        self.handshake = Handshake::Refused(error);
+                    }
                 }
                 waiters
             }
-            Purpose::Listing(key) => match self.listings.remove(&key) {
-                Some(Listing::Asked { waiters, keep }) => {
-                    if keep && let Some(result) = result {
-                        self.listings.insert(key, Listing::Kept(result.get().to_owned()));
-                    }
+            Purpose::Listing(key) => {
+                if let Some(waiters) = self.stale.remove(id) {
                     waiters
+                } else {
+                    match self.listings.remove(&key) {
+                        Some(Listing::Asked { waiters, .. }) => {
+                            if let Some(result) = result {
+                                let bytes = result.get().len();
+                                if self.listed_bytes + bytes > MAX_LISTING_BYTES {
+                                    self.let_listings_go();
+                                }
+                                self.listed_bytes += bytes;
+                                self.listings.insert(key, Listing::Kept(result.get().to_owned()));
+                            }
+                            waiters
+                        }
+                        Some(kept) => {
+                            self.listings.insert(key, kept);
+                            Vec::new()
+                        }
+                        None => Vec::new(),
+                    }
                 }
-                _ => Vec::new(),
-            },
+            }
         };
         for waiter in &waiters {
             let answer = answer_to(waiter);
@@ -745,34 +907,46 @@ impl Mux {
         self.server_answer(id, None, error.as_deref(), line.as_bytes());
     }
 
-    /// The session a request or a message of the server's concerns: the one whose request went
-    /// to the server last among those under way, else the last that asked anything.
+    /// The session a request or a message of the server's concerns: the one session with a
+    /// request of its own under way, when there is exactly one. With several, which one it
+    /// concerns cannot be told, and none is guessed at.
     fn concerned(&self) -> Option<u64> {
-        self.forwarded
+        let mut asking = self
+            .forwarded
             .values()
             .filter(|forwarded| matches!(forwarded.purpose, Purpose::Asked))
-            .max_by_key(|forwarded| forwarded.number)
-            .map(|forwarded| forwarded.asker.0)
-            .or(self.last_asking)
+            .map(|forwarded| forwarded.asker.0);
+        let first = asking.next()?;
+        asking
+            .all(|other| other == first)
+            .then_some(first)
             .filter(|connection| self.connections.contains_key(connection))
     }
 
     fn server_request(&mut self, id: Id, method: &str, line: &[u8]) {
         if method == "ping" {
             // Answered for every session: the pool is alive.
-            return self.server.send(jsonrpc::response(&id, "{}"));
+            return self.send_server_own(jsonrpc::response(&id, "{}"));
         }
         let refusal = match self.concerned() {
             _ if self.server_requests.len() >= MAX_SERVER_REQUESTS => {
                 format!("{MAX_SERVER_REQUESTS} requests are already waiting for client sessions")
             }
+            Some(connection)
+                if self.server_requests.values().filter(|asked| **asked == connection).count()
+                    >= MAX_SERVER_REQUESTS_EACH =>
+            {
+                format!("{MAX_SERVER_REQUESTS_EACH} requests are already waiting for that client session")
+            }
             Some(connection) => {
                 self.server_requests.insert(id, connection);
                 return self.send_session(connection, lossless(line));
             }
-            None => "no client session is connected to answer it".to_owned(),
+            None => "which client session this concerns cannot be told: several, or none, have a request \
+                          under way (give the server \"scope\": \"session\" in the servers file)"
+                .to_owned(),
         };
-        self.server.send(jsonrpc::error_response(&id, INTERNAL_ERROR, &refusal));
+        self.send_server_own(jsonrpc::error_response(&id, INTERNAL_ERROR, &refusal));
     }
 
     fn server_notification(&mut self, method: &str, params: Option<&RawValue>, line: &[u8]) {
@@ -794,15 +968,18 @@ impl Mux {
             | "notifications/prompts/list_changed"
             | "notifications/resources/list_changed" => {
                 let kind = method.trim_start_matches("notifications/").trim_end_matches("list_changed");
-                self.listings.retain(|key, listing| match listing {
-                    Listing::Kept(_) => !key.starts_with(kind),
-                    Listing::Asked { .. } => true,
-                });
-                for (key, listing) in &mut self.listings {
-                    if let Listing::Asked { keep, .. } = listing
-                        && key.starts_with(kind)
-                    {
-                        *keep = false;
+                // What is kept goes, and what is under way is answered but not kept: the answer
+                // may be from before the change. A listing asked from now on asks again.
+                let changed: Vec<String> = self.listings.keys().filter(|key| key.starts_with(kind)).cloned().collect();
+                for key in changed {
+                    match self.listings.remove(&key) {
+                        Some(Listing::Asked { waiters, request }) => {
+                            self.stale.insert(request, waiters);
+                        }
+                        Some(Listing::Kept(result)) => {
+                            self.listed_bytes = self.listed_bytes.saturating_sub(result.len())
+                        }
+                        None => {}
                     }
                 }
                 self.send_every_session(&lossless(line));
@@ -820,9 +997,11 @@ impl Mux {
             }
             "notifications/message" => match self.concerned() {
                 Some(connection) => self.send_session(connection, lossless(line)),
-                None => self.send_every_session(&lossless(line)),
+                None => tracing::debug!("a log message of a shared server that concerns no one session; dropped"),
             },
-            _ => self.send_every_session(&lossless(line)),
+            // Anything else may be one session's (a task's status, an elicitation completed):
+            // which one cannot be told, so none hears it.
+            _ => tracing::debug!("{method} from a shared server, which concerns no one session; dropped"),
         }
     }
 }
@@ -845,6 +1024,15 @@ fn uri_of(params: Option<&RawValue>) -> Option<String> {
     serde_json::from_str::<Params>(params?.get()).ok().map(|params| params.uri)
 }
 
+/// `params.cursor`: a listing's page.
+fn cursor_of(params: Option<&RawValue>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        cursor: Option<String>,
+    }
+    serde_json::from_str::<Params>(params?.get()).ok()?.cursor
+}
+
 /// An id-like value (a string or an integer) at `key` of `params`.
 fn id_at(params: &RawValue, key: &str) -> Option<Id> {
     let params: HashMap<String, &RawValue> = serde_json::from_str(params.get()).ok()?;
@@ -855,4 +1043,157 @@ fn id_at(params: &RawValue, key: &str) -> Option<Id> {
 fn progress_token(params: Option<&RawValue>) -> Option<Id> {
     let params: HashMap<String, &RawValue> = serde_json::from_str(params?.get()).ok()?;
     id_at(params.get("_meta")?, "progressToken")
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::mpsc::UnboundedReceiver;
+
+    use super::*;
+    use crate::lines::Outgoing;
+
+    /// A mux with the server's input and `sessions` connections, each read by the test.
+    fn mux(sessions: u64) -> (Mux, UnboundedReceiver<Outgoing>, Vec<UnboundedReceiver<Outgoing>>) {
+        let (server, to_server) = Outbox::new(OUTBOX_BYTES);
+        let mut mux = Mux::new(Arc::new(server));
+        mux.handshake = Handshake::Answered(
+            r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{}},"serverInfo":{"name":"s","version":"1"}}"#
+                .to_owned(),
+        );
+        let mut heard = Vec::new();
+        for number in 1..=sessions {
+            let (outbox, queue) = Outbox::new(OUTBOX_BYTES);
+            mux.connections.insert(number, Arc::new(outbox));
+            heard.push(queue);
+        }
+        mux.next = sessions;
+        (mux, to_server, heard)
+    }
+
+    fn lines(queue: &mut UnboundedReceiver<Outgoing>) -> Vec<Value> {
+        let mut lines = Vec::new();
+        while let Ok(Outgoing::Line(line)) = queue.try_recv() {
+            lines.push(serde_json::from_str(&line).unwrap());
+        }
+        lines
+    }
+
+    fn from_session(mux: &mut Mux, connection: u64, message: Value) {
+        let line = message.to_string();
+        match Message::parse(line.as_bytes()).unwrap() {
+            Message::Request { id, method, params } => mux.request(connection, id, &method, params, line.as_bytes()),
+            Message::Notification { method, params } => mux.notification(connection, &method, params, line.as_bytes()),
+            Message::Response { id, .. } => mux.answer(connection, &id, line.as_bytes()),
+            Message::Batch(_) => unreachable!(),
+        }
+    }
+
+    fn from_server(mux: &mut Mux, message: Value) {
+        let line = message.to_string();
+        match Message::parse(line.as_bytes()).unwrap() {
+            Message::Response { id, result, error } => mux.server_answer(&id, result, error, line.as_bytes()),
+            Message::Request { id, method, .. } => mux.server_request(id, &method, line.as_bytes()),
+            Message::Notification { method, params } => mux.server_notification(&method, params, line.as_bytes()),
+            Message::Batch(_) => unreachable!(),
+        }
+    }
+
+    fn call(id: u64) -> Value {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "t"}})
+    }
+
+    #[test]
+    fn a_servers_request_reaches_a_session_only_when_it_alone_has_a_request_under_way() {
+        let (mut mux, mut server, mut sessions) = mux(2);
+        from_session(&mut mux, 1, call(5));
+        let forwarded = lines(&mut server);
+        assert_eq!(forwarded[0]["id"], "tool-mediator-pool-3", "under the pool's id: {forwarded:?}");
+        let sampling =
+            serde_json::json!({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {}});
+        from_server(&mut mux, sampling);
+        assert_eq!(lines(&mut sessions[0])[0]["id"], "s1", "the one session with a call under way is asked");
+        // Both have a call under way: which one the server asks for cannot be told.
+        from_session(&mut mux, 2, call(5));
+        lines(&mut server);
+        let elicitation =
+            serde_json::json!({"jsonrpc": "2.0", "id": "s2", "method": "elicitation/create", "params": {}});
+        from_server(&mut mux, elicitation);
+        let refused = lines(&mut server);
+        assert_eq!(
+            (&refused[0]["id"], refused[0]["error"].is_object()),
+            (&serde_json::json!("s2"), true),
+            "{refused:?}"
+        );
+        let message =
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "secret"}});
+        from_server(&mut mux, message);
+        assert!(lines(&mut sessions[0]).is_empty() && lines(&mut sessions[1]).is_empty(), "neither hears the other's");
+        // Each answer reaches its own session under its own id.
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": "tool-mediator-pool-4", "result": {"n": 2}}));
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": "tool-mediator-pool-3", "result": {"n": 1}}));
+        let (first, second) = (lines(&mut sessions[0]), lines(&mut sessions[1]));
+        assert_eq!((&first[0]["id"], &first[0]["result"]["n"]), (&serde_json::json!(5), &serde_json::json!(1)));
+        assert_eq!((&second[0]["id"], &second[0]["result"]["n"]), (&serde_json::json!(5), &serde_json::json!(2)));
+    }
+
+    #[test]
+    fn a_listing_under_way_when_the_list_changes_is_answered_but_not_kept() {
+        let (mut mux, mut server, mut sessions) = mux(3);
+        let list = |id: u64| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+        from_session(&mut mux, 1, list(1));
+        let first = lines(&mut server)[0]["id"].clone();
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        assert_eq!(lines(&mut sessions[1])[0]["method"], "notifications/tools/list_changed", "every session hears it");
+        // Asked after the change: asked again, not joined to the listing from before it.
+        from_session(&mut mux, 2, list(1));
+        let second = lines(&mut server)[0]["id"].clone();
+        assert_ne!(first, second);
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": first, "result": {"tools": ["old"]}}));
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": second, "result": {"tools": ["new"]}}));
+        assert_eq!(lines(&mut sessions[0]).last().unwrap()["result"]["tools"][0], "old");
+        assert_eq!(lines(&mut sessions[1]).last().unwrap()["result"]["tools"][0], "new");
+        // The listing from after the change is kept: a third session is answered from it.
+        from_session(&mut mux, 3, list(9));
+        assert!(lines(&mut server).is_empty(), "not asked again");
+        assert_eq!(lines(&mut sessions[2]).last().unwrap()["result"]["tools"][0], "new");
+    }
+
+    #[test]
+    fn tasks_a_change_of_roots_and_the_log_level_are_not_shared() {
+        let (mut mux, mut server, mut sessions) = mux(1);
+        let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+        from_session(&mut mux, 1, initialize);
+        let answered = lines(&mut sessions[0]);
+        assert_eq!(answered[0]["result"]["protocolVersion"], "2025-06-18", "at the session's earlier revision");
+        assert!(answered[0]["result"]["capabilities"].get("tasks").is_none(), "{answered:?}");
+        from_session(&mut mux, 1, serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/list"}));
+        from_session(
+            &mut mux,
+            1,
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+            "params": {"level": "debug"}}),
+        );
+        from_session(&mut mux, 1, serde_json::json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+        from_session(&mut mux, 1, serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert!(lines(&mut server).is_empty(), "none of it reaches the server");
+        let answered = lines(&mut sessions[0]);
+        assert!(answered[0]["error"].is_object() && answered[1]["result"].is_object(), "{answered:?}");
+    }
+
+    #[test]
+    fn a_server_that_leaves_its_handshake_or_a_ping_unanswered_hangs() {
+        let (server, _to_server) = Outbox::new(OUTBOX_BYTES);
+        let mut mux = Mux::new(Arc::new(server));
+        mux.shake_hands();
+        assert_eq!(mux.hangs(Duration::from_secs(60)), None, "asked just now");
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(mux.hangs(Duration::from_millis(1)).unwrap().contains("handshake"));
+        let (mut mux, _server, _sessions) = self::mux(1);
+        from_session(&mut mux, 1, serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(mux.hangs(Duration::from_millis(1)).unwrap().contains("ping"));
+        from_session(&mut mux, 1, call(2));
+        assert!(mux.hangs(Duration::from_secs(60)).is_none(), "a long call is no sign of it");
+    }
 }
