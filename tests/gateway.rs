@@ -891,3 +891,77 @@ fn ten_http_sessions_share_three_servers_each_started_and_listed_once() {
         assert_eq!((count("started"), count("listed")), (1, 1), "server {name}, for ten sessions: {said}");
     }
 }
+
+/// The names a new 2025 session over Streamable HTTP at `url` is listed.
+async fn names_of_a_new_session(url: &str) -> Vec<String> {
+    let http = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut request = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let opened = post(initialize, None).await.unwrap();
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(session.clone())).await.unwrap();
+    let listed = post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), Some(session)).await.unwrap();
+    let text = listed.text().await.unwrap();
+    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back().unwrap_or(&text);
+    let listed: Value = serde_json::from_str(last.trim()).unwrap();
+    sorted(&json!(
+        listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].clone()).collect::<Vec<_>>()
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_file_that_changes_is_read_again_and_one_that_breaks_changes_nothing() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("a.log");
+    let server = |tool: &str, log: Option<&Path>| {
+        let tools = json!([{"name": tool, "description": "A tool of the test's.", "inputSchema": {"type": "object"}}]);
+        let mut entry = json!({"command": peers.bin("python").display().to_string(),
+            "args": [root().join("tests/peers/listed.py").display().to_string(), tools.to_string()]});
+        if let Some(log) = log {
+            entry["env"] = json!({"LISTED_LOG": log.display().to_string()});
+        }
+        entry
+    };
+    let config = servers_file(dir.path(), json!({"mcpServers": {"a": server("alpha", Some(&log))}}));
+    let file = config.display().to_string();
+    let listening = Listening::start(&peers, "gateway", &["--servers", &file, "--no-disclosure"]);
+    let url = listening.url();
+    assert_eq!(names_of_a_new_session(&url).await, ["alpha"]);
+    // Within the few seconds the file is looked at in, a new session serves what it says now.
+    let within = |expected: &'static [&'static str]| {
+        let url = url.clone();
+        async move {
+            let began = std::time::Instant::now();
+            loop {
+                let names = names_of_a_new_session(&url).await;
+                if names == expected || began.elapsed() > std::time::Duration::from_secs(20) {
+                    return names;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+    };
+    servers_file(dir.path(), json!({"mcpServers": {"a": server("alpha", Some(&log)), "b": server("beta", None)}}));
+    assert_eq!(within(&["alpha", "beta"]).await, ["alpha", "beta"], "a server added");
+    // A file that cannot be used changes nothing.
+    std::fs::write(&config, "{\"mcpServers\": {\"a\": ").unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(names_of_a_new_session(&url).await, ["alpha", "beta"], "the servers as they were");
+    servers_file(dir.path(), json!({"mcpServers": {"a": server("alpha", Some(&log))}}));
+    assert_eq!(within(&["alpha"]).await, ["alpha"], "a server removed");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(said.lines().filter(|line| *line == "started").count(), 1, "the unchanged server went on: {said}");
+}

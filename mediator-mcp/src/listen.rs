@@ -51,15 +51,15 @@ use axum::routing::post;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
-use crate::access::{Caller, Choice, ProtectedResource, Refusal, Views};
+use crate::access::{Caller, Choice, ProtectedResource, Refusal};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use crate::options::ProxyOptions;
 use crate::proxy::{Client, ServerSpec};
-use crate::servers::{Scope, View};
-use crate::upstream::Upstream;
-use crate::upstream::pool::SharedServer;
+use crate::servers::{Scope, Servers, View};
+use catalog::{Catalog, Choosing};
 use tool_mediator_core::sync::lock;
 
+mod catalog;
 mod operations;
 mod stateless;
 #[cfg(test)]
@@ -107,6 +107,8 @@ pub struct ListenOptions {
     pub views: Vec<View>,
     /// A header a request may name its view in, besides the path.
     pub view_header: Option<String>,
+    /// The servers file the servers and views came from, read again when it changes.
+    pub servers_file: Option<std::path::PathBuf>,
 }
 
 impl ListenOptions {
@@ -125,6 +127,7 @@ impl ListenOptions {
             oauth: None,
             views: Vec::new(),
             view_header: None,
+            servers_file: None,
         }
     }
 }
@@ -142,21 +145,23 @@ pub async fn serve(
     let read_timeout = listen.read_timeout;
     let port = listener.local_addr()?.port();
     let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
-    let (servers, pool, own_starts) = pooled(servers, proxy.request_timeout);
     // Its sessions end when the front ends them, which a stop signal lets finish first.
     let proxy = ProxyOptions { ends_on_signals: false, ..proxy };
+    // What the file says of each server, so that reading it again keeps what did not change.
+    let entries = match &listen.servers_file {
+        Some(path) => Servers::read(path).map(|servers| catalog::entries(&servers)).unwrap_or_default(),
+        None => HashMap::new(),
+    };
     let by_claim = listen.oauth.as_ref().is_some_and(|oauth| oauth.options().view_claim.is_some());
-    let views = Views::new(&listen.views, &servers, listen.view_header.as_deref(), by_claim);
+    let choosing = Choosing { header: listen.view_header.as_deref(), by_claim, patience: proxy.request_timeout };
+    let catalog = Catalog::new(servers, entries, &listen.views, &choosing, None);
     let sessions = Mutex::new(HashMap::new());
     let shared = Mutex::new(HashMap::new());
-    let unready = Mutex::new((!pool.is_empty()).then(|| "the shared servers are starting".to_owned()));
+    let unready = Mutex::new((!catalog.pool.is_empty()).then(|| "the shared servers are starting".to_owned()));
     let state = Arc::new(Front {
         listen,
         proxy,
-        servers,
-        views,
-        pool,
-        own_starts,
+        catalog: Mutex::new(Arc::new(catalog)),
         port,
         max_sessions,
         sessions,
@@ -184,6 +189,7 @@ pub async fn serve(
     let app = app.with_state(state.clone());
     let janitor = tokio::spawn(end_idle_sessions(state.clone()));
     let warming = tokio::spawn(warm_up(state.clone()));
+    let following = state.listen.servers_file.clone().map(|path| tokio::spawn(catalog::follow(state.clone(), path)));
     let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
     let (closing, closed) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -244,6 +250,9 @@ pub async fn serve(
     }
     drop(listener);
     warming.abort();
+    if let Some(following) = following {
+        following.abort();
+    }
     let grace = state.listen.shutdown_grace;
     if tokio::time::timeout(grace, state.answered_all()).await.is_err() {
         tracing::warn!("requests still under way after {}s; ending them", grace.as_secs_f64());
@@ -257,9 +266,8 @@ pub async fn serve(
         sessions.into_iter().chain(shared).map(|session| async move { session.end().await }),
     )
     .await;
-    for server in &state.pool {
-        server.end(state.proxy.grace).await;
-    }
+    let catalog = state.catalog();
+    futures_util::future::join_all(catalog.shared().map(|server| server.end(state.proxy.grace))).await;
     // Answers under way are finished; a stream still open is not waited for long.
     closing.send_replace(true);
     let _ = tokio::time::timeout(CLOSING, async { while connections.join_next().await.is_some() {} }).await;
@@ -274,12 +282,12 @@ async fn warm_up(front: Arc<Front>) {
         (front.proxy.max_message_bytes, front.proxy.withheld_env.clone(), front.proxy.request_timeout);
     let mut delay = Duration::from_secs(1);
     loop {
+        let catalog = front.catalog();
         let warmed =
-            futures_util::future::join_all(front.pool.iter().map(|server| server.warm(limit, &withheld, patience)))
+            futures_util::future::join_all(catalog.shared().map(|server| server.warm(limit, &withheld, patience)))
                 .await;
-        let failures: Vec<String> = front
-            .pool
-            .iter()
+        let failures: Vec<String> = catalog
+            .shared()
             .zip(warmed)
             .filter_map(|(server, warmed)| Some(format!("{}: {}", server.label(), warmed.err()?)))
             .collect();
@@ -293,30 +301,6 @@ async fn warm_up(front: Arc<Front>) {
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(30));
     }
-}
-
-/// How each shared server is started for the stateless revision's proxy, by name.
-type OwnStarts = HashMap<String, Arc<dyn Fn() -> Option<Upstream> + Send + Sync>>;
-
-/// `servers` as each session starts them: a shared one connected to rather than started, and
-/// the servers shared.
-fn pooled(servers: Vec<ServerSpec>, patience: Duration) -> (Vec<ServerSpec>, Vec<Arc<SharedServer>>, OwnStarts) {
-    let mut pool = Vec::new();
-    let mut own = HashMap::new();
-    let servers = servers
-        .into_iter()
-        .map(|server| match server.scope {
-            Scope::Session => server,
-            Scope::Shared => {
-                let label = crate::router::label_of(&server.settings.name);
-                let shared = SharedServer::new(label, server.start.clone(), patience);
-                own.insert(server.settings.name.clone(), server.start.clone());
-                pool.push(shared.clone());
-                ServerSpec { start: Arc::new(move || Some(Upstream::Shared(shared.clone()))), ..server }
-            }
-        })
-        .collect();
-    (servers, pool, own)
 }
 
 /// Connections at once: [`MAX_CONNECTIONS`], or half the files the process may open when that
@@ -354,16 +338,8 @@ struct Front {
     /// Sessions at once, at most.
     max_sessions: usize,
     proxy: ProxyOptions,
-    /// Every server, as a session that sees them all starts them.
-    servers: Vec<ServerSpec>,
-    /// The views, each with the servers it shows, and how a request names one.
-    views: Views,
-    /// The servers sessions share.
-    pool: Vec<Arc<SharedServer>>,
-    /// How the stateless revision's proxy starts each of them for itself: it is one proxy for
-    /// every stateless request already, and a server that speaks both revisions answers in the
-    /// one it was first spoken to in, which for the pool is 2025's.
-    own_starts: OwnStarts,
+    /// The servers, the views and the pool, as the servers file last said.
+    catalog: Mutex<Arc<Catalog>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     metrics: Arc<operations::Metrics>,
     /// Asked to stop: no new request is taken.
@@ -653,9 +629,10 @@ impl Front {
     /// The view a request is served (`None`: every server): named by the token's claim, the
     /// path, or the header.
     fn view_of(&self, caller: &Caller, path: Option<&str>, headers: &HeaderMap) -> Result<Option<String>, Refused> {
+        let catalog = self.catalog();
         let header =
-            self.views.header().and_then(|name| headers.get(name)).map(|value| value.to_str().unwrap_or("\u{fffd}"));
-        match self.views.choose(caller.view.as_deref(), path, header) {
+            catalog.views.header().and_then(|name| headers.get(name)).map(|value| value.to_str().unwrap_or("\u{fffd}"));
+        match catalog.views.choose(caller.view.as_deref(), path, header) {
             Choice::Everything => Ok(None),
             Choice::View(view) => Ok(Some(view)),
             Choice::Unknown => Err(Refused(StatusCode::NOT_FOUND, "no such view")),
@@ -663,24 +640,20 @@ impl Front {
         }
     }
 
-    /// The servers a session of `view` starts (or connects to).
-    fn servers_of(&self, view: Option<&str>) -> Vec<ServerSpec> {
-        match view.and_then(|view| self.views.servers(view)) {
-            Some(servers) => servers.to_vec(),
-            None => self.servers.clone(),
-        }
+    /// The servers, the views and the pool, as they are now.
+    fn catalog(&self) -> Arc<Catalog> {
+        lock(&self.catalog).clone()
     }
 
-    /// `servers` each started for its own, rather than connected to the pool: the stateless
-    /// revision's proxy's.
-    fn unpooled(&self, servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
-        servers
-            .into_iter()
-            .map(|server| match self.own_starts.get(&server.settings.name) {
-                Some(start) => ServerSpec { start: start.clone(), scope: Scope::Session, ..server },
-                None => server,
-            })
-            .collect()
+    /// How views are chosen among, whatever the servers file says.
+    fn choosing(&self) -> Choosing<'_> {
+        let by_claim = self.listen.oauth.as_ref().is_some_and(|oauth| oauth.options().view_claim.is_some());
+        Choosing { header: self.listen.view_header.as_deref(), by_claim, patience: self.proxy.request_timeout }
+    }
+
+    /// The servers a session of `view` starts (or connects to).
+    fn servers_of(&self, view: Option<&str>) -> Vec<ServerSpec> {
+        self.catalog().servers_of(view)
     }
 
     /// Refuses a request for another site, from another origin, or without the shared token.

@@ -60,5 +60,6 @@ pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
         restart: Some(args.restart_delay),
         ..proxy::options(&setup, &args.mediation, args.prefix)?
     };
-    proxy::serve(setup, options, specs, servers.views, &args.listen).await
+    // Over HTTP the file is read again when it changes.
+    proxy::serve(setup, options, specs, Some((path, servers.views)), &args.listen).await
 }

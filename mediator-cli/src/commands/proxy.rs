@@ -115,7 +115,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
     }
     let settings = LinkSettings { pinned_as: Some(pinned_as), ..LinkSettings::default() };
     let server = ServerSpec { settings, start: Arc::new(start), scope: args.server_scope };
-    serve(setup, options, vec![server], Vec::new(), &args.listen).await
+    serve(setup, options, vec![server], None, &args.listen).await
 }
 
 /// What trust on first use pins the proxy's server under: `--name`, else what the user wrote to
@@ -193,15 +193,20 @@ fn pins_file(settings: &tool_mediator::MediatorConfig, args: &MediationArgs) -> 
 }
 
 /// Serves `servers` to one client over stdio, or to many over HTTP with `--listen` (each client
-/// shown every server, or one of the servers file's `views`), until the client (or the server,
+/// shown every server, or one of the servers `file`'s views, the file read again when it
+/// changes), until the client (or the server,
 /// without restarts) ends.
 pub async fn serve(
     setup: Setup,
     options: ProxyOptions,
     servers: Vec<ServerSpec>,
-    views: Vec<View>,
+    file: Option<(std::path::PathBuf, Vec<View>)>,
     args: &ListenArgs,
 ) -> Result<ExitCode> {
+    let (servers_file, views) = match file {
+        Some((path, views)) => (Some(path), views),
+        None => (None, Vec::new()),
+    };
     if let Some(address) = args.listen {
         if views.is_empty() && (args.view_claim.is_some() || args.view_header.is_some()) {
             anyhow::bail!(
@@ -266,6 +271,7 @@ pub async fn serve(
             oauth,
             views,
             view_header: args.view_header.clone(),
+            servers_file,
             ..ListenOptions::new(address)
         };
         // The token is the proxy's own: no server inherits it.

@@ -129,9 +129,10 @@ impl Metrics {
     /// The text `/metrics` serves: what is counted as it happens, and what is read now.
     fn encode(&self, front: &Front) -> String {
         self.sessions.set(i64::try_from(lock(&front.sessions).len()).unwrap_or(i64::MAX));
-        let running = front.pool.iter().filter(|server| server.is_running()).count();
+        let catalog = front.catalog();
+        let running = catalog.shared().filter(|server| server.is_running()).count();
         self.shared_running.set(i64::try_from(running).unwrap_or(i64::MAX));
-        raise(&self.shared_starts, front.pool.iter().map(|server| server.starts()).sum());
+        raise(&self.shared_starts, catalog.shared().map(|server| server.starts()).sum());
         if let Some(cache) = &front.listen.cache {
             let (hits, misses) = cache.usage();
             raise(&self.cache_hits, hits);

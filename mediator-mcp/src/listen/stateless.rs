@@ -294,7 +294,8 @@ impl Front {
             session.used();
             return session.clone();
         }
-        let servers = self.unpooled(self.servers_of(view.as_deref()));
+        let catalog = self.catalog();
+        let servers = catalog.unpooled(catalog.servers_of(view.as_deref()));
         let (session, pending) = self.new_session(true, view.clone(), None);
         let mut options = self.proxy.clone();
         // Any replica answers a call by name, whichever of them listed a category's tools.

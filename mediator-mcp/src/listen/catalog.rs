@@ -1,0 +1,167 @@
+//! What a front serves, as its servers file last said: every server as a session starts (or
+//! connects to) it, the views, and the servers sessions share. A gateway's servers file is read
+//! again when it changes: a session opened after serves what it says now; one opened before
+//! keeps the servers it had, less those removed or changed (their tools leave its list); a
+//! shared server whose entry is unchanged goes on as it was. A file that cannot be used changes
+//! nothing, and says why with its place.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Front;
+use crate::access::Views;
+use crate::proxy::ServerSpec;
+use crate::servers::{Scope, ServerConfig, Servers, View};
+use crate::upstream::Upstream;
+use crate::upstream::pool::SharedServer;
+use tool_mediator_core::sync::lock;
+
+/// How often the servers file is looked at.
+const LOOKING: Duration = Duration::from_secs(2);
+
+type Start = Arc<dyn Fn() -> Option<Upstream> + Send + Sync>;
+
+pub(super) struct Catalog {
+    /// Every server, as a session that sees them all starts it (a shared one: connected to).
+    pub(super) servers: Vec<ServerSpec>,
+    /// The views, each with the servers it shows, and how a request names one.
+    pub(super) views: Views,
+    /// The servers sessions share, by name.
+    pub(super) pool: Vec<(String, Arc<SharedServer>)>,
+    /// How the stateless revision's proxy starts each shared server for itself: it is one proxy
+    /// for every stateless request already, and a server that speaks both revisions answers in
+    /// the one it was first spoken to in, which for the pool is 2025's.
+    own_starts: HashMap<String, Start>,
+    /// Each server's entry in the servers file, by name, when there is one.
+    entries: HashMap<String, ServerConfig>,
+}
+
+/// How a catalog's views are chosen among, which a reading of the file does not change.
+pub(super) struct Choosing<'a> {
+    pub(super) header: Option<&'a str>,
+    pub(super) by_claim: bool,
+    /// How long what every session asks of a shared server may go unanswered.
+    pub(super) patience: Duration,
+}
+
+impl Catalog {
+    /// `servers` (with their `entries` in the servers file, when there is one) and `views`; a
+    /// shared server of `previous` whose entry is the same is kept.
+    pub(super) fn new(
+        servers: Vec<ServerSpec>,
+        entries: HashMap<String, ServerConfig>,
+        views: &[View],
+        choosing: &Choosing<'_>,
+        previous: Option<&Catalog>,
+    ) -> Catalog {
+        let mut pool = Vec::new();
+        let mut own_starts = HashMap::new();
+        let servers: Vec<ServerSpec> = servers
+            .into_iter()
+            .map(|server| match server.scope {
+                Scope::Session => server,
+                Scope::Shared => {
+                    let name = server.settings.name.clone();
+                    let kept = previous.and_then(|previous| {
+                        let unchanged =
+                            entries.get(&name).is_some_and(|entry| previous.entries.get(&name) == Some(entry));
+                        let shared = previous.pool.iter().find(|(known, _)| *known == name)?.1.clone();
+                        unchanged.then(|| (shared, previous.own_starts.get(&name).cloned()))
+                    });
+                    let (shared, own) = match kept {
+                        Some((shared, Some(own))) => (shared, own),
+                        _ => {
+                            let label = crate::router::label_of(&name);
+                            (SharedServer::new(label, server.start.clone(), choosing.patience), server.start.clone())
+                        }
+                    };
+                    own_starts.insert(name.clone(), own);
+                    pool.push((name, shared.clone()));
+                    ServerSpec { start: Arc::new(move || Some(Upstream::Shared(shared.clone()))), ..server }
+                }
+            })
+            .collect();
+        let views = Views::new(views, &servers, choosing.header, choosing.by_claim);
+        Catalog { servers, views, pool, own_starts, entries }
+    }
+
+    /// The servers a session of `view` starts (or connects to).
+    pub(super) fn servers_of(&self, view: Option<&str>) -> Vec<ServerSpec> {
+        match view.and_then(|view| self.views.servers(view)) {
+            Some(servers) => servers.to_vec(),
+            None => self.servers.clone(),
+        }
+    }
+
+    /// `servers` each started for its own, rather than connected to the pool: the stateless
+    /// revision's proxy's.
+    pub(super) fn unpooled(&self, servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
+        servers
+            .into_iter()
+            .map(|server| match self.own_starts.get(&server.settings.name) {
+                Some(start) => ServerSpec { start: start.clone(), scope: Scope::Session, ..server },
+                None => server,
+            })
+            .collect()
+    }
+
+    /// The shared servers, in the file's order.
+    pub(super) fn shared(&self) -> impl Iterator<Item = &Arc<SharedServer>> {
+        self.pool.iter().map(|(_, shared)| shared)
+    }
+}
+
+/// Each server of `servers`' entry, by name.
+pub(super) fn entries(servers: &Servers) -> HashMap<String, ServerConfig> {
+    servers.enabled().map(|entry| (entry.name.clone(), entry.clone())).collect()
+}
+
+/// Reads the servers file at `path` again whenever it changes, until the front stops.
+pub(super) async fn follow(front: Arc<Front>, path: PathBuf) {
+    let looked = |path: &PathBuf| std::fs::metadata(path).ok().map(|found| (found.modified().ok(), found.len()));
+    let mut seen = looked(&path);
+    loop {
+        tokio::time::sleep(LOOKING).await;
+        let now = looked(&path);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        match Servers::read(&path) {
+            Ok(servers) => front.read_again(&servers, &path),
+            Err(error) => tracing::warn!("{error}; the servers as they were go on"),
+        }
+    }
+}
+
+impl Front {
+    /// The servers file says `servers` now: sessions opened from now on serve them.
+    fn read_again(self: &Arc<Self>, servers: &Servers, path: &std::path::Path) {
+        for warning in &servers.warnings {
+            tracing::warn!("{warning}");
+        }
+        let specs: Vec<ServerSpec> = servers.enabled().map(ServerSpec::from_config).collect();
+        if specs.is_empty() {
+            return tracing::warn!("{}: every server is disabled; the servers as they were go on", path.display());
+        }
+        let previous = self.catalog();
+        let next = Catalog::new(specs, entries(servers), &servers.views, &self.choosing(), Some(&previous));
+        let retired: Vec<Arc<SharedServer>> =
+            previous.shared().filter(|shared| !next.shared().any(|kept| Arc::ptr_eq(kept, shared))).cloned().collect();
+        let names: Vec<&str> = next.servers.iter().map(|server| server.settings.name.as_str()).collect();
+        tracing::info!("{}: read again; serving {}", path.display(), names.join(", "));
+        *lock(&self.catalog) = Arc::new(next);
+        let grace = self.proxy.grace;
+        for shared in retired {
+            tokio::spawn(async move { shared.end(grace).await });
+        }
+        // The stateless revision's proxies were started with what the file said before.
+        let stateless: Vec<_> = lock(&self.shared).drain().map(|(_, session)| session).collect();
+        for session in stateless {
+            tokio::spawn(async move { session.end().await });
+        }
+        tokio::spawn(super::warm_up(self.clone()));
+    }
+}
