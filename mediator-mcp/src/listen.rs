@@ -146,7 +146,8 @@ pub async fn serve(
     let port = listener.local_addr()?.port();
     let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
     // Its sessions end when the front ends them, which a stop signal lets finish first.
-    let proxy = ProxyOptions { ends_on_signals: false, ..proxy };
+    let listed_bytes_saved = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let proxy = ProxyOptions { ends_on_signals: false, listed_bytes_saved: Some(listed_bytes_saved.clone()), ..proxy };
     // What the file says of each server, so that reading it again keeps what did not change.
     let entries = match &listen.servers_file {
         Some(path) => Servers::read(path).map(|servers| catalog::entries(&servers)).unwrap_or_default(),
@@ -166,7 +167,7 @@ pub async fn serve(
         max_sessions,
         sessions,
         shared,
-        metrics: Arc::new(operations::Metrics::new()),
+        metrics: Arc::new(operations::Metrics::new(listed_bytes_saved)),
         stopping: std::sync::atomic::AtomicBool::new(false),
         unready,
         warnings: crate::warnings::Warnings::default(),

@@ -3,7 +3,9 @@
 //! neither), and the front is not stopping. `/metrics`, in the Prometheus text format (the
 //! OpenMetrics flavour every Prometheus reads): requests by method, how many failed and how long
 //! they took, the sessions open, the shared servers running and how often they were started, and
-//! the cache's hits and misses.
+//! the cache's hits and misses, and what the mediation spared clients of the servers' tool
+//! listings: in bytes, and in tokens at four bytes a token (an estimate; `tool-mediator tokens`
+//! counts a listing's tokens exactly).
 //!
 //! `/healthz` and `/readyz` answer anyone who reaches the port (a probe carries no token) and say
 //! nothing but whether; `/metrics` is guarded as `/mcp` is.
@@ -68,10 +70,14 @@ pub(super) struct Metrics {
     shared_starts: Counter,
     cache_hits: Counter,
     cache_misses: Counter,
+    /// Counted by the sessions' routers as they answer first pages of tool listings.
+    listed_bytes_saved: Arc<std::sync::atomic::AtomicU64>,
+    bytes_saved: Counter,
+    tokens_saved: Counter,
 }
 
 impl Metrics {
-    pub(super) fn new() -> Metrics {
+    pub(super) fn new(listed_bytes_saved: Arc<std::sync::atomic::AtomicU64>) -> Metrics {
         let mut registry = Registry::with_prefix("tool_mediator");
         let requests = Family::<Method, Counter>::default();
         let failed = Family::<Method, Counter>::default();
@@ -104,6 +110,17 @@ impl Metrics {
         );
         registry.register("cache_hits", "Answers of the language model read from the cache", cache_hits.clone());
         registry.register("cache_misses", "Answers of the language model not in the cache", cache_misses.clone());
+        let (bytes_saved, tokens_saved) = (Counter::default(), Counter::default());
+        registry.register(
+            "listing_bytes_saved",
+            "Bytes of the servers' tool listings clients were spared: listed less shown, each first page",
+            bytes_saved.clone(),
+        );
+        registry.register(
+            "listing_tokens_saved",
+            "Tokens of the servers' tool listings clients were spared, estimated at four bytes a token",
+            tokens_saved.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -114,6 +131,9 @@ impl Metrics {
             shared_starts,
             cache_hits,
             cache_misses,
+            listed_bytes_saved,
+            bytes_saved,
+            tokens_saved,
         }
     }
 
@@ -138,6 +158,9 @@ impl Metrics {
             raise(&self.cache_hits, hits);
             raise(&self.cache_misses, misses);
         }
+        let saved = self.listed_bytes_saved.load(Ordering::Relaxed);
+        raise(&self.bytes_saved, saved);
+        raise(&self.tokens_saved, saved / 4);
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::warn!("cannot write the metrics: {error}");

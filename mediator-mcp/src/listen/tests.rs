@@ -16,7 +16,8 @@ use crate::upstream::Upstream;
 use tool_mediator::session::SessionPolicy;
 
 /// Answers by the last `"id":` of each line (the tests send no other); a start is a line in
-/// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three; each name after `$PREFIX`.
+/// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three, and `$EXTRA` more; each
+/// name after `$PREFIX`.
 const SERVER: &str = r#"
 echo started >> "$STARTS"
 while IFS= read -r line; do
@@ -29,7 +30,13 @@ while IFS= read -r line; do
       printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" ;;
     *'"method":"tools/list"'*)
       echo listed >> "$STARTS.listed"
-      if [ -n "$MANY" ]; then more=',{"name":"'"$PREFIX"'hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"'"$PREFIX"'hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'; else more=''; fi
+      if [ -n "$MANY" ]; then more=',{"name":"'"$PREFIX"'hello_again","description":"Says hello again.","inputSchema":{"type":"object"}},{"name":"'"$PREFIX"'hello_there","description":"Says hello there.","inputSchema":{"type":"object"}}'
+        i=0
+        while [ $i -lt "${EXTRA:-0}" ]; do
+          more="$more,{\"name\":\"${PREFIX}extra_$i\",\"description\":\"An extra tool of the test server, number $i, which does nothing of use.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\",\"description\":\"Any text.\"}}}}"
+          i=$((i+1))
+        done
+      else more=''; fi
       printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"%shello","description":"Says hello.","inputSchema":{"type":"object"}}%s]}}\n' "$id" "$PREFIX" "$more" ;;
     *'"method":"tools/call"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"hello"}]}}\n' "$id" ;;
@@ -83,11 +90,16 @@ impl Front {
             .iter()
             .map(|&(name, prefix, many)| {
                 let (script, starts_at, prefix) = (SERVER.to_owned(), starts.clone(), prefix.to_owned());
+                let extra = name == "extra";
                 let start = move || {
                     let mut command = Command::new("sh");
                     command.arg("-c").arg(&script).env("STARTS", &starts_at).env("PREFIX", &prefix);
                     if many {
                         command.env("MANY", "1");
+                    }
+                    // A server named `extra` lists twenty tools more.
+                    if extra {
+                        command.env("EXTRA", "20");
                     }
                     Some(Upstream::from(command))
                 };
@@ -582,4 +594,25 @@ async fn as_a_protected_resource_the_front_takes_only_its_issuers_tokens_and_the
         .post_to("/two", &[("authorization", &viewless)], &stateless(1, "tools/list", json!({})), Some(REVISION), None)
         .await;
     assert_eq!(status, 403);
+}
+
+#[tokio::test]
+async fn what_disclosure_spares_a_client_is_counted_on_the_metrics() {
+    let front =
+        Front::serving(SessionPolicy::mediated(2), &[("extra", "", true)], Scope::Shared, |listen| listen).await;
+    let session = front.open_session().await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, listed) = front.post(&list, Some("2025-06-18"), Some(&session)).await;
+    assert_eq!(status, 200, "{listed}");
+    let base = front.url.trim_end_matches("/mcp").to_owned();
+    let text = front.http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let counted = |name: &str| -> u64 {
+        let line = text.lines().find(|line| line.starts_with(name)).unwrap_or_else(|| panic!("{name} in:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (bytes, tokens) =
+        (counted("tool_mediator_listing_bytes_saved_total"), counted("tool_mediator_listing_tokens_saved_total"));
+    // Twenty-three tools listed whole by the server, folded into categories for the client.
+    assert!(bytes > 0, "the folded listing is smaller than the server's: {listed}");
+    assert_eq!(tokens, bytes / 4);
 }

@@ -12,6 +12,8 @@ use super::*;
 pub(super) struct Listing {
     pub(super) fingerprint: u64,
     pub(super) rest: Map<String, Value>,
+    /// The bytes of the server's tools as it listed them, every page.
+    pub(super) bytes: usize,
     /// The tools of it that could not be read, left out of what the client sees.
     pub(super) left_out: Vec<LeftOut>,
     /// With trust on first use: the tools as screened against the pins, to screen again.
@@ -131,8 +133,13 @@ impl Router {
             Some(known) => (Some(known.fingerprint), known.left_out.clone(), known.screened.clone()),
             None => (None, Vec::new(), None),
         };
-        let mut listing =
-            Listing { fingerprint: fetched.fingerprint(), rest: fetched.rest.clone(), left_out, screened };
+        let mut listing = Listing {
+            fingerprint: fetched.fingerprint(),
+            rest: fetched.rest.clone(),
+            bytes: fetched.bytes(),
+            left_out,
+            screened,
+        };
         if known != Some(listing.fingerprint) {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
@@ -249,12 +256,26 @@ impl Router {
             Ok(page) => {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
                 match serde_json::to_string(&result) {
-                    Ok(result) => self.to_client(jsonrpc::response(&id, &result)),
+                    Ok(result) => {
+                        if cursor.is_none() {
+                            self.count_savings(result.len());
+                        }
+                        self.to_client(jsonrpc::response(&id, &result))
+                    }
                     Err(error) => self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &error.to_string())),
                 }
             }
             Err(invalid) => self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &invalid.to_string())),
         }
+    }
+
+    /// A first page of `shown` bytes was answered: the servers' whole listings less it are what
+    /// the client was spared, counted where the options say.
+    fn count_savings(&self, shown: usize) {
+        let Some(saved) = &self.listed_bytes_saved else { return };
+        let listed: usize = self.links.iter().filter_map(|link| Some(lock(&link.listing).as_ref()?.bytes)).sum();
+        let spared = u64::try_from(listed.saturating_sub(shown)).unwrap_or(u64::MAX);
+        saved.fetch_add(spared, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Names the tools each server listed that could not be read, under [`LEFT_OUT`] in the
@@ -442,6 +463,11 @@ impl Fetched {
             tools: Vec<&'a RawValue>,
         }
         serde_json::from_str::<Page<'_>>(page.get()).map(|page| page.tools).unwrap_or_default()
+    }
+
+    /// The bytes of the pages' results, as the server wrote them.
+    pub(super) fn bytes(&self) -> usize {
+        self.pages.iter().map(|page| page.get().len()).sum()
     }
 
     /// The tools as written, hashed: equal for a list that did not change.

@@ -98,6 +98,8 @@ pub(super) struct Router {
     /// server that starts again.
     handshake: Mutex<Option<(String, Value)>>,
     catalog: Mutex<aggregate::Catalog>,
+    /// Where the bytes of listings the client was spared are counted, when they are.
+    listed_bytes_saved: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Router {
@@ -124,6 +126,7 @@ impl Router {
             protocol: Mutex::default(),
             handshake: Mutex::default(),
             catalog: Mutex::default(),
+            listed_bytes_saved: options.listed_bytes_saved.clone(),
             session: session.clone(),
         });
         tokio::spawn(router.clone().announce(session.subscribe()));
