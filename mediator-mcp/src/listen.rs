@@ -55,7 +55,7 @@ use crate::access::{Caller, Choice, ProtectedResource, Refusal};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use crate::options::ProxyOptions;
 use crate::proxy::{Client, ServerSpec};
-use crate::servers::{Scope, Servers, View};
+use crate::servers::{Scope, View};
 use catalog::{Catalog, Choosing};
 use tool_mediator_core::sync::lock;
 
@@ -148,14 +148,9 @@ pub async fn serve(
     // Its sessions end when the front ends them, which a stop signal lets finish first.
     let listed_bytes_saved = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let proxy = ProxyOptions { ends_on_signals: false, listed_bytes_saved: Some(listed_bytes_saved.clone()), ..proxy };
-    // What the file says of each server, so that reading it again keeps what did not change.
-    let entries = match &listen.servers_file {
-        Some(path) => Servers::read(path).map(|servers| catalog::entries(&servers)).unwrap_or_default(),
-        None => HashMap::new(),
-    };
     let by_claim = listen.oauth.as_ref().is_some_and(|oauth| oauth.options().view_claim.is_some());
     let choosing = Choosing { header: listen.view_header.as_deref(), by_claim, patience: proxy.request_timeout };
-    let catalog = Catalog::new(servers, entries, &listen.views, &choosing, None);
+    let catalog = Catalog::new(servers, &listen.views, &choosing, None);
     let sessions = Mutex::new(HashMap::new());
     let shared = Mutex::new(HashMap::new());
     let unready = Mutex::new((!catalog.pool.is_empty()).then(|| "the shared servers are starting".to_owned()));

@@ -92,7 +92,7 @@ where
     let settings = LinkSettings { sign_in: server.sign_in(), ..LinkSettings::default() };
     let once = std::sync::Mutex::new(Some(server));
     let start = move || tool_mediator_core::sync::lock(&once).take();
-    let server = ServerSpec { settings, start: Arc::new(start), scope: Scope::Session };
+    let server = ServerSpec { settings, start: Arc::new(start), scope: Scope::Session, entry: None };
     serve(ProxyOptions { restart: None, ..options }, vec![server], client).await
 }
 
@@ -104,6 +104,9 @@ pub struct ServerSpec {
     pub start: Arc<dyn Fn() -> Option<Upstream> + Send + Sync>,
     /// Behind an HTTP front, whether client sessions share it or each start their own.
     pub scope: Scope,
+    /// Its entry in the servers file, when it has one: a gateway that reads the file again
+    /// keeps a shared server whose entry did not change.
+    pub entry: Option<ServerConfig>,
 }
 
 impl ServerSpec {
@@ -137,7 +140,7 @@ impl ServerSpec {
             sign_in,
             pinned_as: None,
         };
-        ServerSpec { settings, start: Arc::new(start), scope: config.scope }
+        ServerSpec { settings, start: Arc::new(start), scope: config.scope, entry: Some(config.clone()) }
     }
 }
 

@@ -312,6 +312,7 @@ async fn a_gateway_serves_on_while_the_user_signs_in_and_lists_the_tools_once_th
             settings: LinkSettings { name: name.to_owned(), sign_in, ..LinkSettings::default() },
             start: Arc::new(move || Some(Upstream::from(remote.clone()))),
             scope: tool_mediator_mcp::servers::Scope::Shared,
+            entry: None,
         }
     };
     let servers = vec![

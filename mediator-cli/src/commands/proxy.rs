@@ -114,7 +114,7 @@ pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
         }
     }
     let settings = LinkSettings { pinned_as: Some(pinned_as), ..LinkSettings::default() };
-    let server = ServerSpec { settings, start: Arc::new(start), scope: args.server_scope };
+    let server = ServerSpec { settings, start: Arc::new(start), scope: args.server_scope, entry: None };
     serve(setup, options, vec![server], None, &args.listen).await
 }
 

@@ -308,7 +308,7 @@ fn spec(name: &str, include: Option<&[&str]>, exclude: &[&str]) -> ServerSpec {
         exclude: exclude.iter().map(|name| name.to_string()).collect(),
         ..LinkSettings::default()
     };
-    ServerSpec { settings, start: Arc::new(|| None), scope: Scope::Shared }
+    ServerSpec { settings, start: Arc::new(|| None), scope: Scope::Shared, entry: None }
 }
 
 /// A server a view shows: its name, what the view includes of it, what it excludes.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::Front;
 use crate::access::Views;
 use crate::proxy::ServerSpec;
-use crate::servers::{Scope, ServerConfig, Servers, View};
+use crate::servers::{Scope, Servers, View};
 use crate::upstream::Upstream;
 use crate::upstream::pool::SharedServer;
 use tool_mediator_core::sync::lock;
@@ -34,8 +34,6 @@ pub(super) struct Catalog {
     /// for every stateless request already, and a server that speaks both revisions answers in
     /// the one it was first spoken to in, which for the pool is 2025's.
     own_starts: HashMap<String, Start>,
-    /// Each server's entry in the servers file, by name, when there is one.
-    entries: HashMap<String, ServerConfig>,
 }
 
 /// How a catalog's views are chosen among, which a reading of the file does not change.
@@ -47,11 +45,10 @@ pub(super) struct Choosing<'a> {
 }
 
 impl Catalog {
-    /// `servers` (with their `entries` in the servers file, when there is one) and `views`; a
-    /// shared server of `previous` whose entry is the same is kept.
+    /// `servers` and `views`; a shared server of `previous` whose entry in the servers file is
+    /// the same is kept.
     pub(super) fn new(
         servers: Vec<ServerSpec>,
-        entries: HashMap<String, ServerConfig>,
         views: &[View],
         choosing: &Choosing<'_>,
         previous: Option<&Catalog>,
@@ -65,8 +62,8 @@ impl Catalog {
                 Scope::Shared => {
                     let name = server.settings.name.clone();
                     let kept = previous.and_then(|previous| {
-                        let unchanged =
-                            entries.get(&name).is_some_and(|entry| previous.entries.get(&name) == Some(entry));
+                        let before = previous.servers.iter().find(|known| known.settings.name == name)?;
+                        let unchanged = server.entry.is_some() && before.entry == server.entry;
                         let shared = previous.pool.iter().find(|(known, _)| *known == name)?.1.clone();
                         unchanged.then(|| (shared, previous.own_starts.get(&name).cloned()))
                     });
@@ -84,7 +81,7 @@ impl Catalog {
             })
             .collect();
         let views = Views::new(views, &servers, choosing.header, choosing.by_claim);
-        Catalog { servers, views, pool, own_starts, entries }
+        Catalog { servers, views, pool, own_starts }
     }
 
     /// The servers a session of `view` starts (or connects to).
@@ -111,11 +108,6 @@ impl Catalog {
     pub(super) fn shared(&self) -> impl Iterator<Item = &Arc<SharedServer>> {
         self.pool.iter().map(|(_, shared)| shared)
     }
-}
-
-/// Each server of `servers`' entry, by name.
-pub(super) fn entries(servers: &Servers) -> HashMap<String, ServerConfig> {
-    servers.enabled().map(|entry| (entry.name.clone(), entry.clone())).collect()
 }
 
 /// Reads the servers file at `path` again whenever it changes, until the front stops.
@@ -147,7 +139,7 @@ impl Front {
             return tracing::warn!("{}: every server is disabled; the servers as they were go on", path.display());
         }
         let previous = self.catalog();
-        let next = Catalog::new(specs, entries(servers), &servers.views, &self.choosing(), Some(&previous));
+        let next = Catalog::new(specs, &servers.views, &self.choosing(), Some(&previous));
         let retired: Vec<Arc<SharedServer>> =
             previous.shared().filter(|shared| !next.shared().any(|kept| Arc::ptr_eq(kept, shared))).cloned().collect();
         let names: Vec<&str> = next.servers.iter().map(|server| server.settings.name.as_str()).collect();

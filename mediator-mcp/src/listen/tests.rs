@@ -104,7 +104,7 @@ impl Front {
                     Some(Upstream::from(command))
                 };
                 let settings = LinkSettings { name: name.to_owned(), ..LinkSettings::default() };
-                ServerSpec { settings, start: Arc::new(start), scope }
+                ServerSpec { settings, start: Arc::new(start), scope, entry: None }
             })
             .collect();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

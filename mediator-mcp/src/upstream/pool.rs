@@ -1039,9 +1039,11 @@ fn id_at(params: &RawValue, key: &str) -> Option<Id> {
     Id::of(params.get(key)?)
 }
 
-/// The progress token a request's params carry in `_meta`.
+/// The progress token a request's params carry in `_meta`. Most carry none: their params (a
+/// call's arguments can be megabytes) are read only when the token's name is in them.
 fn progress_token(params: Option<&RawValue>) -> Option<Id> {
-    let params: HashMap<String, &RawValue> = serde_json::from_str(params?.get()).ok()?;
+    let params = params.filter(|params| params.get().contains("progressToken"))?;
+    let params: HashMap<String, &RawValue> = serde_json::from_str(params.get()).ok()?;
     id_at(params.get("_meta")?, "progressToken")
 }
 
