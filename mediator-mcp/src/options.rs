@@ -33,8 +33,9 @@ pub struct ProxyOptions {
     /// 30 s); `None` ends the run when a server ends, as the one-server proxy does.
     pub restart: Option<Duration>,
     /// Environment variables a server started here never inherits: the proxy's own credentials
-    /// (the token `--listen` is guarded with), which are not for third-party code. A server
-    /// given one explicitly (a servers file's `env`) still gets it.
+    /// (the token `--listen` is guarded with, the shared cache's address and password), which
+    /// are not for third-party code. A server given one explicitly (a servers file's `env`)
+    /// still gets it.
     pub withheld_env: Arc<[String]>,
     /// SIGTERM, SIGINT and SIGHUP end the proxy (and its servers); the HTTP front, which
     /// handles them itself, first letting the requests under way be answered, turns it off for

@@ -173,9 +173,14 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
         pins: pins_file(&settings, args)?.map(Arc::new),
         hide_changed: args.on_change == OnChange::Hide,
         max_message_bytes: usize::try_from(args.max_message_size).unwrap_or(usize::MAX),
+        // The shared cache's credentials are the mediator's own: no server inherits them.
+        withheld_env: CACHE_CREDENTIALS.iter().map(|&name| name.to_owned()).collect(),
         ..ProxyOptions::new(mediator, policy)
     })
 }
+
+/// The environment variables that hold the shared cache's address and password.
+const CACHE_CREDENTIALS: [&str; 2] = [tool_mediator::cache::URL_VARIABLE, tool_mediator::cache::PASSWORD_VARIABLE];
 
 /// The pins file of trust on first use, when it is on (`--trust-on-first-use`, `--pins-file` or
 /// the configuration's `trust_on_first_use`), read once now: one that cannot be used stops the
@@ -275,7 +280,8 @@ pub async fn serve(
             ..ListenOptions::new(address)
         };
         // The token is the proxy's own: no server inherits it.
-        let options = ProxyOptions { withheld_env: args.token_env.iter().cloned().collect(), ..options };
+        let withheld_env = options.withheld_env.iter().cloned().chain(args.token_env.iter().cloned()).collect();
+        let options = ProxyOptions { withheld_env, ..options };
         tool_mediator_mcp::listen::serve(listener, listen, options, servers).await?;
         setup.finish();
         return Ok(ExitCode::SUCCESS);
