@@ -447,6 +447,22 @@ mod tests {
         router.from_client(Line::Whole(&mut line.as_bytes().to_vec()));
     }
 
+    /// A gateway over HTTP opens a router per session for as long as it runs: one whose
+    /// session ended must be freed, not kept by the tasks it started.
+    #[tokio::test]
+    async fn a_router_is_freed_when_its_session_ends() {
+        let mediator = Arc::new(tool_mediator::Mediator::builder().build());
+        let options = ProxyOptions::new(mediator, tool_mediator::session::SessionPolicy::default());
+        let (outbox, lines) = crate::lines::Outbox::new(1 << 20);
+        let router = Router::new(options, vec![LinkSettings { name: "a".into(), ..LinkSettings::default() }], outbox);
+        let left = Arc::downgrade(&router);
+        drop((router, lines));
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(left.upgrade().is_none(), "the router outlives its session");
+    }
+
     /// Behind the HTTP front every stateless client shares one router: a stream a client closed
     /// (the front cancels it) must stop being listened for, or the list of streams only grows.
     #[tokio::test]

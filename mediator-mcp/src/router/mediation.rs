@@ -44,16 +44,18 @@ pub(super) struct Relisting {
 }
 
 impl Router {
-    /// Tells the client each time what it sees changes.
-    pub(super) async fn announce(self: Arc<Self>, mut events: broadcast::Receiver<ListChanged>) {
+    /// Tells the client each time what it sees changes, for as long as the router is in use:
+    /// the session's events end with it.
+    pub(super) async fn announce(router: Weak<Router>, mut events: broadcast::Receiver<ListChanged>) {
         loop {
             match events.recv().await {
                 Ok(ListChanged) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
             }
-            let lines = lock(&self.protocol).list_changed();
+            let Some(router) = router.upgrade() else { return };
+            let lines = lock(&router.protocol).list_changed();
             for line in lines {
-                self.to_client(line);
+                router.to_client(line);
             }
         }
     }

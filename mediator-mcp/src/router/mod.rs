@@ -12,7 +12,7 @@
 //! its own table of requests waiting for an answer, so id `0` from one side never answers id `0`
 //! from the other.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -129,7 +129,7 @@ impl Router {
             listed_bytes_saved: options.listed_bytes_saved.clone(),
             session: session.clone(),
         });
-        tokio::spawn(router.clone().announce(session.subscribe()));
+        tokio::spawn(Router::announce(Arc::downgrade(&router), session.subscribe()));
         Router::watch_pins(&router);
         router
     }
