@@ -894,31 +894,52 @@ fn ten_http_sessions_share_three_servers_each_started_and_listed_once() {
 
 /// The names a new 2025 session over Streamable HTTP at `url` is listed.
 async fn names_of_a_new_session(url: &str) -> Vec<String> {
-    let http = reqwest::Client::new();
-    let post = |body: Value, session: Option<String>| {
-        let mut request = http
-            .post(url)
+    HttpSession::open(url).await.names().await
+}
+
+/// A 2025 session with the gateway over HTTP.
+struct HttpSession {
+    http: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl HttpSession {
+    async fn open(url: &str) -> HttpSession {
+        let http = reqwest::Client::new();
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let mut session = HttpSession { http, url: url.to_owned(), id: String::new() };
+        let opened = session.post(initialize).await;
+        session.id = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        session.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        session
+    }
+
+    async fn post(&self, body: Value) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2025-11-25")
             .body(body.to_string());
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
+        if !self.id.is_empty() {
+            request = request.header("mcp-session-id", &self.id);
         }
-        request.send()
-    };
-    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let opened = post(initialize, None).await.unwrap();
-    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(session.clone())).await.unwrap();
-    let listed = post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), Some(session)).await.unwrap();
-    let text = listed.text().await.unwrap();
-    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back().unwrap_or(&text);
-    let listed: Value = serde_json::from_str(last.trim()).unwrap();
-    sorted(&json!(
-        listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].clone()).collect::<Vec<_>>()
-    ))
+        request.send().await.unwrap()
+    }
+
+    /// The names `tools/list` gives now, sorted.
+    async fn names(&self) -> Vec<String> {
+        let listed = self.post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+        let text = listed.text().await.unwrap();
+        let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back().unwrap_or(&text);
+        let listed: Value = serde_json::from_str(last.trim()).unwrap();
+        sorted(&json!(
+            listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].clone()).collect::<Vec<_>>()
+        ))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -964,4 +985,108 @@ async fn a_servers_file_that_changes_is_read_again_and_one_that_breaks_changes_n
     assert_eq!(within(&["alpha"]).await, ["alpha"], "a server removed");
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(said.lines().filter(|line| *line == "started").count(), 1, "the unchanged server went on: {said}");
+}
+
+#[test]
+fn an_override_file_changed_while_the_gateway_runs_renames_its_tools_and_a_broken_one_changes_nothing() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = dir.path().join("overrides");
+    std::fs::create_dir(&overrides).unwrap();
+    let file = overrides.join("time.json");
+    let rename = |name: &str| {
+        let text = json!({"source": "mcp-time", "tools": {"get_current_time": {"name": name}, "convert_time": {"hidden": true}}});
+        std::fs::write(&file, text.to_string()).unwrap();
+    };
+    rename("time_in_zone");
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {
+            "time": {"command": peers.bin("mcp-server-time").display().to_string()},
+            "a": named(&peers, "a", &[]),
+        }}),
+    );
+    let overrides_arg = overrides.display().to_string();
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &["--no-disclosure", "--overrides", &overrides_arg]);
+    let time_tools = |gateway: &mut Lines| -> Vec<String> {
+        gateway.tool_names().into_iter().filter(|name| name.contains("time")).collect()
+    };
+    assert_eq!(time_tools(&mut gateway), ["time_in_zone"], "{}", gateway.log());
+
+    // What the first listing announced is heard before the change.
+    while gateway.notified("notifications/tools/list_changed", std::time::Duration::from_secs(1)) {}
+    gateway.heard.clear();
+
+    rename("current_time");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while time_tools(&mut gateway) != ["current_time"] {
+        assert!(std::time::Instant::now() < deadline, "the new name is not listed{}", gateway.log());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        gateway.notified("notifications/tools/list_changed", std::time::Duration::from_secs(5)),
+        "the client hears its tools changed{}",
+        gateway.log()
+    );
+    let time = gateway.call("current_time", json!({"timezone": "UTC"}));
+    assert!(time.contains(r#""timezone": "UTC""#), "{time}{}", gateway.log());
+    assert!(gateway.call("time_in_zone", json!({"timezone": "UTC"})).starts_with("error"), "the old name is gone");
+
+    // Half an edit: the log names the place, and the tools stay as they were.
+    std::fs::write(&file, "{\n  \"source\": \"mcp-time\",\n  \"tools\": {,}\n}").unwrap();
+    let place = format!("{}:3:13", file.display());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !gateway.log().contains(&place) {
+        assert!(std::time::Instant::now() < deadline, "the broken file is not reported{}", gateway.log());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(gateway.log().contains("the overrides as they were go on"), "{}", gateway.log());
+    assert_eq!(time_tools(&mut gateway), ["current_time"], "{}", gateway.log());
+
+    // The file removed: the server's own names come back.
+    std::fs::remove_file(&file).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while time_tools(&mut gateway) != ["convert_time", "get_current_time"] {
+        assert!(std::time::Instant::now() < deadline, "the server's own names are back{}", gateway.log());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(gateway.call("whoami", json!({})), "a", "the other server is untouched{}", gateway.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_an_override_file_changed_reaches_open_sessions_and_new_ones_and_the_server_is_not_asked_again() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = dir.path().join("overrides");
+    std::fs::create_dir(&overrides).unwrap();
+    let rename = |name: &str| {
+        let text = json!({"source": "listed", "tools": {"gt_tkt": {"name": name}}});
+        std::fs::write(overrides.join("listed.json"), text.to_string()).unwrap();
+    };
+    rename("get_ticket");
+    let log = dir.path().join("listed.log");
+    let tools = json!([{"name": "gt_tkt", "description": "Gets a ticket.", "inputSchema": {"type": "object"}}]);
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {"listed": {"command": peers.bin("python").display().to_string(),
+            "args": [root().join("tests/peers/listed.py").display().to_string(), tools.to_string()],
+            "env": {"LISTED_LOG": log.display().to_string()}}}}),
+    );
+    let (file, overrides_arg) = (config.display().to_string(), overrides.display().to_string());
+    let listening =
+        Listening::start(&peers, "gateway", &["--servers", &file, "--no-disclosure", "--overrides", &overrides_arg]);
+    let url = listening.url();
+    let open = HttpSession::open(&url).await;
+    assert_eq!(open.names().await, ["get_ticket"]);
+
+    rename("fetch_ticket");
+    let began = std::time::Instant::now();
+    while open.names().await != ["fetch_ticket"] {
+        assert!(began.elapsed() < std::time::Duration::from_secs(20), "the open session still lists the old name");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(names_of_a_new_session(&url).await, ["fetch_ticket"], "a new session");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(said.lines().filter(|line| *line == "started").count(), 1, "one server for both: {said}");
+    assert_eq!(said.lines().filter(|line| *line == "listed").count(), 1, "listed once, by the pool: {said}");
 }

@@ -122,13 +122,19 @@ impl Setup {
         self.transformers.mediator(names, min_confidence)
     }
 
-    /// The judge of the tools the poisoning screen is unsure of (`--judge` with a language
-    /// model).
     /// The cache the language model's answers are kept in, when there is one.
     pub fn cache(&self) -> Option<&std::sync::Arc<tool_mediator::cache::Cache>> {
         self.transformers.cache()
     }
 
+    /// Reads the override directories again whenever they change, for a front door that runs
+    /// for long (the proxy, the gateway): its sessions take their servers' tools in again.
+    pub fn follow_overrides(&self) {
+        self.transformers.follow_overrides();
+    }
+
+    /// The judge of the tools the poisoning screen is unsure of (`--judge` with a language
+    /// model).
     pub fn judge(&self) -> Option<&tool_mediator::llm::Judge> {
         self.transformers.judge().map(|judge| &**judge)
     }

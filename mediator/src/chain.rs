@@ -40,6 +40,19 @@ pub struct Mediator {
     acceptance: f64,
     min_confidence: f64,
     known_valid: schema::KnownValid,
+    changes: Option<ChainChanges>,
+}
+
+/// Hears when what a chain does changes under it (its override directories were read again): a
+/// list it enhanced before may read otherwise now.
+#[derive(Debug, Clone)]
+pub struct ChainChanges(tokio::sync::watch::Receiver<Arc<crate::OverrideSet>>);
+
+impl ChainChanges {
+    /// Waits for the next change; false when none can come any more.
+    pub async fn changed(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
 }
 
 /// Builds a [`Mediator`]; register transformers in any order.
@@ -49,6 +62,7 @@ pub struct MediatorBuilder {
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
+    changes: Option<ChainChanges>,
 }
 
 impl Default for MediatorBuilder {
@@ -59,6 +73,7 @@ impl Default for MediatorBuilder {
             names: NameRules::MCP,
             acceptance: 0.5,
             min_confidence: 0.0,
+            changes: None,
         }
     }
 }
@@ -67,6 +82,13 @@ impl MediatorBuilder {
     pub fn transformer(mut self, transformer: impl ToolTransformer + 'static) -> Self {
         self.transformers.push(Arc::new(transformer));
         self
+    }
+
+    /// The curated overrides `live` read last, as a transformer; the mediator's
+    /// [`Mediator::changes`] hears each set it reads.
+    pub fn live_overrides(mut self, live: &crate::overrides::LiveOverrides) -> Self {
+        self.changes = Some(ChainChanges(live.subscribe()));
+        self.transformer(crate::OverrideTransformer::following(live))
     }
 
     /// A second look (a language model's) at the tools the poisoning screen is unsure of.
@@ -103,6 +125,7 @@ impl MediatorBuilder {
             acceptance: self.acceptance,
             min_confidence: self.min_confidence,
             known_valid: schema::KnownValid::default(),
+            changes: self.changes,
         }
     }
 }
@@ -191,6 +214,12 @@ impl Mediator {
 
     pub fn name_rules(&self) -> NameRules {
         self.names
+    }
+
+    /// Hears when what the chain does changes, if it can: a list enhanced before should be
+    /// enhanced again.
+    pub fn changes(&self) -> Option<ChainChanges> {
+        self.changes.clone()
     }
 
     /// The second look at the tools the poisoning screen is unsure of, if any.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::cache::{Cache, CacheUrl, CachedTransformer, RedisStore, SledStore};
 use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
-use crate::overrides::{OverrideError, OverrideSet, OverrideTransformer, remote};
+use crate::overrides::{LiveOverrides, OverrideError, OverrideSet, remote};
 use crate::rules::{Dictionary, DictionaryError, RuleTransformer};
 use crate::session::{DisclosureMode, SessionPolicy, WHOLE_BELOW};
 use tool_mediator_core::NameRules;
@@ -261,13 +261,10 @@ impl MediatorConfig {
         let cache = if wants_cache { self.open_cache(ttl) } else { None };
 
         // The local directories are read first, so a broken file is reported before any fetch.
-        let mut local = OverrideSet::new();
-        for dir in &self.override_dirs {
-            local.load_dir(dir)?;
-        }
+        let local = LiveOverrides::load(self.override_dirs.clone())?;
         // Layered from the most general to the most particular: the built-in files, the
         // community's remote collection, the user's own directories.
-        let mut overrides = if self.builtin_overrides { OverrideSet::built_in() } else { OverrideSet::new() };
+        let mut base = if self.builtin_overrides { OverrideSet::built_in() } else { OverrideSet::new() };
         if let Some(url) = &self.overrides_url {
             let fetched = remote::fetch(url, cache.as_deref(), &remote::http_client()).await;
             if let Some(warning) = &fetched.warning {
@@ -275,12 +272,12 @@ impl MediatorConfig {
             }
             if fetched.state != remote::RemoteState::Unavailable {
                 for file in fetched.files {
-                    overrides.add(file, PathBuf::from(url));
+                    base.add(file, PathBuf::from(url));
                 }
             }
         }
-        overrides.extend(local);
-        let overrides = (!overrides.is_empty()).then_some(overrides);
+        let overrides = local.over(base);
+        let overrides = (!overrides.is_empty()).then(|| Arc::new(overrides));
 
         let rules = match options.rules {
             true => Some(RuleTransformer::with_dictionary(dictionary(&options.dictionaries)?)),
@@ -440,7 +437,7 @@ impl Default for ChainOptions {
 /// The transformers some settings name, loaded and checked: the parts every chain made from
 /// them shares (an override set, the rules, one language model client and its cache).
 pub struct Transformers {
-    overrides: Option<OverrideSet>,
+    overrides: Option<Arc<LiveOverrides>>,
     rules: Option<RuleTransformer>,
     llm: Option<Arc<LlmTransformer>>,
     cache: Option<Arc<Cache>>,
@@ -448,6 +445,20 @@ pub struct Transformers {
 }
 
 impl Transformers {
+    /// The curated overrides, when there are any or a directory could add some.
+    pub fn overrides(&self) -> Option<&Arc<LiveOverrides>> {
+        self.overrides.as_ref()
+    }
+
+    /// Reads the override directories again whenever they change, for as long as a chain made
+    /// of these transformers is in use: for front doors that run for long (the proxy, the
+    /// gateway), whose sessions hear of it through [`Mediator::changes`].
+    pub fn follow_overrides(&self) {
+        if let Some(overrides) = &self.overrides {
+            tokio::spawn(overrides.clone().follow(crate::overrides::LOOK_EVERY));
+        }
+    }
+
     /// The cache the language model's answers are kept in, when there is one.
     pub fn cache(&self) -> Option<&Arc<Cache>> {
         self.cache.as_ref()
@@ -458,7 +469,7 @@ impl Transformers {
     pub fn mediator(&self, names: NameRules, min_confidence: f64) -> Mediator {
         let mut builder = Mediator::builder().name_rules(names).min_confidence(min_confidence);
         if let Some(overrides) = &self.overrides {
-            builder = builder.transformer(OverrideTransformer::new(overrides.clone()));
+            builder = builder.live_overrides(overrides);
         }
         if let Some(rules) = &self.rules {
             builder = builder.transformer(rules.clone());

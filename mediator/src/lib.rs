@@ -43,10 +43,11 @@ pub mod search;
 pub mod session;
 pub mod weakness;
 
-pub use chain::{ChainEvent, Enhancement, Mediator, MediatorBuilder};
+pub use chain::{ChainChanges, ChainEvent, Enhancement, Mediator, MediatorBuilder};
 pub use config::{BuildError, ChainOptions, ConfigError, MediatorConfig, Transformers, dictionary, is_variable_name};
 pub use overrides::{
-    ArgumentOverride, LintFinding, OverrideError, OverrideFile, OverrideSet, OverrideTransformer, ToolOverride,
+    ArgumentOverride, LintFinding, LiveOverrides, OverrideError, OverrideFile, OverrideSet, OverrideTransformer,
+    ToolOverride,
 };
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 // The tool model, from the core: its public paths here stay as they were.

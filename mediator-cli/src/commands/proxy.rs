@@ -199,8 +199,8 @@ fn pins_file(settings: &tool_mediator::MediatorConfig, args: &MediationArgs) -> 
 
 /// Serves `servers` to one client over stdio, or to many over HTTP with `--listen` (each client
 /// shown every server, or one of the servers `file`'s views, the file read again when it
-/// changes), until the client (or the server,
-/// without restarts) ends.
+/// changes), until the client (or the server, without restarts) ends. The override directories
+/// are read again when they change.
 pub async fn serve(
     setup: Setup,
     options: ProxyOptions,
@@ -212,6 +212,7 @@ pub async fn serve(
         Some((path, views)) => (Some(path), views),
         None => (None, Vec::new()),
     };
+    setup.follow_overrides();
     if let Some(address) = args.listen {
         if views.is_empty() && (args.view_claim.is_some() || args.view_header.is_some()) {
             anyhow::bail!(

@@ -18,6 +18,16 @@ pub(super) struct Listing {
     pub(super) left_out: Vec<LeftOut>,
     /// With trust on first use: the tools as screened against the pins, to screen again.
     pub(super) screened: Option<super::trust::Screened>,
+    /// Taken in by the chain as it was before it changed: taken in again however it lists.
+    pub(super) stale: bool,
+}
+
+/// The next change of what the chain does: true when it changed, false when it cannot any more.
+async fn chain_changed(changes: &mut Option<ChainChanges>) -> bool {
+    match changes {
+        Some(changes) => changes.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A tool a server listed that cannot be read (not a tool's shape, a duplicate key, nested
@@ -44,11 +54,29 @@ pub(super) struct Relisting {
 }
 
 impl Router {
-    /// Tells the client each time what it sees changes, for as long as the router is in use:
-    /// the session's events end with it.
-    pub(super) async fn announce(router: Weak<Router>, mut events: broadcast::Receiver<ListChanged>) {
+    /// Tells the client each time what it sees changes, and lists every server again when what
+    /// the chain does changes (its override directories were read again), for as long as the
+    /// router is in use: the session's events end with it.
+    pub(super) async fn follow(
+        router: Weak<Router>,
+        mut events: broadcast::Receiver<ListChanged>,
+        mut changes: Option<ChainChanges>,
+    ) {
         loop {
-            match events.recv().await {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                changed = chain_changed(&mut changes) => {
+                    match changed {
+                        true => match router.upgrade() {
+                            Some(router) => router.take_in_again(),
+                            None => return,
+                        },
+                        false => changes = None,
+                    }
+                    continue;
+                }
+            };
+            match event {
                 Ok(ListChanged) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
             }
@@ -56,6 +84,23 @@ impl Router {
             let lines = lock(&router.protocol).list_changed();
             for line in lines {
                 router.to_client(line);
+            }
+        }
+    }
+
+    /// Lists again every server whose tools were taken in, and takes them in again even if
+    /// they did not change: the chain did.
+    fn take_in_again(self: &Arc<Self>) {
+        for link in self.links.iter().filter(|link| link.is_up() && self.serving(link)) {
+            let taken = match lock(&link.listing).as_mut() {
+                Some(listing) => {
+                    listing.stale = true;
+                    true
+                }
+                None => false,
+            };
+            if taken {
+                self.relist_soon(link);
             }
         }
     }
@@ -131,9 +176,9 @@ impl Router {
         let fetched = self.fetch(link, meta).await?;
         // What was left out of a list that has not changed is left out still, and what was
         // held back of it is held still.
-        let (known, left_out, screened) = match lock(&link.listing).as_ref() {
-            Some(known) => (Some(known.fingerprint), known.left_out.clone(), known.screened.clone()),
-            None => (None, Vec::new(), None),
+        let (known, stale, left_out, screened) = match lock(&link.listing).as_ref() {
+            Some(known) => (Some(known.fingerprint), known.stale, known.left_out.clone(), known.screened.clone()),
+            None => (None, false, Vec::new(), None),
         };
         let mut listing = Listing {
             fingerprint: fetched.fingerprint(),
@@ -141,8 +186,9 @@ impl Router {
             bytes: fetched.bytes(),
             left_out,
             screened,
+            stale: false,
         };
-        if known != Some(listing.fingerprint) {
+        if known != Some(listing.fingerprint) || stale {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
             listing.left_out = left_out;
@@ -207,7 +253,7 @@ impl Router {
             let meta = meta.clone();
             async move {
                 if link.announces_tool_changes()
-                    && let Some(listing) = lock(&link.listing).as_ref()
+                    && let Some(listing) = lock(&link.listing).as_ref().filter(|listing| !listing.stale)
                 {
                     return (link, Ok(listing.rest.clone()));
                 }

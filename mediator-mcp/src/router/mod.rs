@@ -26,6 +26,7 @@ use crate::options::ProxyOptions;
 use crate::pending::{Refusal, Tasks};
 use crate::revision::{PROTOCOL_VERSION_KEY, Protocol};
 use crate::warnings::Warnings;
+use tool_mediator::ChainChanges;
 use tool_mediator::session::{ListChanged, Route, Session};
 use tool_mediator_core::sync::lock;
 use tool_mediator_core::{SourceType, Tool, ToolContext};
@@ -108,6 +109,7 @@ impl Router {
             servers.into_iter().enumerate().map(|(index, settings)| Arc::new(Link::new(index, settings))).collect();
         let names = links.iter().map(|link| link.name.clone()).collect();
         let context = ToolContext::new(options.source.clone().unwrap_or_default(), SourceType::Api);
+        let changes = options.mediator.changes();
         let session = Arc::new(Session::of_sources(options.mediator, context, names, options.policy.clone()));
         let router = Arc::new(Router {
             source: options.source,
@@ -129,7 +131,7 @@ impl Router {
             listed_bytes_saved: options.listed_bytes_saved.clone(),
             session: session.clone(),
         });
-        tokio::spawn(Router::announce(Arc::downgrade(&router), session.subscribe()));
+        tokio::spawn(Router::follow(Arc::downgrade(&router), session.subscribe(), changes));
         Router::watch_pins(&router);
         router
     }

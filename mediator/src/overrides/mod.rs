@@ -3,13 +3,16 @@
 mod built_in;
 mod file;
 mod lint;
+mod live;
 pub mod remote;
 mod scaffold;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use tool_mediator_core::json::Json;
 use tool_mediator_core::{Answer, ToolTransformer, TransformError};
@@ -18,15 +21,17 @@ use tool_mediator_core::{Tool, ToolContext};
 pub use built_in::{BUILT_IN_PREFIX, built_in_files};
 pub use file::{ArgumentOverride, OverrideError, OverrideFile, OverrideSet, SCHEMA, ToolOverride, override_files};
 pub use lint::{LintFinding, lint};
+pub use live::{LOOK_EVERY, LiveOverrides};
 pub use scaffold::{DuplicateTool, scaffold};
 
 /// Applies override files: priority 200, name `overrides`, confidence 1.
 ///
 /// The file is chosen by [`ToolContext::source`]; a tool is matched by the name the source
-/// publishes. Tools without an entry are declined and go on down the chain.
-#[derive(Debug, Clone, Default)]
+/// publishes. Tools without an entry are declined and go on down the chain. A transformer that
+/// follows [`LiveOverrides`] applies the set read last.
+#[derive(Debug, Clone)]
 pub struct OverrideTransformer {
-    overrides: OverrideSet,
+    overrides: watch::Receiver<Arc<OverrideSet>>,
 }
 
 impl OverrideTransformer {
@@ -34,11 +39,17 @@ impl OverrideTransformer {
     pub const PRIORITY: i32 = 200;
 
     pub fn new(overrides: OverrideSet) -> Self {
-        OverrideTransformer { overrides }
+        OverrideTransformer { overrides: watch::channel(Arc::new(overrides)).1 }
     }
 
-    pub fn overrides(&self) -> &OverrideSet {
-        &self.overrides
+    /// Applies the set `live` read last.
+    pub fn following(live: &LiveOverrides) -> Self {
+        OverrideTransformer { overrides: live.subscribe() }
+    }
+
+    /// The set applied now.
+    pub fn overrides(&self) -> Arc<OverrideSet> {
+        self.overrides.borrow().clone()
     }
 }
 
@@ -53,7 +64,8 @@ impl ToolTransformer for OverrideTransformer {
     }
 
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
-        let Some(entries) = self.overrides.for_source(&context.source) else {
+        let overrides = self.overrides();
+        let Some(entries) = overrides.for_source(&context.source) else {
             return Ok(Vec::new());
         };
         Ok(tools
