@@ -24,6 +24,7 @@ pub mod proxy;
 pub mod remote;
 pub mod revision;
 pub mod router;
+pub mod savings;
 pub mod servers;
 mod signals;
 pub mod stdio;

@@ -146,8 +146,8 @@ pub async fn serve(
     let port = listener.local_addr()?.port();
     let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
     // Its sessions end when the front ends them, which a stop signal lets finish first.
-    let listed_bytes_saved = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let proxy = ProxyOptions { ends_on_signals: false, listed_bytes_saved: Some(listed_bytes_saved.clone()), ..proxy };
+    let savings = Arc::new(crate::savings::Savings::default());
+    let proxy = ProxyOptions { ends_on_signals: false, savings: Some(savings.clone()), ..proxy };
     let by_claim = listen.oauth.as_ref().is_some_and(|oauth| oauth.options().view_claim.is_some());
     let choosing = Choosing { header: listen.view_header.as_deref(), by_claim, patience: proxy.request_timeout };
     let catalog = Catalog::new(servers, &listen.views, &choosing, None);
@@ -162,7 +162,7 @@ pub async fn serve(
         max_sessions,
         sessions,
         shared,
-        metrics: Arc::new(operations::Metrics::new(listed_bytes_saved)),
+        metrics: Arc::new(operations::Metrics::new(savings)),
         stopping: std::sync::atomic::AtomicBool::new(false),
         unready,
         warnings: crate::warnings::Warnings::default(),

@@ -41,10 +41,10 @@ pub struct ProxyOptions {
     /// handles them itself, first letting the requests under way be answered, turns it off for
     /// its sessions.
     pub ends_on_signals: bool,
-    /// Counts, over every first page of a tool listing, the bytes of the servers' whole listings
-    /// the client was spared: what they listed less what the client was shown (the HTTP front's
-    /// metrics read it).
-    pub listed_bytes_saved: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Counts, over every first page of a tool listing, what of the servers' whole listings the
+    /// client was spared, in bytes and tokens: what they listed less what the client was shown
+    /// (the HTTP front's metrics read it).
+    pub savings: Option<Arc<crate::savings::Savings>>,
 }
 
 /// The default [`ProxyOptions::max_message_bytes`]: 64 MiB.
@@ -68,7 +68,7 @@ impl ProxyOptions {
             restart: None,
             withheld_env: Arc::new([]),
             ends_on_signals: true,
-            listed_bytes_saved: None,
+            savings: None,
         }
     }
 }

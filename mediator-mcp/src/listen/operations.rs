@@ -71,13 +71,13 @@ pub(super) struct Metrics {
     cache_hits: Counter,
     cache_misses: Counter,
     /// Counted by the sessions' routers as they answer first pages of tool listings.
-    listed_bytes_saved: Arc<std::sync::atomic::AtomicU64>,
+    savings: Arc<crate::savings::Savings>,
     bytes_saved: Counter,
     tokens_saved: Counter,
 }
 
 impl Metrics {
-    pub(super) fn new(listed_bytes_saved: Arc<std::sync::atomic::AtomicU64>) -> Metrics {
+    pub(super) fn new(savings: Arc<crate::savings::Savings>) -> Metrics {
         let mut registry = Registry::with_prefix("tool_mediator");
         let requests = Family::<Method, Counter>::default();
         let failed = Family::<Method, Counter>::default();
@@ -118,7 +118,7 @@ impl Metrics {
         );
         registry.register(
             "listing_tokens_saved",
-            "Tokens of the servers' tool listings clients were spared, estimated at four bytes a token",
+            "Tokens (o200k_base) of the servers' tool listings clients were spared: listed less shown, each first page",
             tokens_saved.clone(),
         );
         Metrics {
@@ -131,7 +131,7 @@ impl Metrics {
             shared_starts,
             cache_hits,
             cache_misses,
-            listed_bytes_saved,
+            savings,
             bytes_saved,
             tokens_saved,
         }
@@ -158,9 +158,8 @@ impl Metrics {
             raise(&self.cache_hits, hits);
             raise(&self.cache_misses, misses);
         }
-        let saved = self.listed_bytes_saved.load(Ordering::Relaxed);
-        raise(&self.bytes_saved, saved);
-        raise(&self.tokens_saved, saved / 4);
+        raise(&self.bytes_saved, self.savings.bytes());
+        raise(&self.tokens_saved, self.savings.tokens());
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::warn!("cannot write the metrics: {error}");

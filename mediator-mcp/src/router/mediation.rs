@@ -14,6 +14,8 @@ pub(super) struct Listing {
     pub(super) rest: Map<String, Value>,
     /// The bytes of the server's tools as it listed them, every page.
     pub(super) bytes: usize,
+    /// Their tokens, when what clients are spared is counted.
+    pub(super) tokens: u64,
     /// The tools of it that could not be read, left out of what the client sees.
     pub(super) left_out: Vec<LeftOut>,
     /// With trust on first use: the tools as screened against the pins, to screen again.
@@ -173,21 +175,30 @@ impl Router {
             return Ok(listing.rest.clone());
         }
         let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let fetched = self.fetch(link, meta).await?;
+        let mut fetched = self.fetch(link, meta).await?;
         // What was left out of a list that has not changed is left out still, and what was
         // held back of it is held still.
-        let (known, stale, left_out, screened) = match lock(&link.listing).as_ref() {
-            Some(known) => (Some(known.fingerprint), known.stale, known.left_out.clone(), known.screened.clone()),
-            None => (None, false, Vec::new(), None),
+        let (known, stale, tokens, left_out, screened) = match lock(&link.listing).as_ref() {
+            Some(known) => {
+                (Some(known.fingerprint), known.stale, known.tokens, known.left_out.clone(), known.screened.clone())
+            }
+            None => (None, false, 0, Vec::new(), None),
         };
         let mut listing = Listing {
             fingerprint: fetched.fingerprint(),
             rest: fetched.rest.clone(),
             bytes: fetched.bytes(),
+            tokens,
             left_out,
             screened,
             stale: false,
         };
+        if let Some(savings) = &self.savings
+            && known != Some(listing.fingerprint)
+        {
+            let (tokens, pages) = savings.tokens_of(std::mem::take(&mut fetched.pages)).await;
+            (listing.tokens, fetched.pages) = (tokens, pages);
+        }
         if known != Some(listing.fingerprint) || stale {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
@@ -305,10 +316,10 @@ impl Router {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
                 match serde_json::to_string(&result) {
                     Ok(result) => {
+                        self.to_client(jsonrpc::response(&id, &result));
                         if cursor.is_none() {
-                            self.count_savings(result.len());
+                            self.count_savings(result).await;
                         }
-                        self.to_client(jsonrpc::response(&id, &result))
                     }
                     Err(error) => self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &error.to_string())),
                 }
@@ -317,13 +328,21 @@ impl Router {
         }
     }
 
-    /// A first page of `shown` bytes was answered: the servers' whole listings less it are what
-    /// the client was spared, counted where the options say.
-    fn count_savings(&self, shown: usize) {
-        let Some(saved) = &self.listed_bytes_saved else { return };
-        let listed: usize = self.links.iter().filter_map(|link| Some(lock(&link.listing).as_ref()?.bytes)).sum();
-        let spared = u64::try_from(listed.saturating_sub(shown)).unwrap_or(u64::MAX);
-        saved.fetch_add(spared, std::sync::atomic::Ordering::Relaxed);
+    /// `shown` was answered as a first page: the servers' whole listings less it are what the
+    /// client was spared, counted where the options say.
+    async fn count_savings(&self, shown: String) {
+        let Some(savings) = &self.savings else { return };
+        let listed = self.links.iter().filter_map(|link| {
+            let listing = lock(&link.listing);
+            let listing = listing.as_ref()?;
+            Some((u64::try_from(listing.bytes).unwrap_or(u64::MAX), listing.tokens))
+        });
+        let listed = listed.fold((0u64, 0u64), |(bytes, tokens), (more_bytes, more_tokens)| {
+            (bytes.saturating_add(more_bytes), tokens.saturating_add(more_tokens))
+        });
+        let bytes = u64::try_from(shown.len()).unwrap_or(u64::MAX);
+        let (tokens, _) = savings.tokens_of(vec![shown]).await;
+        savings.spared(listed, (bytes, tokens));
     }
 
     /// Names the tools each server listed that could not be read, under [`LEFT_OUT`] in the

@@ -99,8 +99,8 @@ pub(super) struct Router {
     /// server that starts again.
     handshake: Mutex<Option<(String, Value)>>,
     catalog: Mutex<aggregate::Catalog>,
-    /// Where the bytes of listings the client was spared are counted, when they are.
-    listed_bytes_saved: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Where what the client was spared of the servers' listings is counted, when it is.
+    savings: Option<Arc<crate::savings::Savings>>,
 }
 
 impl Router {
@@ -128,7 +128,7 @@ impl Router {
             protocol: Mutex::default(),
             handshake: Mutex::default(),
             catalog: Mutex::default(),
-            listed_bytes_saved: options.listed_bytes_saved.clone(),
+            savings: options.savings.clone(),
             session: session.clone(),
         });
         tokio::spawn(Router::follow(Arc::downgrade(&router), session.subscribe(), changes));
