@@ -93,12 +93,21 @@ impl Catalog {
     }
 
     /// `servers` each started for its own, rather than connected to the pool: the stateless
-    /// revision's proxy's.
+    /// revision's proxy's. Each is known by the name it gave the pool (unless the file sets its
+    /// `source`): a server that speaks only an earlier revision is asked no handshake by this
+    /// proxy, and its overrides and cached answers are the same whichever revision a client
+    /// speaks.
     pub(super) fn unpooled(&self, servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
         servers
             .into_iter()
-            .map(|server| match self.own_starts.get(&server.settings.name) {
-                Some(start) => ServerSpec { start: start.clone(), scope: Scope::Session, ..server },
+            .map(|mut server| match self.own_starts.get(&server.settings.name) {
+                Some(start) => {
+                    if server.settings.source.is_none() {
+                        let shared = self.pool.iter().find(|(name, _)| *name == server.settings.name);
+                        server.settings.source = shared.and_then(|(_, shared)| shared.server_name());
+                    }
+                    ServerSpec { start: start.clone(), scope: Scope::Session, ..server }
+                }
                 None => server,
             })
             .collect()

@@ -136,6 +136,12 @@ impl SharedServer {
         self.starts.load(Ordering::Relaxed)
     }
 
+    /// The name the server gave itself in the pool's handshake, once it has answered it.
+    pub fn server_name(&self) -> Option<String> {
+        let running = lock(&self.running).clone()?;
+        lock(&running.mux).server_name()
+    }
+
     /// Whether the server is running now.
     pub fn is_running(&self) -> bool {
         lock(&self.running).as_ref().is_some_and(|running| !running.is_closed())
