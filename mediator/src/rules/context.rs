@@ -349,8 +349,16 @@ impl<'a> Context<'a> {
             return None;
         }
         let words = self.description();
+        // Acronyms name things: a phrase read off the sentence's verb ("Gets a ticket" for `gt`)
+        // is no spelling out.
+        let is_verb = |word: &str| {
+            let stem = word.strip_suffix("es").filter(|stem| super::describe::is_verb(stem));
+            super::describe::is_verb(word)
+                || stem.or_else(|| word.strip_suffix('s')).is_some_and(super::describe::is_verb)
+        };
         (0..words.len())
             .filter(|&start| !SKIPPED_IN_INITIALS.contains(&words[start].as_str()))
+            .filter(|&start| !(start == 0 || words[start].ends_with('s')) || !is_verb(&words[start]))
             .find_map(|start| initials(letters, &words[start..]))
     }
 

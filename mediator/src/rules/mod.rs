@@ -484,6 +484,19 @@ mod tests {
         assert_eq!(reading.expanded_words, ["get", "time", "to", "live"]);
     }
 
+    /// Acronyms name things: initials are not read off the sentence's verb ("Gets a ticket" is
+    /// no spelling out of `gt`), which wrote "Gets ticket ticket." for `gt_tkt`.
+    #[test]
+    fn initials_are_not_read_off_the_verb_of_the_description() {
+        let tool = Tool::new("gt_tkt").with_description("Gets a ticket.");
+        let reading = RuleTransformer::new().read_names(&[tool]).pop().unwrap();
+        assert_eq!(reading.name, "get_ticket");
+        assert_eq!(reading.expanded_words, ["get", "ticket"]);
+        let tool = Tool::new("gt_usr").with_description("Gets a ticket.");
+        let reading = RuleTransformer::new().read_names(&[tool]).pop().unwrap();
+        assert_eq!(reading.expanded_words, ["get", "user"], "not \"gets ticket\" either");
+    }
+
     #[test]
     fn hostile_names_and_contexts_are_read_within_bounds() {
         let long = "a".repeat(300);
