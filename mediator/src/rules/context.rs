@@ -349,16 +349,21 @@ impl<'a> Context<'a> {
             return None;
         }
         let words = self.description();
-        // Acronyms name things: a phrase read off the sentence's verb ("Gets a ticket" for `gt`)
-        // is no spelling out.
-        let is_verb = |word: &str| {
-            let stem = word.strip_suffix("es").filter(|stem| super::describe::is_verb(stem));
-            super::describe::is_verb(word)
-                || stem.or_else(|| word.strip_suffix('s')).is_some_and(super::describe::is_verb)
+        // Acronyms name things: a phrase read off the sentence's verb ("Gets a ticket", "Gets
+        // ticket" for `gt`) is no spelling out. A verb is the sentence's when an article follows
+        // it, or when it opens the description in the third person; "Load balancer" and "the
+        // process tree" are things.
+        let verb_form = |word: &str| {
+            ["", "s", "es"].iter().any(|ending| word.strip_suffix(ending).is_some_and(super::describe::is_verb))
+        };
+        let sentence_verb = |start: usize| {
+            let word = words[start].as_str();
+            let article = words.get(start + 1).is_some_and(|next| ["a", "an", "the"].contains(&next.as_str()));
+            (article || (start == 0 && word.ends_with('s'))) && verb_form(word)
         };
         (0..words.len())
             .filter(|&start| !SKIPPED_IN_INITIALS.contains(&words[start].as_str()))
-            .filter(|&start| !(start == 0 || words[start].ends_with('s')) || !is_verb(&words[start]))
+            .filter(|&start| !sentence_verb(start))
             .find_map(|start| initials(letters, &words[start..]))
     }
 

@@ -495,6 +495,15 @@ mod tests {
         let tool = Tool::new("gt_usr").with_description("Gets a ticket.");
         let reading = RuleTransformer::new().read_names(&[tool]).pop().unwrap();
         assert_eq!(reading.expanded_words, ["get", "user"], "not \"gets ticket\" either");
+        // Words that are verbs as well name things past the sentence's verb.
+        for (name, description, read) in [
+            ("get_rps", "Returns requests per second served.", &["get", "requests", "per", "second"][..]),
+            ("lb_state", "Load balancer state of a pool.", &["load", "balancer", "state"]),
+        ] {
+            let tool = Tool::new(name).with_description(description);
+            let reading = RuleTransformer::new().read_names(&[tool]).pop().unwrap();
+            assert_eq!(&reading.expanded_words[..read.len()], read, "{name}");
+        }
     }
 
     #[test]
