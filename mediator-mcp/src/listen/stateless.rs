@@ -93,6 +93,7 @@ pub(super) async fn answer(
     if let Err(mismatch) = standard_headers(headers, method, params.as_ref()) {
         return answer_at_once(&jsonrpc::error_response(&id, HEADER_MISMATCH, &mismatch));
     }
+    front.pool_named(view.as_deref()).await;
     let session = front.shared_session(view);
     let (exchange, line) = Exchange::of(&id, method, params);
     let wants_stream = wants_stream(headers);
@@ -285,7 +286,30 @@ impl Drop for Answering {
     }
 }
 
+/// How long the first stateless request of a view waits for the shared servers to tell the
+/// pool their names.
+const NAMING_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Front {
+    /// Before the proxy the stateless requests of `view` share is made, the servers it shares
+    /// with the pool have told it their names (or had [`NAMING_WINDOW`] to): it knows them by
+    /// those. The front's warm-up has done so already, unless the servers file just changed.
+    async fn pool_named(&self, view: Option<&str>) {
+        if lock(&self.shared).get(&view.map(str::to_owned)).is_some_and(|session| !session.is_closed()) {
+            return;
+        }
+        let catalog = self.catalog();
+        let wanted: Vec<String> = catalog.servers_of(view).into_iter().map(|server| server.settings.name).collect();
+        let (limit, withheld) = (self.proxy.max_message_bytes, self.proxy.withheld_env.clone());
+        let patience = self.proxy.request_timeout.min(NAMING_WINDOW);
+        let unnamed = catalog
+            .pool
+            .iter()
+            .filter(|(name, shared)| wanted.contains(name) && shared.server_name().is_none())
+            .map(|(_, shared)| tokio::time::timeout(patience, shared.warm(limit, &withheld, patience)));
+        futures_util::future::join_all(unnamed).await;
+    }
+
     /// The proxy the stateless requests of `view` share, started when there is none or it has
     /// ended.
     fn shared_session(self: &Arc<Self>, view: Option<String>) -> Arc<Session> {
