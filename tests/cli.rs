@@ -682,6 +682,27 @@ fn tokens_counts_the_listing_with_and_without_disclosure() {
     assert!(per_tool.abs_diff(plain) * 20 < plain, "per tool {per_tool}, whole {plain}: within 5%");
 }
 
+/// The gateway's `/metrics` estimates tokens spared at four bytes a token
+/// (`tool_mediator_mcp::savings::BYTES_PER_TOKEN`): the ratio o200k_base gives over the real
+/// servers' listings, as `tokens` counts them and as a listing goes over the wire.
+#[test]
+fn four_bytes_a_token_is_what_o200k_gives_over_real_listings() {
+    const BYTES_PER_TOKEN: f64 = 4.0;
+    let (mut bytes, mut tokens) = (0usize, 0u64);
+    for name in ["everything", "fetch", "filesystem", "git", "github", "memory", "time"] {
+        let manifest = real_manifest(&format!("{name}.json"));
+        let counted = run(&["tokens", manifest.to_str().unwrap(), "--json"], None);
+        assert!(counted.status.success(), "{}", stderr(&counted));
+        tokens += json_out(&counted)["modes"]["off"]["total"].as_u64().unwrap();
+        let enhanced = run(&["enhance", manifest.to_str().unwrap()], None);
+        assert!(enhanced.status.success(), "{}", stderr(&enhanced));
+        let listing = json!({"tools": json_out(&enhanced)});
+        bytes += serde_json::to_string(&listing).unwrap().len();
+    }
+    let ratio = bytes as f64 / tokens as f64;
+    assert!((ratio - BYTES_PER_TOKEN).abs() < 0.25, "{bytes} bytes, {tokens} tokens: {ratio:.2} bytes a token");
+}
+
 /// A manifest the rules change (`del` becomes `delete`), and what it becomes.
 #[cfg(unix)]
 const RENAMED: &str = r#"[{"name": "del", "inputSchema": {"type": "object"}}]"#;

@@ -998,7 +998,7 @@ fn an_override_file_changed_while_the_gateway_runs_renames_its_tools_and_a_broke
         let text = json!({"source": "mcp-time", "tools": {"get_current_time": {"name": name}, "convert_time": {"hidden": true}}});
         std::fs::write(&file, text.to_string()).unwrap();
     };
-    rename("time_in_zone");
+    rename("time_in_a_zone");
     let config = servers_file(
         dir.path(),
         json!({"mcpServers": {
@@ -1011,7 +1011,7 @@ fn an_override_file_changed_while_the_gateway_runs_renames_its_tools_and_a_broke
     let time_tools = |gateway: &mut Lines| -> Vec<String> {
         gateway.tool_names().into_iter().filter(|name| name.contains("time")).collect()
     };
-    assert_eq!(time_tools(&mut gateway), ["time_in_zone"], "{}", gateway.log());
+    assert_eq!(time_tools(&mut gateway), ["time_in_a_zone"], "{}", gateway.log());
 
     // What the first listing announced is heard before the change.
     while gateway.notified("notifications/tools/list_changed", std::time::Duration::from_secs(1)) {}
@@ -1030,7 +1030,7 @@ fn an_override_file_changed_while_the_gateway_runs_renames_its_tools_and_a_broke
     );
     let time = gateway.call("current_time", json!({"timezone": "UTC"}));
     assert!(time.contains(r#""timezone": "UTC""#), "{time}{}", gateway.log());
-    assert!(gateway.call("time_in_zone", json!({"timezone": "UTC"})).starts_with("error"), "the old name is gone");
+    assert!(gateway.call("time_in_a_zone", json!({"timezone": "UTC"})).starts_with("error"), "the old name is gone");
 
     // Half an edit: the log names the place, and the tools stay as they were.
     std::fs::write(&file, "{\n  \"source\": \"mcp-time\",\n  \"tools\": {,}\n}").unwrap();

@@ -219,7 +219,10 @@ impl Mediator {
     /// Hears when what the chain does changes, if it can: a list enhanced before should be
     /// enhanced again.
     pub fn changes(&self) -> Option<ChainChanges> {
-        self.changes.clone()
+        // From now on: a change before is in the chain already.
+        let mut changes = self.changes.clone()?;
+        changes.0.mark_unchanged();
+        Some(changes)
     }
 
     /// The second look at the tools the poisoning screen is unsure of, if any.

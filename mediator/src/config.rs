@@ -445,14 +445,9 @@ pub struct Transformers {
 }
 
 impl Transformers {
-    /// The curated overrides, when there are any or a directory could add some.
-    pub fn overrides(&self) -> Option<&Arc<LiveOverrides>> {
-        self.overrides.as_ref()
-    }
-
-    /// Reads the override directories again whenever they change, for as long as a chain made
-    /// of these transformers is in use: for front doors that run for long (the proxy, the
-    /// gateway), whose sessions hear of it through [`Mediator::changes`].
+    /// Reads the override directories again whenever they change, for as long as these
+    /// transformers are kept: for front doors that run for long (the proxy, the gateway), whose
+    /// sessions hear of it through [`Mediator::changes`]. Calling it again changes nothing.
     pub fn follow_overrides(&self) {
         if let Some(overrides) = &self.overrides {
             tokio::spawn(overrides.clone().follow(crate::overrides::LOOK_EVERY));

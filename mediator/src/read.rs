@@ -26,6 +26,30 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// What a file was when looked at, to tell whether it changed since: a write in place changes
+/// its time or length, a new file renamed into place its inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    modified: Option<std::time::SystemTime>,
+    length: u64,
+    inode: u64,
+    device: u64,
+}
+
+impl Stamp {
+    /// The stamp of the file `metadata` describes.
+    pub fn of(metadata: &std::fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        let (inode, device) = {
+            use std::os::unix::fs::MetadataExt as _;
+            (metadata.ino(), metadata.dev())
+        };
+        #[cfg(not(unix))]
+        let (inode, device) = (0, 0);
+        Stamp { modified: metadata.modified().ok(), length: metadata.len(), inode, device }
+    }
+}
+
 /// The largest settings-like file read whole (a configuration, a lock, an override, servers
 /// or dictionary file, a client's configuration): far above any real one, far below what would
 /// fill memory. A device such as /dev/zero never ends.

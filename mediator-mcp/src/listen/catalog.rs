@@ -121,7 +121,7 @@ impl Catalog {
 
 /// Reads the servers file at `path` again whenever it changes, until the front stops.
 pub(super) async fn follow(front: Arc<Front>, path: PathBuf) {
-    let looked = |path: &PathBuf| std::fs::metadata(path).ok().map(|found| (found.modified().ok(), found.len()));
+    let looked = |path: &PathBuf| std::fs::metadata(path).ok().map(|found| tool_mediator::read::Stamp::of(&found));
     let mut seen = looked(&path);
     loop {
         tokio::time::sleep(LOOKING).await;

@@ -57,12 +57,6 @@ impl Reply {
     }
 }
 
-impl AsRef<str> for Reply {
-    fn as_ref(&self) -> &str {
-        self.get()
-    }
-}
-
 /// Why a request the proxy made upstream got no result.
 pub(super) enum Unanswered {
     /// The server answered with this JSON-RPC error object.

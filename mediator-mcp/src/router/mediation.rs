@@ -14,14 +14,13 @@ pub(super) struct Listing {
     pub(super) rest: Map<String, Value>,
     /// The bytes of the server's tools as it listed them, every page.
     pub(super) bytes: usize,
-    /// Their tokens, when what clients are spared is counted.
-    pub(super) tokens: u64,
     /// The tools of it that could not be read, left out of what the client sees.
     pub(super) left_out: Vec<LeftOut>,
     /// With trust on first use: the tools as screened against the pins, to screen again.
     pub(super) screened: Option<super::trust::Screened>,
-    /// Taken in by the chain as it was before it changed: taken in again however it lists.
-    pub(super) stale: bool,
+    /// The chain's version ([`Router::chain_version`]) that took it in: one taken in by an
+    /// earlier one is taken in again however the server lists.
+    pub(super) chain: u64,
 }
 
 /// The next change of what the chain does: true when it changed, false when it cannot any more.
@@ -90,20 +89,14 @@ impl Router {
         }
     }
 
-    /// Lists again every server whose tools were taken in, and takes them in again even if
-    /// they did not change: the chain did.
+    /// The chain changed: every server's tools that were listed (or are being listed) are
+    /// listed and taken in again, even if they did not change. A listing the change overtook
+    /// is taken in again too.
     fn take_in_again(self: &Arc<Self>) {
-        for link in self.links.iter().filter(|link| link.is_up() && self.serving(link)) {
-            let taken = match lock(&link.listing).as_mut() {
-                Some(listing) => {
-                    listing.stale = true;
-                    true
-                }
-                None => false,
-            };
-            if taken {
-                self.relist_soon(link);
-            }
+        self.chain_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let listed = |link: &&Arc<Link>| link.listings_started.load(std::sync::atomic::Ordering::SeqCst) > 0;
+        for link in self.links.iter().filter(listed).filter(|link| self.serving(link)) {
+            self.relist_soon(link);
         }
     }
 
@@ -175,31 +168,24 @@ impl Router {
             return Ok(listing.rest.clone());
         }
         let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let mut fetched = self.fetch(link, meta).await?;
+        let fetched = self.fetch(link, meta).await?;
         // What was left out of a list that has not changed is left out still, and what was
         // held back of it is held still.
-        let (known, stale, tokens, left_out, screened) = match lock(&link.listing).as_ref() {
-            Some(known) => {
-                (Some(known.fingerprint), known.stale, known.tokens, known.left_out.clone(), known.screened.clone())
-            }
-            None => (None, false, 0, Vec::new(), None),
+        // Read before the chain takes the tools in: a change meanwhile is taken in next time.
+        let chain = self.chain_version.load(std::sync::atomic::Ordering::SeqCst);
+        let (known, known_chain, left_out, screened) = match lock(&link.listing).as_ref() {
+            Some(known) => (Some(known.fingerprint), known.chain, known.left_out.clone(), known.screened.clone()),
+            None => (None, chain, Vec::new(), None),
         };
         let mut listing = Listing {
             fingerprint: fetched.fingerprint(),
             rest: fetched.rest.clone(),
             bytes: fetched.bytes(),
-            tokens,
             left_out,
             screened,
-            stale: false,
+            chain,
         };
-        if let Some(savings) = &self.savings
-            && known != Some(listing.fingerprint)
-        {
-            let (tokens, pages) = savings.tokens_of(std::mem::take(&mut fetched.pages)).await;
-            (listing.tokens, fetched.pages) = (tokens, pages);
-        }
-        if known != Some(listing.fingerprint) || stale {
+        if known != Some(listing.fingerprint) || known_chain != chain {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
             listing.left_out = left_out;
@@ -264,7 +250,9 @@ impl Router {
             let meta = meta.clone();
             async move {
                 if link.announces_tool_changes()
-                    && let Some(listing) = lock(&link.listing).as_ref().filter(|listing| !listing.stale)
+                    && let Some(listing) = lock(&link.listing)
+                        .as_ref()
+                        .filter(|listing| listing.chain == self.chain_version.load(std::sync::atomic::Ordering::SeqCst))
                 {
                     return (link, Ok(listing.rest.clone()));
                 }
@@ -316,10 +304,10 @@ impl Router {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
                 match serde_json::to_string(&result) {
                     Ok(result) => {
-                        self.to_client(jsonrpc::response(&id, &result));
                         if cursor.is_none() {
-                            self.count_savings(result).await;
+                            self.count_savings(result.len());
                         }
+                        self.to_client(jsonrpc::response(&id, &result))
                     }
                     Err(error) => self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &error.to_string())),
                 }
@@ -328,21 +316,12 @@ impl Router {
         }
     }
 
-    /// `shown` was answered as a first page: the servers' whole listings less it are what the
-    /// client was spared, counted where the options say.
-    async fn count_savings(&self, shown: String) {
+    /// A first page of `shown` bytes was answered: the servers' whole listings less it are what
+    /// the client was spared, counted where the options say.
+    fn count_savings(&self, shown: usize) {
         let Some(savings) = &self.savings else { return };
-        let listed = self.links.iter().filter_map(|link| {
-            let listing = lock(&link.listing);
-            let listing = listing.as_ref()?;
-            Some((u64::try_from(listing.bytes).unwrap_or(u64::MAX), listing.tokens))
-        });
-        let listed = listed.fold((0u64, 0u64), |(bytes, tokens), (more_bytes, more_tokens)| {
-            (bytes.saturating_add(more_bytes), tokens.saturating_add(more_tokens))
-        });
-        let bytes = u64::try_from(shown.len()).unwrap_or(u64::MAX);
-        let (tokens, _) = savings.tokens_of(vec![shown]).await;
-        savings.spared(listed, (bytes, tokens));
+        let listed: usize = self.links.iter().filter_map(|link| Some(lock(&link.listing).as_ref()?.bytes)).sum();
+        savings.spared(listed, shown);
     }
 
     /// Names the tools each server listed that could not be read, under [`LEFT_OUT`] in the

@@ -99,6 +99,9 @@ pub(super) struct Router {
     /// server that starts again.
     handshake: Mutex<Option<(String, Value)>>,
     catalog: Mutex<aggregate::Catalog>,
+    /// How many times the chain changed under the session (its override directories read
+    /// again): a listing taken in by an earlier version is taken in again.
+    chain_version: std::sync::atomic::AtomicU64,
     /// Where what the client was spared of the servers' listings is counted, when it is.
     savings: Option<Arc<crate::savings::Savings>>,
 }
@@ -129,6 +132,7 @@ impl Router {
             handshake: Mutex::default(),
             catalog: Mutex::default(),
             savings: options.savings.clone(),
+            chain_version: std::sync::atomic::AtomicU64::new(0),
             session: session.clone(),
         });
         tokio::spawn(Router::follow(Arc::downgrade(&router), session.subscribe(), changes));

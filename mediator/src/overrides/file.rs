@@ -155,7 +155,7 @@ impl OverrideFile {
 }
 
 /// All loaded override files, by the sources they are for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct OverrideSet {
     exact: BTreeMap<String, IndexMap<String, ToolOverride>>,
     /// `*.example.com` stored as `.example.com`.

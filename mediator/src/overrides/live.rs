@@ -4,32 +4,32 @@
 //! used changes nothing, and the error says which file and where.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::{OverrideError, OverrideSet, override_files};
+use crate::read::Stamp;
+use tool_mediator_core::error::with_causes;
 use tool_mediator_core::sync::lock;
 
 /// An override set that follows the user's directories. Chains built over it
-/// ([`OverrideTransformer::following`](super::OverrideTransformer::following)) use the set read
-/// last; [`LiveOverrides::subscribe`] hears each new one.
+/// ([`MediatorBuilder::live_overrides`](crate::MediatorBuilder::live_overrides)) use the set
+/// read last; [`LiveOverrides::subscribe`] hears each new one.
 #[derive(Debug)]
 pub struct LiveOverrides {
     /// What the directories refine: the built-in files and the remote collection.
     base: OverrideSet,
     dirs: Vec<PathBuf>,
-    /// The directories' files as read last.
-    local: Mutex<OverrideSet>,
     current: watch::Sender<Arc<OverrideSet>>,
-    /// The directories' files as they were when read last.
-    seen: Mutex<Stamp>,
+    /// The directories' files as they were when read last; held while they are read again, so
+    /// one reading at a time publishes.
+    seen: Mutex<Vec<(PathBuf, Option<Stamp>)>>,
+    /// Whether something already looks at the directories.
+    followed: AtomicBool,
 }
-
-/// Each directory's override files with their modification time and length, or the directory
-/// alone when it cannot be listed.
-type Stamp = Vec<(PathBuf, Option<(Option<SystemTime>, u64)>)>;
 
 /// How often a front door that runs for long looks at the override directories.
 pub const LOOK_EVERY: Duration = Duration::from_secs(2);
@@ -38,15 +38,17 @@ impl LiveOverrides {
     /// The files of `dirs` in order, read now.
     pub fn load(dirs: Vec<PathBuf>) -> Result<LiveOverrides, OverrideError> {
         let seen = stamp(&dirs);
-        let local = read(&dirs)?;
-        let (current, _) = watch::channel(Arc::new(local.clone()));
-        Ok(LiveOverrides { base: OverrideSet::new(), dirs, local: Mutex::new(local), current, seen: Mutex::new(seen) })
+        let set = read(&OverrideSet::new(), &dirs)?;
+        let (current, _) = watch::channel(Arc::new(set));
+        Ok(LiveOverrides { base: OverrideSet::new(), dirs, current, seen: Mutex::new(seen), followed: false.into() })
     }
 
     /// These directories refining `base` (the built-in files, the remote collection), which
     /// they are not read again for.
     pub fn over(self, base: OverrideSet) -> LiveOverrides {
-        self.current.send_replace(Arc::new(refined(&base, &lock(&self.local))));
+        let mut set = base.clone();
+        set.extend(self.current().as_ref().clone());
+        self.current.send_replace(Arc::new(set));
         LiveOverrides { base, ..self }
     }
 
@@ -65,34 +67,33 @@ impl LiveOverrides {
         self.current.subscribe()
     }
 
-    /// The directories followed.
-    pub fn dirs(&self) -> &[PathBuf] {
-        &self.dirs
-    }
-
     /// Reads the directories again if a file in them was added, removed or changed since they
-    /// were read last; whether a new set is served. A file that cannot be used is an error, and
-    /// the set read last is served still (until the directories change again).
+    /// were read last; whether a different set is served now. A file that cannot be used is an
+    /// error, and the set read last is served still (until the directories change again).
     pub fn reload_if_changed(&self) -> Result<bool, OverrideError> {
+        let mut seen = lock(&self.seen);
         let now = stamp(&self.dirs);
-        {
-            let mut seen = lock(&self.seen);
-            if *seen == now {
-                return Ok(false);
-            }
-            // Taken before the files are read: a change made while they are is seen next time.
-            *seen = now;
+        if *seen == now {
+            return Ok(false);
         }
-        let local = read(&self.dirs)?;
-        self.current.send_replace(Arc::new(refined(&self.base, &local)));
-        *lock(&self.local) = local;
-        Ok(true)
+        // Taken before the files are read: a change made while they are is seen next time.
+        *seen = now;
+        let set = read(&self.base, &self.dirs)?;
+        // A file saved again as it was changes nothing the sessions see.
+        Ok(self.current.send_if_modified(|current| {
+            let changed = **current != set;
+            if changed {
+                *current = Arc::new(set);
+            }
+            changed
+        }))
     }
 
     /// Looks at the directories every `every` and reads them again when they change, for as
-    /// long as the set is in use; says in the log what it read, or why it could not.
+    /// long as the set is in use (one look at a time, however often this is called); says in
+    /// the log what it read, or why it could not.
     pub async fn follow(self: Arc<Self>, every: Duration) {
-        if self.dirs.is_empty() {
+        if self.dirs.is_empty() || self.followed.swap(true, Ordering::SeqCst) {
             return;
         }
         let overrides = Arc::downgrade(&self);
@@ -111,40 +112,38 @@ impl LiveOverrides {
                     tracing::info!("override directories read again: {}", dirs.join(", "));
                 }
                 Ok(Ok(false)) => {}
-                Ok(Err(error)) => tracing::warn!("{error}; the overrides as they were go on"),
+                Ok(Err(error)) => tracing::warn!("{}; the overrides as they were go on", with_causes(&error)),
                 Err(error) => tracing::warn!("reading the override directories failed: {error}"),
             }
         }
     }
 }
 
-fn read(dirs: &[PathBuf]) -> Result<OverrideSet, OverrideError> {
-    let mut set = OverrideSet::new();
+/// `base` refined by the files of `dirs`, in order.
+fn read(base: &OverrideSet, dirs: &[PathBuf]) -> Result<OverrideSet, OverrideError> {
+    let mut local = OverrideSet::new();
     for dir in dirs {
-        set.load_dir(dir)?;
+        local.load_dir(dir)?;
     }
+    let mut set = base.clone();
+    set.extend(local);
     Ok(set)
 }
 
-/// `base` refined by `local`.
-fn refined(base: &OverrideSet, local: &OverrideSet) -> OverrideSet {
-    let mut set = base.clone();
-    set.extend(local.clone());
-    set
-}
-
-fn stamp(dirs: &[PathBuf]) -> Stamp {
-    let mut stamp = Vec::new();
+/// Each directory's override files with their stamps, or the directory alone when it cannot be
+/// listed.
+fn stamp(dirs: &[PathBuf]) -> Vec<(PathBuf, Option<Stamp>)> {
+    let mut stamps = Vec::new();
     for dir in dirs {
         match override_files(dir) {
-            Ok(files) => stamp.extend(files.into_iter().map(|path| {
-                let found = std::fs::metadata(&path).ok().map(|found| (found.modified().ok(), found.len()));
-                (path, found)
+            Ok(files) => stamps.extend(files.into_iter().map(|path| {
+                let stamp = std::fs::metadata(&path).ok().map(|metadata| Stamp::of(&metadata));
+                (path, stamp)
             })),
-            Err(_) => stamp.push((dir.clone(), None)),
+            Err(_) => stamps.push((dir.clone(), None)),
         }
     }
-    stamp
+    stamps
 }
 
 #[cfg(test)]
@@ -186,6 +185,14 @@ mod tests {
         assert!(error.to_string().contains("example.com.json:3:13"), "{error}");
         assert!(!heard.has_changed().unwrap());
         assert_eq!(name_given(&transformer).await.as_deref(), Some("get_ticket_now"), "the last good set stays");
+
+        write(&file, "get_ticket");
+        assert!(live.reload_if_changed().unwrap());
+        heard.mark_unchanged();
+        // Saved again as it was: read, and nothing to hear.
+        write(&file, "get_ticket");
+        assert!(!live.reload_if_changed().unwrap());
+        assert!(!heard.has_changed().unwrap());
 
         std::fs::remove_file(&file).unwrap();
         assert!(live.reload_if_changed().unwrap());

@@ -42,8 +42,9 @@ impl OverrideTransformer {
         OverrideTransformer { overrides: watch::channel(Arc::new(overrides)).1 }
     }
 
-    /// Applies the set `live` read last.
-    pub fn following(live: &LiveOverrides) -> Self {
+    /// Applies the set `live` read last ([`MediatorBuilder::live_overrides`](crate::MediatorBuilder::live_overrides)
+    /// builds one, and has the mediator hear of each new set).
+    pub(crate) fn following(live: &LiveOverrides) -> Self {
         OverrideTransformer { overrides: live.subscribe() }
     }
 

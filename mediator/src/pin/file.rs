@@ -28,7 +28,7 @@ use super::is_digest;
 use super::trust::{Definition, Pins, ServerPins};
 use crate::cache::digest;
 use crate::kept;
-use crate::read::MAX_FILE_SIZE;
+use crate::read::{MAX_FILE_SIZE, Stamp};
 use tool_mediator_core::Place;
 use tool_mediator_core::Tool;
 use tool_mediator_core::schema::escape;
@@ -54,16 +54,6 @@ pub struct PinsError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinsFile {
     path: PathBuf,
-}
-
-/// What the file was when last looked at: a change (a review's approval, another proxy's
-/// listing) changes it, since every write is a new file renamed into place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    modified: Option<std::time::SystemTime>,
-    length: u64,
-    inode: u64,
-    device: u64,
 }
 
 impl PinsFile {
@@ -113,17 +103,10 @@ impl PinsFile {
         Ok(outcome)
     }
 
-    /// The file as it is now, to tell whether it changed since; `None` when there is none.
+    /// The file as it is now, to tell whether it changed since (a review's approval, another
+    /// proxy's listing: every write is a new file renamed into place); `None` when there is none.
     pub fn stamp(&self) -> Option<Stamp> {
-        let metadata = fs::symlink_metadata(&self.path).ok()?;
-        #[cfg(unix)]
-        let (inode, device) = {
-            use std::os::unix::fs::MetadataExt as _;
-            (metadata.ino(), metadata.dev())
-        };
-        #[cfg(not(unix))]
-        let (inode, device) = (0, 0);
-        Some(Stamp { modified: metadata.modified().ok(), length: metadata.len(), inode, device })
+        fs::symlink_metadata(&self.path).ok().map(|metadata| Stamp::of(&metadata))
     }
 
     fn error(&self, place: Option<Place>, message: String) -> PinsError {

@@ -6,7 +6,8 @@
 mod file;
 mod trust;
 
-pub use file::{PinsError, PinsFile, Stamp};
+pub use crate::read::Stamp;
+pub use file::{PinsError, PinsFile};
 pub use trust::{
     Definition, HeldTool, Hold, Pins, ServerPins, Unheld, Verdict, plain_server_key, quoted_for_shell, server_key,
 };
