@@ -46,7 +46,7 @@ pub struct Mediator {
 /// Hears when what a chain does changes under it (its override directories were read again): a
 /// list it enhanced before may read otherwise now.
 #[derive(Debug, Clone)]
-pub struct ChainChanges(tokio::sync::watch::Receiver<Arc<crate::OverrideSet>>);
+pub struct ChainChanges(tokio::sync::watch::Receiver<Arc<crate::overrides::OverrideSet>>);
 
 impl ChainChanges {
     /// Waits for the next change; false when none can come any more.
@@ -88,7 +88,7 @@ impl MediatorBuilder {
     /// [`Mediator::changes`] hears each set it reads.
     pub fn live_overrides(mut self, live: &crate::overrides::LiveOverrides) -> Self {
         self.changes = Some(ChainChanges(live.subscribe()));
-        self.transformer(crate::OverrideTransformer::following(live))
+        self.transformer(crate::overrides::OverrideTransformer::following(live))
     }
 
     /// A second look (a language model's) at the tools the poisoning screen is unsure of.
