@@ -200,6 +200,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_directory_that_goes_away_changes_nothing_until_it_is_back_and_odd_files_are_not_read() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("overrides");
+        std::fs::create_dir(&dir).unwrap();
+        write(&dir.join("example.com.json"), "get_thing");
+        let live = LiveOverrides::load(vec![dir.clone()]).unwrap();
+        let transformer = OverrideTransformer::following(&live);
+
+        std::fs::rename(&dir, parent.path().join("away")).unwrap();
+        let error = live.reload_if_changed().unwrap_err();
+        assert!(with_causes(&error).contains("overrides"), "{}", with_causes(&error));
+        assert_eq!(name_given(&transformer).await.as_deref(), Some("get_thing"), "the last good set stays");
+
+        std::fs::rename(parent.path().join("away"), &dir).unwrap();
+        write(&dir.join("example.com.json"), "get_thing_back");
+        assert!(live.reload_if_changed().unwrap());
+        assert_eq!(name_given(&transformer).await.as_deref(), Some("get_thing_back"));
+
+        // A fifo named like an override file is never opened: reading it would never end.
+        #[cfg(unix)]
+        {
+            let fifo = dir.join("zz.json");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+            assert!(made.success());
+            assert!(!live.reload_if_changed().unwrap(), "nothing to read changed");
+            assert_eq!(name_given(&transformer).await.as_deref(), Some("get_thing_back"));
+        }
+    }
+
+    #[tokio::test]
     async fn the_directories_refine_what_they_were_given() {
         let dir = tempfile::tempdir().unwrap();
         let mut base = OverrideSet::new();
