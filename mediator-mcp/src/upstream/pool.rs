@@ -475,6 +475,9 @@ struct Mux {
     tokens: HashMap<Id, Asker>,
     /// Resources subscribed to, and by which sessions.
     subscriptions: HashMap<String, HashSet<u64>>,
+    /// Resources whose first subscription is under way, with the sessions that asked for one
+    /// meanwhile: they are answered as the server answers it.
+    subscribing: HashMap<String, Vec<Asker>>,
 }
 
 struct Forwarded {
@@ -533,6 +536,7 @@ impl Mux {
             server_requests: HashMap::new(),
             tokens: HashMap::new(),
             subscriptions: HashMap::new(),
+            subscribing: HashMap::new(),
         }
     }
 
@@ -660,9 +664,17 @@ impl Mux {
                 if self.subscriptions.get(&uri).is_some_and(HashSet::is_empty) {
                     self.subscriptions.remove(&uri);
                 }
+                let under_way = method == "resources/subscribe" && !first;
                 match (first, last) {
-                    (true, _) => forward(self, (connection, id), Purpose::Subscribe(uri)),
+                    (true, _) => {
+                        self.subscribing.insert(uri.clone(), Vec::new());
+                        forward(self, (connection, id), Purpose::Subscribe(uri))
+                    }
                     (_, true) => forward(self, (connection, id), Purpose::Asked),
+                    // The first subscription is still under way: as the server answers it.
+                    _ if under_way && self.subscribing.contains_key(&uri) => {
+                        self.subscribing.entry(uri).or_default().push((connection, id));
+                    }
                     // Others want it still, or had it already: the server's state is as asked.
                     _ => self.send_session(connection, jsonrpc::response(&id, "{}")),
                 }
@@ -791,6 +803,9 @@ impl Mux {
         }
         self.by_asker.retain(|asker, _| asker.0 != connection);
         self.tokens.retain(|_, asker| asker.0 != connection);
+        for waiting in self.subscribing.values_mut() {
+            waiting.retain(|asker| asker.0 != connection);
+        }
         self.leave_waiting(connection, None);
         let asked: Vec<Id> =
             self.server_requests.iter().filter(|(_, asked)| **asked == connection).map(|(id, _)| id.clone()).collect();
@@ -839,15 +854,19 @@ impl Mux {
             }
             Purpose::Own => return,
             Purpose::Subscribe(uri) => {
+                let mut askers = vec![forwarded.asker];
+                askers.extend(self.subscribing.remove(&uri).unwrap_or_default());
                 if result.is_none() {
                     if let Some(subscribers) = self.subscriptions.get_mut(&uri) {
-                        subscribers.remove(&forwarded.asker.0);
+                        for asker in &askers {
+                            subscribers.remove(&asker.0);
+                        }
                     }
                     if self.subscriptions.get(&uri).is_some_and(HashSet::is_empty) {
                         self.subscriptions.remove(&uri);
                     }
                 }
-                vec![forwarded.asker]
+                askers
             }
             Purpose::Handshake => {
                 let waiters = match std::mem::replace(&mut self.handshake, Handshake::Refused(String::new())) {
@@ -1164,6 +1183,41 @@ mod tests {
         from_session(&mut mux, 3, list(9));
         assert!(lines(&mut server).is_empty(), "not asked again");
         assert_eq!(lines(&mut sessions[2]).last().unwrap()["result"]["tools"][0], "new");
+    }
+
+    /// A second session subscribing while the first one's subscription is under way is answered
+    /// as the server answers the first: a refused subscription is refused to both, and neither
+    /// is taken for subscribed.
+    #[test]
+    fn a_second_subscriber_is_answered_as_the_server_answers_the_first() {
+        let (mut mux, mut server, mut sessions) = mux(3);
+        let subscribe = |id: u64, uri: &str| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}});
+        from_session(&mut mux, 1, subscribe(1, "file:///a"));
+        let asked = lines(&mut server);
+        assert_eq!(asked.len(), 1);
+        from_session(&mut mux, 2, subscribe(7, "file:///a"));
+        assert!(lines(&mut server).is_empty(), "the server is asked once");
+        assert!(lines(&mut sessions[1]).is_empty(), "not answered before the server answers the first");
+        let refusal = serde_json::json!({"code": -32602, "message": "no such resource"});
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": asked[0]["id"], "error": refusal}));
+        assert_eq!(lines(&mut sessions[0])[0]["error"]["message"], "no such resource");
+        let second = lines(&mut sessions[1]);
+        assert_eq!(
+            (&second[0]["id"], &second[0]["error"]["message"]),
+            (&serde_json::json!(7), &serde_json::json!("no such resource"))
+        );
+        assert!(!mux.subscriptions.contains_key("file:///a"), "nobody is taken for subscribed");
+
+        // Granted: both are answered, and a third, later, at once.
+        from_session(&mut mux, 1, subscribe(2, "file:///b"));
+        let asked = lines(&mut server);
+        from_session(&mut mux, 2, subscribe(8, "file:///b"));
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": asked[0]["id"], "result": {}}));
+        assert_eq!(lines(&mut sessions[1])[0]["id"], 8);
+        from_session(&mut mux, 3, subscribe(4, "file:///b"));
+        assert!(lines(&mut server).is_empty());
+        assert_eq!(lines(&mut sessions[2])[0]["id"], 4);
+        assert_eq!(mux.subscriptions["file:///b"].len(), 3);
     }
 
     #[test]
