@@ -71,6 +71,9 @@ export interface MediatorOptions {
   overrides?: string[]
   /** The curated override files built into the package: on unless `false` (`--no-builtin-overrides`). */
   builtinOverrides?: boolean
+  /** Read the override directories again when they change (looked at every 2 s): sessions take
+   * their last list in again and call their `onListChanged` callbacks. Off unless `true`. */
+  watchOverrides?: boolean
   /** The rule-based transformer; on unless `false` (`--no-rules`). */
   rules?: boolean
   /** Dictionary files extending the built-in one (`--dictionary`). */

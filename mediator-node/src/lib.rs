@@ -44,6 +44,9 @@ pub struct MediatorOptions {
     /// The curated override files built into the package (on by default;
     /// `--no-builtin-overrides`).
     pub builtin_overrides: Option<bool>,
+    /// Reads the override directories again when they change (looked at every 2 s): sessions
+    /// take their last list in again and tell their list-changed callbacks. Off by default.
+    pub watch_overrides: Option<bool>,
     /// The rule-based transformer (on by default; `--no-rules`).
     pub rules: Option<bool>,
     /// Dictionary files extending the built-in one (`--dictionary`).
@@ -86,6 +89,8 @@ pub struct SessionOptions {
 pub struct Mediator {
     core: Arc<tool_mediator::Mediator>,
     settings: MediatorConfig,
+    /// Kept for what follows the override directories, which lives as long as they do.
+    _transformers: tool_mediator::Transformers,
 }
 
 /// Builds a mediator from `options`: loads and checks the configuration file, the override
@@ -137,7 +142,11 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
         ..ChainOptions::default()
     };
     let transformers = settings.build(&chain).await.map_err(failed)?;
-    Ok(Mediator { core: Arc::new(transformers.mediator(names, min_confidence)), settings })
+    if options.watch_overrides.unwrap_or(false) {
+        transformers.follow_overrides();
+    }
+    let core = Arc::new(transformers.mediator(names, min_confidence));
+    Ok(Mediator { core, settings, _transformers: transformers })
 }
 
 #[napi]
@@ -214,7 +223,13 @@ pub struct Session {
 
 impl Session {
     fn new(core: tool_mediator::session::Session) -> Session {
-        Session { core: Arc::new(core), listeners: std::sync::Mutex::default() }
+        let core = Arc::new(core);
+        // Over override directories that are followed, the list is taken in again as they change.
+        let following = spawn({
+            let core = core.clone();
+            async move { tool_mediator::session::Session::follow_chain(&core).await }
+        });
+        Session { core, listeners: std::sync::Mutex::new(vec![following]) }
     }
 }
 
@@ -280,7 +295,7 @@ impl Session {
         self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(listener);
     }
 
-    /// Stops calling the list-changed callbacks.
+    /// Stops calling the list-changed callbacks (and following the override directories).
     #[napi]
     pub fn close(&self) {
         for listener in self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {

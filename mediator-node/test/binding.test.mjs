@@ -180,6 +180,29 @@ describe('session', () => {
     session.close()
   })
 
+  test('with watchOverrides, a changed override file reaches an open session and its callback', async () => {
+    const dir = mkdtempSync(join(scratch, 'live-'))
+    const file = join(dir, 'example.com.json')
+    const rename = (name) =>
+      writeFileSync(file, JSON.stringify({ source: 'example.com', tools: { gt_usr: { name } } }))
+    rename('get_user')
+    const mediator = await Mediator.create({
+      overrides: [dir],
+      builtinOverrides: false,
+      watchOverrides: true,
+      source: 'example.com',
+    })
+    const session = mediator.session(undefined, { disclosure: false })
+    const told = new Promise((resolve) => session.onListChanged(resolve))
+    const tools = [{ name: 'gt_usr', inputSchema: { type: 'object' } }]
+    assert.deepEqual((await session.listTools(tools)).tools.map((tool) => tool.name), ['get_user'])
+    rename('fetch_user_record')
+    // Looked at every 2 s: within 20 s on a busy machine.
+    await Promise.race([told, new Promise((_, reject) => setTimeout(() => reject(new Error('not told')), 20000))])
+    assert.deepEqual((await session.listTools(tools)).tools.map((tool) => tool.name), ['fetch_user_record'])
+    session.close()
+  })
+
   test("the disclosure mode is the settings' (both, three tools listed whole) unless told", async () => {
     const mediator = await Mediator.create({ overrides: [overrides], source: 'example.com', sourceType: 'web' })
     const whole = await mediator.session().listTools(seedTools)

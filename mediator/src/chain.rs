@@ -55,6 +55,17 @@ impl ChainChanges {
     }
 }
 
+/// What a chain does at one moment, to tell later whether it changed since: equal only to
+/// itself (it holds what it stands for, so it is never mistaken for a later one).
+#[derive(Debug, Clone)]
+pub struct ChainVersion(Arc<crate::overrides::OverrideSet>);
+
+impl PartialEq for ChainVersion {
+    fn eq(&self, other: &ChainVersion) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// Builds a [`Mediator`]; register transformers in any order.
 pub struct MediatorBuilder {
     transformers: Vec<Arc<dyn ToolTransformer>>,
@@ -223,6 +234,11 @@ impl Mediator {
         let mut changes = self.changes.clone()?;
         changes.0.mark_unchanged();
         Some(changes)
+    }
+
+    /// What the chain does now, when it can change (its override directories are followed).
+    pub fn version(&self) -> Option<ChainVersion> {
+        self.changes.as_ref().map(|changes| ChainVersion(changes.0.borrow().clone()))
     }
 
     /// The second look at the tools the poisoning screen is unsure of, if any.

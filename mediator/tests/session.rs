@@ -527,3 +527,42 @@ async fn calls_that_must_follow_disclosure_are_told_how_to_see_a_folded_tool() {
     };
     assert!(told["content"][0]["text"].as_str().unwrap().contains("find it with `search_tools`"), "{told}");
 }
+
+/// A session over live overrides: a list given again is taken in again once the directories
+/// were read again, and one that follows the chain takes its list in by itself and says so.
+#[tokio::test]
+async fn a_session_over_live_overrides_takes_its_list_in_again_when_they_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("example.com.json");
+    let rename = |name: &str| {
+        let text = json!({"source": "example.com", "tools": {"gt_usr": {"name": name}}});
+        std::fs::write(&file, text.to_string()).unwrap();
+    };
+    rename("get_user");
+    let live = tool_mediator::LiveOverrides::load(vec![dir.path().to_owned()]).unwrap();
+    let mediator = Arc::new(Mediator::builder().live_overrides(&live).build());
+    let session =
+        Arc::new(Session::new(mediator, ToolContext::new("example.com", SourceType::Web), SessionPolicy::mediated(5)));
+    let tools = vec![Tool::new("gt_usr").with_input_schema(json!({"type": "object"}))];
+    let names = |page: tool_mediator::session::ListPage| {
+        page.into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["get_user"]);
+
+    rename("fetch_user");
+    assert!(live.reload_if_changed().unwrap());
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["fetch_user"], "the same list, read again");
+
+    let mut events = session.subscribe();
+    let following = tokio::spawn({
+        let session = session.clone();
+        async move { Session::follow_chain(&session).await }
+    });
+    tokio::task::yield_now().await;
+    rename("read_user");
+    assert!(live.reload_if_changed().unwrap());
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), events.recv()).await;
+    assert_eq!(heard.expect("told within 10 s").unwrap(), ListChanged);
+    assert_eq!(names(session.page(None).unwrap()), ["read_user"], "taken in without being listed again");
+    following.abort();
+}

@@ -172,6 +172,9 @@ struct State {
     /// The last upstream list given to [`Session::list_tools`], to skip enhancing it again when
     /// it has not changed. [`Session::take_in`] keeps none: its caller knows what changed.
     upstream: Option<Vec<Tool>>,
+    /// What the chain did when `upstream` was taken in, when it can change: a list taken in
+    /// before the override directories were read again is taken in again.
+    chain: Option<crate::chain::ChainVersion>,
     /// Every source's last list, enhanced, merged (names made unique across sources); `None`
     /// before the first listing.
     tools: Option<Vec<EnhancedTool>>,
@@ -268,10 +271,30 @@ impl Session {
     /// changed and would rather not keep a copy of it.
     pub async fn list_tools(&self, upstream: &[Tool], cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
         let position = decode(cursor)?;
-        if self.state().upstream.as_deref() != Some(upstream) {
+        let taken = {
+            let state = self.state();
+            state.upstream.as_deref() == Some(upstream) && state.chain == self.mediator.version()
+        };
+        if !taken {
             self.take_in_keeping(upstream.to_vec(), Some(upstream.to_vec())).await;
         }
         self.page_at(position, cursor)
+    }
+
+    /// Takes the list last given to [`Session::list_tools`] in again each time the chain
+    /// changes (its override directories were read again), for as long as the session is in
+    /// use; the client is told if what it sees changed. Returns at once for a chain that
+    /// cannot change.
+    pub async fn follow_chain(session: &Arc<Session>) {
+        let Some(mut changes) = session.mediator.changes() else { return };
+        let session = Arc::downgrade(session);
+        while changes.changed().await {
+            let Some(session) = session.upgrade() else { return };
+            let kept = session.state().upstream.clone();
+            if let Some(upstream) = kept {
+                session.take_in_keeping(upstream.clone(), Some(upstream)).await;
+            }
+        }
     }
 
     /// Takes in a new upstream list: enhances it and works out what the client sees; the
@@ -303,8 +326,11 @@ impl Session {
 
     /// [`Session::take_in`], keeping `kept` as the list given last, under the same lock.
     async fn take_in_keeping(&self, upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
+        // Read before the chain runs: a change while it does is taken in next time.
+        let chain = kept.as_ref().and_then(|_| self.mediator.version());
         let enhanced = self.screened_and_enhanced(upstream, &self.context).await;
         self.settle(0, Some(enhanced), kept);
+        self.state().chain = chain;
     }
 
     /// What every list taken in goes through: the screen (with a language model's second look
