@@ -180,10 +180,10 @@ async fn two_replicas_behind_haproxy_share_one_cache_and_serve_every_client() {
     ]);
     let servers = dir.path().join("servers.json");
     let listed = root().join("tests/peers/listed.py").display().to_string();
-    // Its overrides (and the model's answers) by one name, whichever revision a client speaks: a
-    // server of 2025 tells its name only to a 2025 handshake.
-    let server = json!({"command": peers.bin("python").display().to_string(), "args": [listed, tools.to_string()],
-                        "source": "listed"});
+    // A server of 2025, which tells its name only to a 2025 handshake: known by it all the same
+    // to clients of the stateless revision (the name it gave the pool), so its overrides and the
+    // model's answers are the same whichever revision a client speaks.
+    let server = json!({"command": peers.bin("python").display().to_string(), "args": [listed, tools.to_string()]});
     std::fs::write(&servers, json!({"mcpServers": {"app": server}}).to_string()).unwrap();
     let port = free_port();
     let (servers, model_url, cache_url) = (servers.display().to_string(), model.uri(), redis.url());
