@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{Everything, Listening, Peers, binary, peers, root, run, stderr, stdout};
+use tool_mediator_tests::{
+    Everything, HttpSession, Listening, Peers, answer_in, binary, peers, root, run, stateless, stderr, stdout,
+};
 
 /// Writes `servers` as `servers.json` in `dir`.
 fn servers_file(dir: &Path, servers: Value) -> PathBuf {
@@ -894,52 +896,15 @@ fn ten_http_sessions_share_three_servers_each_started_and_listed_once() {
 
 /// The names a new 2025 session over Streamable HTTP at `url` is listed.
 async fn names_of_a_new_session(url: &str) -> Vec<String> {
-    HttpSession::open(url).await.names().await
+    names_listed(&mut HttpSession::open(url).await).await
 }
 
-/// A 2025 session with the gateway over HTTP.
-struct HttpSession {
-    http: reqwest::Client,
-    url: String,
-    id: String,
-}
-
-impl HttpSession {
-    async fn open(url: &str) -> HttpSession {
-        let http = reqwest::Client::new();
-        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-        let mut session = HttpSession { http, url: url.to_owned(), id: String::new() };
-        let opened = session.post(initialize).await;
-        session.id = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        session.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        session
-    }
-
-    async fn post(&self, body: Value) -> reqwest::Response {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body.to_string());
-        if !self.id.is_empty() {
-            request = request.header("mcp-session-id", &self.id);
-        }
-        request.send().await.unwrap()
-    }
-
-    /// The names `tools/list` gives now, sorted.
-    async fn names(&self) -> Vec<String> {
-        let listed = self.post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
-        let text = listed.text().await.unwrap();
-        let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back().unwrap_or(&text);
-        let listed: Value = serde_json::from_str(last.trim()).unwrap();
-        sorted(&json!(
-            listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].clone()).collect::<Vec<_>>()
-        ))
-    }
+/// The names `tools/list` gives `session` now, sorted.
+async fn names_listed(session: &mut HttpSession) -> Vec<String> {
+    let listed = answer_in(&session.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await);
+    sorted(&json!(
+        listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].clone()).collect::<Vec<_>>()
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1076,45 +1041,26 @@ async fn over_http_an_override_file_changed_reaches_open_sessions_and_new_ones_a
     let listening =
         Listening::start(&peers, "gateway", &["--servers", &file, "--no-disclosure", "--overrides", &overrides_arg]);
     let url = listening.url();
-    let open = HttpSession::open(&url).await;
-    assert_eq!(open.names().await, ["get_ticket"]);
+    let mut open = HttpSession::open(&url).await;
+    assert_eq!(names_listed(&mut open).await, ["get_ticket"]);
 
     rename("fetch_ticket");
     let began = std::time::Instant::now();
-    while open.names().await != ["fetch_ticket"] {
+    while names_listed(&mut open).await != ["fetch_ticket"] {
         assert!(began.elapsed() < std::time::Duration::from_secs(20), "the open session still lists the old name");
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
     assert_eq!(names_of_a_new_session(&url).await, ["fetch_ticket"], "a new session");
     // A client of the stateless revision, which opens no session, is served the same set: the
     // server speaks only 2025's, and is known by the name it gave the gateway all the same.
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}});
-    let listed: Value = reqwest::Client::new()
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/list")
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}).to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .map(|text| {
-            let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back().unwrap_or(&text).trim();
-            serde_json::from_str(last).unwrap_or_else(|_| json!({"unreadable": text}))
-        })
-        .unwrap();
-    let stateless: Vec<&str> = listed["result"]["tools"]
+    let listed = stateless(&reqwest::Client::new(), &url, 1, "tools/list", json!({})).await;
+    let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("{listed}"))
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    assert_eq!(stateless, ["fetch_ticket"], "{listed}");
+    assert_eq!(names, ["fetch_ticket"], "{listed}");
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(said.lines().filter(|line| *line == "listed").count(), 2, "by the pool and the stateless proxy: {said}");
 }

@@ -267,8 +267,6 @@ impl Drop for AuthorizationServer {
     }
 }
 
-/// A minimal line-by-line JSON-RPC client over a child's standard streams, for the benchmarks:
-/// the same for a server asked directly and through the proxy.
 /// One MCP session over Streamable HTTP (a 2025 revision's), for the benchmarks: opened with
 /// `initialize` and `initialized`, then one POST a message, the session's id carried.
 pub struct HttpSession {
@@ -315,6 +313,37 @@ impl HttpSession {
     }
 }
 
+/// A request of the stateless revision (2026-07-28), which opens no session: its `_meta`
+/// envelope and its headers; the JSON-RPC answer.
+pub async fn stateless(http: &reqwest::Client, url: &str, id: u64, method: &str, mut params: Value) -> Value {
+    const REVISION: &str = "2026-07-28";
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": REVISION,
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", REVISION)
+        .header("mcp-method", method);
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let response = request.body(body.to_string()).send().await.unwrap();
+    answer_in(&response.text().await.unwrap())
+}
+
+/// The JSON-RPC answer in a body: the body itself, or the last `data:` of an SSE stream.
+pub fn answer_in(text: &str) -> Value {
+    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
+    serde_json::from_str(last.unwrap_or(text).trim()).unwrap_or_else(|_| json!({"unreadable": text}))
+}
+
+/// A minimal line-by-line JSON-RPC client over a child's standard streams, for the benchmarks:
+/// the same for a server asked directly and through the proxy.
 pub struct JsonRpcClient {
     child: Child,
     input: ChildStdin,

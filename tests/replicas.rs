@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{Listening, peers, root};
+use tool_mediator_tests::{Listening, answer_in, peers, root, stateless};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -22,8 +22,6 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 #[allow(dead_code)]
 mod redis_server;
 use redis_server::RedisServer;
-
-const REVISION: &str = "2026-07-28";
 
 /// The load balancer in front of the replicas at `a` and `b`, listening on `port`: round robin,
 /// a 2025 session kept on the replica that named it, a replica that stops taken out (its health
@@ -108,33 +106,6 @@ fn answer() -> Value {
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A request of the stateless revision: its `_meta` envelope and its headers.
-async fn stateless(http: &reqwest::Client, url: &str, id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": REVISION,
-        "io.modelcontextprotocol/clientInfo": {"name": "replicas", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", REVISION)
-        .header("mcp-method", method);
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
-        request = request.header("mcp-name", name);
-    }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let response = request.body(body.to_string()).send().await.unwrap();
-    answer_in(&response.text().await.unwrap())
-}
-
-/// The JSON-RPC answer in a body: the body itself, or the last `data:` of an SSE stream.
-fn answer_in(text: &str) -> Value {
-    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
-    serde_json::from_str(last.unwrap_or(text).trim()).unwrap_or_else(|_| json!({"unreadable": text}))
 }
 
 fn names(listed: &Value) -> Vec<String> {

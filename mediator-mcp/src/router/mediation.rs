@@ -18,9 +18,9 @@ pub(super) struct Listing {
     pub(super) left_out: Vec<LeftOut>,
     /// With trust on first use: the tools as screened against the pins, to screen again.
     pub(super) screened: Option<super::trust::Screened>,
-    /// The chain's version ([`Router::chain_version`]) that took it in: one taken in by an
-    /// earlier one is taken in again however the server lists.
-    pub(super) chain: u64,
+    /// What the chain did when it took the tools in: after it changed, they are taken in again
+    /// however the server lists.
+    pub(super) chain: Option<ChainVersion>,
 }
 
 /// The next change of what the chain does: true when it changed, false when it cannot any more.
@@ -93,7 +93,6 @@ impl Router {
     /// listed and taken in again, even if they did not change. A listing the change overtook
     /// is taken in again too.
     fn take_in_again(self: &Arc<Self>) {
-        self.chain_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let listed = |link: &&Arc<Link>| link.listings_started.load(std::sync::atomic::Ordering::SeqCst) > 0;
         for link in self.links.iter().filter(listed).filter(|link| self.serving(link)) {
             self.relist_soon(link);
@@ -172,11 +171,14 @@ impl Router {
         // What was left out of a list that has not changed is left out still, and what was
         // held back of it is held still.
         // Read before the chain takes the tools in: a change meanwhile is taken in next time.
-        let chain = self.chain_version.load(std::sync::atomic::Ordering::SeqCst);
+        let chain = self.mediator.version();
         let (known, known_chain, left_out, screened) = match lock(&link.listing).as_ref() {
-            Some(known) => (Some(known.fingerprint), known.chain, known.left_out.clone(), known.screened.clone()),
-            None => (None, chain, Vec::new(), None),
+            Some(known) => {
+                (Some(known.fingerprint), known.chain.clone(), known.left_out.clone(), known.screened.clone())
+            }
+            None => (None, chain.clone(), Vec::new(), None),
         };
+        let taken_by_an_earlier_chain = known_chain != chain;
         let mut listing = Listing {
             fingerprint: fetched.fingerprint(),
             rest: fetched.rest.clone(),
@@ -185,7 +187,7 @@ impl Router {
             screened,
             chain,
         };
-        if known != Some(listing.fingerprint) || known_chain != chain {
+        if known != Some(listing.fingerprint) || taken_by_an_earlier_chain {
             // Tools are read only from a list that changed.
             let (mut tools, left_out) = fetched.tools(&self.warnings);
             listing.left_out = left_out;
@@ -250,9 +252,8 @@ impl Router {
             let meta = meta.clone();
             async move {
                 if link.announces_tool_changes()
-                    && let Some(listing) = lock(&link.listing)
-                        .as_ref()
-                        .filter(|listing| listing.chain == self.chain_version.load(std::sync::atomic::Ordering::SeqCst))
+                    && let Some(listing) =
+                        lock(&link.listing).as_ref().filter(|listing| listing.chain == self.mediator.version())
                 {
                     return (link, Ok(listing.rest.clone()));
                 }

@@ -26,8 +26,8 @@ use crate::options::ProxyOptions;
 use crate::pending::{Refusal, Tasks};
 use crate::revision::{PROTOCOL_VERSION_KEY, Protocol};
 use crate::warnings::Warnings;
-use tool_mediator::ChainChanges;
 use tool_mediator::session::{ListChanged, Route, Session};
+use tool_mediator::{ChainChanges, ChainVersion};
 use tool_mediator_core::sync::lock;
 use tool_mediator_core::{SourceType, Tool, ToolContext};
 
@@ -99,9 +99,8 @@ pub(super) struct Router {
     /// server that starts again.
     handshake: Mutex<Option<(String, Value)>>,
     catalog: Mutex<aggregate::Catalog>,
-    /// How many times the chain changed under the session (its override directories read
-    /// again): a listing taken in by an earlier version is taken in again.
-    chain_version: std::sync::atomic::AtomicU64,
+    /// The session's chain, to tell what it does now from what took a listing in.
+    mediator: Arc<tool_mediator::Mediator>,
     /// Where what the client was spared of the servers' listings is counted, when it is.
     savings: Option<Arc<crate::savings::Savings>>,
 }
@@ -112,7 +111,7 @@ impl Router {
             servers.into_iter().enumerate().map(|(index, settings)| Arc::new(Link::new(index, settings))).collect();
         let names = links.iter().map(|link| link.name.clone()).collect();
         let context = ToolContext::new(options.source.clone().unwrap_or_default(), SourceType::Api);
-        let changes = options.mediator.changes();
+        let (mediator, changes) = (options.mediator.clone(), options.mediator.changes());
         let session = Arc::new(Session::of_sources(options.mediator, context, names, options.policy.clone()));
         let router = Arc::new(Router {
             source: options.source,
@@ -132,7 +131,7 @@ impl Router {
             handshake: Mutex::default(),
             catalog: Mutex::default(),
             savings: options.savings.clone(),
-            chain_version: std::sync::atomic::AtomicU64::new(0),
+            mediator,
             session: session.clone(),
         });
         tokio::spawn(Router::follow(Arc::downgrade(&router), session.subscribe(), changes));
