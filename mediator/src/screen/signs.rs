@@ -446,14 +446,50 @@ pub(super) struct Haystack<'a> {
 }
 
 impl<'a> Haystack<'a> {
+    /// `text` to read, and its lowered copy with Markdown emphasis taken out (see [`unemphasized`]).
     pub(super) fn new(text: &'a str) -> Haystack<'a> {
-        Haystack { text, lower: Cow::Owned(text.to_ascii_lowercase()) }
+        Haystack { text, lower: Cow::Owned(unemphasized(text.to_ascii_lowercase())) }
     }
 
     /// What sign number `index` runs on.
     fn for_sign(&self, index: usize) -> &str {
         if COMPILED.lowered[index] { &self.lower } else { self.text }
     }
+}
+
+/// `text` with the marks of Markdown emphasis as spaces (the same length, so spans stay the
+/// text's): `it **must** be called` reads as `it   must   be called`, so bold cannot split a
+/// phrase the signs read. A run of `*` (or of two or more `_`) is emphasis where it opens a word
+/// (nothing of a word before it, a letter or digit after) or closes one (a word or its
+/// punctuation before, nothing of a word after); `*.pem`, `get_*` and `snake_case` keep theirs.
+fn unemphasized(mut text: String) -> String {
+    let bytes = text.as_bytes();
+    let word = |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric());
+    let closes_after =
+        |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric() || b".,:;!?)'\"`".contains(byte));
+    let mut runs = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let mark = bytes[at];
+        if mark != b'*' && mark != b'_' {
+            at += 1;
+            continue;
+        }
+        let end = at + bytes[at..].iter().take_while(|&&byte| byte == mark).count();
+        let (before, after) = (at.checked_sub(1).map(|index| &bytes[index]), bytes.get(end));
+        let long_enough = mark == b'*' || end - at >= 2;
+        let opens = !word(before) && before != Some(&b'_') && word(after);
+        let closes = closes_after(before) && !word(after) && after != Some(&b'_');
+        if long_enough && (opens || closes) {
+            runs.push(at..end);
+        }
+        at = end;
+    }
+    for run in runs {
+        // `*` and `_` are ASCII: a space in their place keeps the text UTF-8 and its length.
+        text.replace_range(run.clone(), &" ".repeat(run.len()));
+    }
+    text
 }
 
 /// An identifier as the signs read it: `_` and `-` as spaces (the same length, so its spans
