@@ -57,6 +57,91 @@ pub(super) fn invisible_character(text: &str) -> Option<(Range<usize>, char)> {
     None
 }
 
+/// Letters of other scripts drawn as Latin ones: Cyrillic `а е о р с у х і ј ѕ һ ԁ ԛ ԝ ӏ` and
+/// their capitals, and Greek capitals and `ο`, `ν` (Unicode's confusables of Latin letters, of
+/// the scripts that have them).
+fn looks_latin(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0430}'
+            | '\u{0435}'
+            | '\u{043E}'
+            | '\u{0440}'
+            | '\u{0441}'
+            | '\u{0443}'
+            | '\u{0445}'
+            | '\u{0456}'
+            | '\u{0458}'
+            | '\u{0455}'
+            | '\u{04BB}'
+            | '\u{0501}'
+            | '\u{051B}'
+            | '\u{051D}'
+            | '\u{04CF}'
+            | '\u{0410}'
+            | '\u{0412}'
+            | '\u{0415}'
+            | '\u{041A}'
+            | '\u{041C}'
+            | '\u{041D}'
+            | '\u{041E}'
+            | '\u{0420}'
+            | '\u{0421}'
+            | '\u{0422}'
+            | '\u{0423}'
+            | '\u{0425}'
+            | '\u{0406}'
+            | '\u{0408}'
+            | '\u{0405}'
+            | '\u{0391}'
+            | '\u{0392}'
+            | '\u{0395}'
+            | '\u{0396}'
+            | '\u{0397}'
+            | '\u{0399}'
+            | '\u{039A}'
+            | '\u{039C}'
+            | '\u{039D}'
+            | '\u{039F}'
+            | '\u{03A1}'
+            | '\u{03A4}'
+            | '\u{03A5}'
+            | '\u{03A7}'
+            | '\u{03BF}'
+            | '\u{03BD}'
+    )
+}
+
+/// Mathematical letters (`𝐢𝐠𝐧𝐨𝐫𝐞`): Latin letters in another code, which no sign reads.
+fn is_mathematical_letter(c: char) -> bool {
+    ('\u{1D400}'..='\u{1D6A5}').contains(&c)
+}
+
+/// The first word of `text` with a letter disguised as a Latin one: a look-alike of another
+/// script among Latin letters (`ignоre`, `reаd` with Cyrillic `о`, `а`), or a mathematical
+/// letter. Words of one script (`список`, `Ελληνικά`) and symbols (`μs`, `Δt`) are not.
+pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
+    let mut start = None;
+    let (mut latin, mut disguised) = (false, false);
+    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        if c.is_alphanumeric() {
+            start.get_or_insert(at);
+            // A mathematical letter is a Latin letter disguised on its own.
+            latin |= c.is_ascii_alphabetic() || is_mathematical_letter(c);
+            disguised |= looks_latin(c) || is_mathematical_letter(c);
+            continue;
+        }
+        if let Some(word) = start.take()
+            && latin
+            && disguised
+        {
+            return Some(word..at);
+        }
+        (latin, disguised) = (false, false);
+    }
+    None
+}
+
 /// `text` with what a terminal would act on or not show (control characters, and invisible,
 /// bidirectional and variation characters) written as `\u{..}` escapes: a hostile tool name or
 /// description printed in a report cannot move the cursor, recolour or reorder the line.

@@ -79,6 +79,8 @@ pub enum Evidence {
     KeepsFromUser,
     /// It holds invisible or bidirectional characters.
     HiddenCharacter,
+    /// It disguises a letter as a Latin one (`ignоre` with a Cyrillic `о`, mathematical letters).
+    DisguisedLetter,
     /// It hides text in an HTML comment.
     HtmlComment,
     /// It carries an encoded payload (a long base64 or hex run).
@@ -90,7 +92,7 @@ pub enum Evidence {
 
 impl Evidence {
     /// Every kind, in the order above.
-    pub const ALL: [Evidence; 21] = [
+    pub const ALL: [Evidence; 22] = [
         Evidence::Instructs,
         Evidence::ClaimsAuthority,
         Evidence::MarkupForTheModel,
@@ -109,6 +111,7 @@ impl Evidence {
         Evidence::RevealsSecrets,
         Evidence::KeepsFromUser,
         Evidence::HiddenCharacter,
+        Evidence::DisguisedLetter,
         Evidence::HtmlComment,
         Evidence::EncodedBlob,
         Evidence::MisplacedText,
@@ -135,6 +138,7 @@ impl Evidence {
             Evidence::RevealsSecrets => "reveals-secrets",
             Evidence::KeepsFromUser => "keeps-from-user",
             Evidence::HiddenCharacter => "hidden-character",
+            Evidence::DisguisedLetter => "disguised-letter",
             Evidence::HtmlComment => "html-comment",
             Evidence::EncodedBlob => "encoded-blob",
             Evidence::MisplacedText => "misplaced-text",
@@ -162,6 +166,7 @@ impl Evidence {
             Evidence::RevealsSecrets => "asks the model to find or reveal secrets",
             Evidence::KeepsFromUser => "keeps something from the user",
             Evidence::HiddenCharacter => "holds an invisible or bidirectional character",
+            Evidence::DisguisedLetter => "disguises a letter as a Latin one",
             Evidence::HtmlComment => "hides text in an HTML comment",
             Evidence::EncodedBlob => "carries an encoded payload",
             Evidence::MisplacedText => "puts text where a schema holds none",
@@ -380,6 +385,9 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
         if let Some((span, _)) = hidden::invisible_character(text.text) {
             keep(Source::Own(Evidence::HiddenCharacter), order, text, span, 100, Weighed::Whole);
         }
+        if let Some(span) = hidden::disguised_letter(text.text) {
+            keep(Source::Own(Evidence::DisguisedLetter), order, text, span, 100, Weighed::Whole);
+        }
         if let Some(start) = text.text.find("<!--") {
             let end = text.text[start..].find("-->").map_or(text.text.len(), |end| start + end + 3);
             keep(Source::Own(Evidence::HtmlComment), order, text, start..end, 100, Weighed::Whole);
@@ -405,6 +413,15 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
                 keep(Source::Own(Evidence::SteersToTool), order, text, span, 20, Weighed::Whole);
             }
         }
+    }
+    // A name that hides a character or disguises a letter passes for another tool's (`reаd_file`,
+    // a Cyrillic `а`): its own text, read for those alone, before the others.
+    let name = Text { field: "name".to_owned(), text: &tool.name, kind: Kind::Identifier, misplaced: None };
+    if let Some((span, _)) = hidden::invisible_character(&tool.name) {
+        keep(Source::Own(Evidence::HiddenCharacter), 0, &name, span, 100, Weighed::Whole);
+    }
+    if let Some(span) = hidden::disguised_letter(&tool.name) {
+        keep(Source::Own(Evidence::DisguisedLetter), 0, &name, span, 100, Weighed::Whole);
     }
     let mut findings: Vec<(usize, Finding)> = best.into_values().filter(|(_, finding)| finding.points > 0).collect();
     findings.sort_by_key(|(order, finding)| (*order, finding.span.start));
