@@ -6,11 +6,11 @@
 //! cargo test -p tool-mediator-tests --test poisoning -- --nocapture
 //! ```
 //!
-//! The development data is three sets: `poisoning/dev`, `poisoning/dev-2` and `poisoning/dev-3`
-//! (the second and third were each a part kept aside first, scored once after tuning and tuned
-//! on since). The part kept aside (`poisoning/heldout`) was gathered from other sources than all
-//! three, by someone who did not tune the screen, and is scored only once the screen is tuned:
-//! the test prints its figures, never its items, and `POISONING_TUNING=1` leaves it out altogether.
+//! The development data is four sets, `poisoning/dev` to `poisoning/dev-4` (the second to the
+//! fourth were each a part kept aside first, scored once after tuning and tuned on since). The
+//! part kept aside (`poisoning/heldout`) was gathered from other sources than all four, by
+//! someone who did not tune the screen, and is scored only once the screen is tuned: the test
+//! prints its figures, never its items, and `POISONING_TUNING=1` leaves it out altogether.
 
 use std::path::Path;
 
@@ -71,6 +71,11 @@ fn report(what: &str, tools: &[Tool], poisoned: bool, items: bool) -> f64 {
     share
 }
 
+/// The development sets, each with the share of its poisoned tools the screen catches at least
+/// (each at its figure when tuning ended; the test lists the tools behind each). Their benign
+/// hard cases are never flagged.
+const DEVELOPMENT: [(&str, f64); 4] = [("dev", 85.0), ("dev-2", 95.5), ("dev-3", 51.0), ("dev-4", 54.5)];
+
 #[test]
 fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
     let dir = eval_dir();
@@ -80,17 +85,14 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
         .map(|row| serde_json::from_value(row["tool"].clone()).unwrap())
         .collect();
     let own_caught = report("own fixtures (poisoned)", &own, true, true);
-    let dev = dir.join("poisoning/dev");
-    let dev_caught = report("development set, poisoned", &set(&dev.join("poisoned.jsonl")), true, true);
-    let dev_benign = report("development set, benign hard cases", &set(&dev.join("benign_hard.jsonl")), false, true);
-    let dev2 = dir.join("poisoning/dev-2");
-    let dev2_caught = report("development set 2, poisoned", &set(&dev2.join("poisoned.jsonl")), true, true);
-    let dev2_benign =
-        report("development set 2, benign hard cases", &set(&dev2.join("benign_hard.jsonl")), false, true);
-    let dev3 = dir.join("poisoning/dev-3");
-    let dev3_caught = report("development set 3, poisoned", &set(&dev3.join("poisoned.jsonl")), true, true);
-    let dev3_benign =
-        report("development set 3, benign hard cases", &set(&dev3.join("benign_hard.jsonl")), false, true);
+    let mut development = Vec::new();
+    for (name, floor) in DEVELOPMENT {
+        let set_dir = dir.join("poisoning").join(name);
+        let caught = report(&format!("{name}, poisoned"), &set(&set_dir.join("poisoned.jsonl")), true, true);
+        let benign =
+            report(&format!("{name}, benign hard cases"), &set(&set_dir.join("benign_hard.jsonl")), false, true);
+        development.push((name, floor, caught, benign));
+    }
     let real: Vec<Tool> = json_lines(&dir.join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
     let real_flagged = report("real tools (toolsdk registry)", &real, false, true);
     let well_named = report("well-named tools", &set(&dir.join("mcp_tools_wellnamed.jsonl")), false, true);
@@ -103,27 +105,18 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
         assert!(benign <= HELDOUT_BENIGN_CEILING, "kept aside: {benign:.1}% of benign hard cases flagged");
     }
     assert_eq!(own_caught, 100.0, "every own fixture is caught");
-    assert!(dev_caught >= DEV_CAUGHT_FLOOR, "development set: {dev_caught:.1}% caught");
-    assert!(dev_benign <= DEV_BENIGN_CEILING, "development set: {dev_benign:.1}% of benign hard cases flagged");
-    assert!(dev2_caught >= DEV2_CAUGHT_FLOOR, "development set 2: {dev2_caught:.1}% caught");
-    assert!(dev2_benign <= DEV_BENIGN_CEILING, "development set 2: {dev2_benign:.1}% of benign hard cases flagged");
-    assert!(dev3_caught >= DEV3_CAUGHT_FLOOR, "development set 3: {dev3_caught:.1}% caught");
-    assert!(dev3_benign <= DEV_BENIGN_CEILING, "development set 3: {dev3_benign:.1}% of benign hard cases flagged");
+    for (name, floor, caught, benign) in development {
+        assert!(caught >= floor, "{name}: {caught:.1}% caught");
+        assert_eq!(benign, 0.0, "{name}: {benign:.1}% of benign hard cases flagged");
+    }
     assert!(real_flagged <= REAL_CEILING, "{real_flagged:.2}% of real tools flagged");
     assert_eq!(well_named, 0.0, "no well-named tool is flagged");
 }
 
-/// What the screen catches of the development sets it was tuned on (each at its figure when
-/// tuning ended; the test lists the tools behind each), and flags of their benign hard cases
-/// (none).
-const DEV_CAUGHT_FLOOR: f64 = 85.0;
-const DEV2_CAUGHT_FLOOR: f64 = 95.5;
-const DEV3_CAUGHT_FLOOR: f64 = 51.0;
-const DEV_BENIGN_CEILING: f64 = 0.0;
-/// The part kept aside as first scored, after tuning (11 of 22, none of its 8 benign flagged;
-/// 12 of 22 once a review's fixes were in): it keeps the figure from falling, and was not tuned
-/// towards.
-const HELDOUT_CAUGHT_FLOOR: f64 = 50.0;
-const HELDOUT_BENIGN_CEILING: f64 = 0.0;
+/// The part kept aside as first scored, after tuning: 24 of 41 caught, 2 of its 39 benign hard
+/// cases flagged (the same on the screen before the round that preceded it and after). The
+/// floors keep the figures from getting worse; they were not tuned towards.
+const HELDOUT_CAUGHT_FLOOR: f64 = 58.5;
+const HELDOUT_BENIGN_CEILING: f64 = 5.2;
 /// The issue's ceiling: at most 1% of real tools flagged.
 const REAL_CEILING: f64 = 1.0;
