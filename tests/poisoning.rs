@@ -74,7 +74,8 @@ fn report(what: &str, tools: &[Tool], poisoned: bool, items: bool) -> f64 {
 /// The development sets, each with the share of its poisoned tools the screen catches at least
 /// (each at its figure when tuning ended; the test lists the tools behind each). Their benign
 /// hard cases are never flagged.
-const DEVELOPMENT: [(&str, f64); 4] = [("dev", 85.0), ("dev-2", 95.5), ("dev-3", 51.0), ("dev-4", 54.5)];
+const DEVELOPMENT: [(&str, f64); 5] =
+    [("dev", 85.0), ("dev-2", 95.5), ("dev-3", 52.0), ("dev-4", 54.5), ("dev-5", 68.2)];
 
 #[test]
 fn the_screen_catches_poisoned_tools_and_spares_real_ones() {

@@ -39,11 +39,14 @@ pub(super) struct Sign {
     /// Whether a negation before it in its clause turns it around (`cannot be used to bypass
     /// security`).
     negatable: bool,
+    /// Whether it counts whole whatever the tool's job: what no job asks for (a copy of what a
+    /// messaging tool sends, sent on the side).
+    pub(super) whole: bool,
     pattern: &'static str,
 }
 
 const fn sign(kind: Evidence, points: u16, pattern: &'static str) -> Sign {
-    Sign { kind, points, company: &[], in_identifiers: false, negatable: false, pattern }
+    Sign { kind, points, company: &[], in_identifiers: false, negatable: false, whole: false, pattern }
 }
 
 impl Sign {
@@ -57,6 +60,10 @@ impl Sign {
 
     const fn negatable(self) -> Sign {
         Sign { negatable: true, ..self }
+    }
+
+    const fn whole(self) -> Sign {
+        Sign { whole: true, ..self }
     }
 }
 
@@ -192,6 +199,15 @@ pub(super) static SIGNS: &[Sign] = &[
         60,
         r"(?i)(?-u:\b)also\s+(?:send|let|cc|bcc|forward|email|copy|loop|notify|share|post|upload)(?-u:\b)",
     ),
+    // ... or a copy of what it handles, on the side: no tool's job, a messaging tool's neither.
+    sign(
+        Evidence::SendsData,
+        60,
+        r"(?i)(?-u:\b)(?:forward|forwards|forwarded|forwarding|send|sends|sent|sending|mail|mails|email|emails|post|posts|upload|uploads)\s+(?:a\s+|an\s+)?(?:extra\s+|silent\s+|hidden\s+|second\s+)?cop(?:y|ies)(?-u:\b)|(?-u:\b)cop(?:y|ies)\s+(?:of\s+(?:the\s+|all\s+|every\s+|each\s+|its\s+)?[\w-]+(?:\s+[\w-]+)?\s+)?(?:is\s+|are\s+|gets\s+|get\s+)?(?:sent|forwarded|posted|uploaded|mailed|emailed|shared)(?-u:\b)",
+    )
+    .whole(),
+    // ... or fetch a script to run.
+    sign(Evidence::ShellCommand, 50, r"(?i)https?://[^\s\x22'<>)`]+\.(?:sh|bash|ps1|bat|cmd|exe|msi|dmg)(?-u:\b)"),
     // It steers the model to another tool, or says how another tool must behave.
     sign(
         Evidence::SteersToTool,
@@ -201,7 +217,7 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::ShadowsTool,
         60,
-        r"(?i)(?-u:\b)when(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)(?-u:\b)|(?-u:\b)(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)(?-u:\b)|(?-u:\b)side[\s-]effects?\s+on(?-u:\b)|(?-u:\b)[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)(?-u:\b)|(?-u:\b)also[\s-]present(?-u:\b)",
+        r"(?i)(?-u:\b)when(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)(?-u:\b)|(?-u:\b)when(?:ever)?\s+(?:calling|invoking|you\s+(?:call|invoke))\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?|(?-u:\b)when(?:ever)?\s+(?:using|you\s+use)\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+tool(?-u:\b)|(?-u:\b)(?:ones|tools?|versions?|alternatives|functions)\s+(?:from|on|of)\s+other\s+(?:mcp\s+)?servers(?-u:\b)|(?-u:\b)(?:redirect|redirects|reroute|reroutes)\s+(?:all\s+|every\s+|each\s+|any\s+)?(?:other\s+)?(?:calls|requests|traffic|queries|invocations)(?-u:\b)|(?-u:\b)(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)(?-u:\b)|(?-u:\b)side[\s-]effects?\s+on(?-u:\b)|(?-u:\b)[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)(?-u:\b)|(?-u:\b)also[\s-]present(?-u:\b)",
     ),
     // ... or to keep away from the other tools.
     sign(
@@ -214,7 +230,7 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::ShadowsTool,
         50,
-        r"(?i)(?-u:\b)(?:legacy|standard|old|original|unverified|unsecured|uncertified|insecure|outdated|deprecated)\s+(?:[\w-]+\s+)?(?:[`'\x22][a-z]+_[a-z_*]+[`'\x22]?|[a-z]+_[a-z_*]+\s+tools?(?-u:\b))|(?:[`'\x22][a-z]+_\w+[`'\x22]\s+(?:tool\s+)?|(?-u:\b)[a-z]+_\w+\s+tool\s+)(?:is|are)\s+(?:currently\s+|now\s+)?(?:undergoing\s+maintenance|deprecated|broken|unreliable|blocked|disabled|compromised|outdated|insecure|unsafe)(?-u:\b)|(?-u:\b)blocked\s+by\s+the\s+firewall(?-u:\b)|(?-u:\b)unlike\s+the\s+(?:legacy|standard|old)(?-u:\b)|(?-u:\b)(?:must|should|needs?\s+to|has\s+to)\s+be\s+(?:called|invoked|run|performed|executed|used)\s+(?:immediately\s+|first\s+)?(?:before|after|prior\s+to)\s+(?:any|every|all|each)(?-u:\b)|(?-u:\b)required\s+to\s+unlock(?-u:\b)",
+        r"(?i)(?-u:\b)(?:legacy|standard|old|original|unverified|unsecured|uncertified|insecure|outdated|deprecated)\s+(?:[\w-]+\s+)?(?:[`'\x22][a-z]+_[a-z_*]+[`'\x22]?|[a-z]+_[a-z_*]+\s+tools?(?-u:\b))|(?:[`'\x22][a-z]+_\w+[`'\x22]\s+(?:tool\s+)?|(?-u:\b)[a-z]+_\w+\s+tool\s+)(?:is|are)\s+(?:currently\s+|now\s+)?(?:undergoing\s+maintenance|deprecated|broken|unreliable|blocked|disabled|compromised|outdated|insecure|unsafe)(?-u:\b)|(?-u:\b)blocked\s+by\s+the\s+firewall(?-u:\b)|(?-u:\b)unlike\s+the\s+(?:legacy|standard|old)(?-u:\b)|(?-u:\b)(?:must|should|needs?\s+to|has\s+to)\s+be\s+(?:called|invoked|run|performed|executed|used)\s+(?:immediately\s+|first\s+)?(?:before|after|prior\s+to)\s+(?:any|every|all|each)(?-u:\b)|(?-u:\b)(?:must|should|needs?\s+to|has\s+to)\s+be\s+(?:called|invoked|run|used)\s+(?:every\s+time|each\s+time|whenever)\s+(?:a|any|another)\s+(?:other\s+)?tool(?-u:\b)|(?-u:\b)required\s+to\s+unlock(?-u:\b)",
     ),
     // ... or has the model call another tool with an argument it fixes in advance.
     sign(
@@ -264,8 +280,17 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::CarriesContext,
         80,
-        r"(?i)(?-u:\b)(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:conversation|chat\s+history|(?:previous|prior|last|earlier|all|recent)\s+(?:messages|chats|turns|prompts)|system\s+prompt|(?:its|their|the\s+file'?s?)\s+contents?|contents\s+of|credentials?\s+file|private\s+(?:key|information|data)|personal\s+(?:information|data)|ssh\s+keys?|environment\s+(?:variables|data|details)|sensitive\s+(?:data|information))(?-u:\b)|(?-u:\b)(?:credential|password|token|api\s+key|secret|private\s+key)s?\s+(?:value\s+)?(?:(?:to|must|should|will)\s+be|is\s+to\s+be)\s+(?:appended|prepended|concatenated|embedded)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:conversation|chat\s+history|(?:previous|prior|last|earlier|all|recent)\s+(?:messages|chats|turns|prompts)|system\s+prompt|credentials?\s+file|private\s+(?:key|information|data)|personal\s+(?:information|data)|ssh\s+keys?|environment\s+(?:variables|data|details)|sensitive\s+(?:data|information))(?-u:\b)|(?-u:\b)(?:credential|password|token|api\s+key|secret|private\s+key)s?\s+(?:value\s+)?(?:(?:to|must|should|will)\s+be|is\s+to\s+be)\s+(?:appended|prepended|concatenated|embedded)(?-u:\b)",
     ),
+    // ... or a file's contents, which counts for less unless the sentence names a secret or the
+    // conversation: tools that take a manifest or a document inline ask for a file's contents
+    // too (`use 'manifest' to pass the file's contents instead`).
+    sign(
+        Evidence::CarriesContext,
+        40,
+        r"(?i)(?-u:\b)(?:pass|put|include|paste|provide|add|append|insert|attach|send|fill|place|enter|concatenate|encode)(?-u:\b)(?:[^.\n]|\.\S|\n){0,40}?(?-u:\b)(?:(?:its|their|the\s+file'?s?)\s+contents?|contents\s+of)(?-u:\b)",
+    )
+    .with(&[(Company::Sensitive, 80)]),
     // ... or the model to say what it is.
     sign(
         Evidence::CarriesContext,
