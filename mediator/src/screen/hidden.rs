@@ -121,6 +121,9 @@ fn is_mathematical_letter(c: char) -> bool {
 /// script among Latin letters (`ignоre`, `reаd` with Cyrillic `о`, `а`), or a mathematical
 /// letter. Words of one script (`список`, `Ελληνικά`) and symbols (`μs`, `Δt`) are not.
 pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
+    if text.is_ascii() {
+        return None;
+    }
     let mut start = None;
     let (mut latin, mut disguised) = (false, false);
     for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {

@@ -487,12 +487,14 @@ impl<'a> Haystack<'a> {
 /// phrase the signs read. A run of `*` (or of two or more `_`) is emphasis where it opens a word
 /// (nothing of a word before it, a letter or digit after) or closes one (a word or its
 /// punctuation before, nothing of a word after); `*.pem`, `get_*` and `snake_case` keep theirs.
-fn unemphasized(mut text: String) -> String {
-    let bytes = text.as_bytes();
+fn unemphasized(text: String) -> String {
+    if !text.contains(['*', '_']) {
+        return text;
+    }
+    let mut bytes = text.into_bytes();
     let word = |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric());
     let closes_after =
         |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric() || b".,:;!?)'\"`".contains(byte));
-    let mut runs = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         let mark = bytes[at];
@@ -506,15 +508,12 @@ fn unemphasized(mut text: String) -> String {
         let opens = !word(before) && before != Some(&b'_') && word(after);
         let closes = closes_after(before) && !word(after) && after != Some(&b'_');
         if long_enough && (opens || closes) {
-            runs.push(at..end);
+            bytes[at..end].fill(b' ');
         }
         at = end;
     }
-    for run in runs {
-        // `*` and `_` are ASCII: a space in their place keeps the text UTF-8 and its length.
-        text.replace_range(run.clone(), &" ".repeat(run.len()));
-    }
-    text
+    // Only ASCII marks became ASCII spaces: the text is as valid as it was.
+    String::from_utf8(bytes).expect("ASCII replaced by ASCII")
 }
 
 /// An identifier as the signs read it: `_` and `-` as spaces (the same length, so its spans
