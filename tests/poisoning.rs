@@ -6,9 +6,9 @@
 //! cargo test -p tool-mediator-tests --test poisoning -- --nocapture
 //! ```
 //!
-//! The development data is four sets, `poisoning/dev` to `poisoning/dev-4` (the second to the
-//! fourth were each a part kept aside first, scored once after tuning and tuned on since). The
-//! part kept aside (`poisoning/heldout`) was gathered from other sources than all four, by
+//! The development data is five sets, `poisoning/dev` to `poisoning/dev-5` (the second to the
+//! fifth were each a part kept aside first, scored once after tuning and tuned on since). The
+//! part kept aside (`poisoning/heldout`) was gathered from other sources than all five, by
 //! someone who did not tune the screen, and is scored only once the screen is tuned: the test
 //! prints its figures, never its items, and `POISONING_TUNING=1` leaves it out altogether.
 
@@ -114,10 +114,10 @@ fn the_screen_catches_poisoned_tools_and_spares_real_ones() {
     assert_eq!(well_named, 0.0, "no well-named tool is flagged");
 }
 
-/// The part kept aside as first scored, after tuning: 24 of 41 caught, 2 of its 39 benign hard
-/// cases flagged (the same on the screen before the round that preceded it and after). The
-/// floors keep the figures from getting worse; they were not tuned towards.
-const HELDOUT_CAUGHT_FLOOR: f64 = 58.5;
-const HELDOUT_BENIGN_CEILING: f64 = 5.2;
+/// The part kept aside as first scored, after tuning: 33 of 48 caught, none of its 35 benign
+/// hard cases flagged (the same on the screen before the round that preceded it). The floors
+/// keep the figures from getting worse; they were not tuned towards.
+const HELDOUT_CAUGHT_FLOOR: f64 = 68.7;
+const HELDOUT_BENIGN_CEILING: f64 = 0.0;
 /// The issue's ceiling: at most 1% of real tools flagged.
 const REAL_CEILING: f64 = 1.0;
