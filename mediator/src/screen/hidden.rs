@@ -58,8 +58,8 @@ pub(super) fn invisible_character(text: &str) -> Option<(Range<usize>, char)> {
 }
 
 /// Letters of other scripts drawn as Latin ones: Cyrillic `а е о р с у х і ј ѕ һ ԁ ԛ ԝ ӏ` and
-/// their capitals, and Greek capitals and `ο`, `ν` (Unicode's confusables of Latin letters, of
-/// the scripts that have them).
+/// their capitals, and Greek capitals and `ο`, `ν` (the commonest of Unicode's confusables of
+/// Latin letters; not all of them).
 fn looks_latin(c: char) -> bool {
     matches!(
         c,
@@ -117,30 +117,44 @@ fn is_mathematical_letter(c: char) -> bool {
     ('\u{1D400}'..='\u{1D6A5}').contains(&c)
 }
 
+/// The fewest mathematical letters in a row that spell a word: one alone is notation (`𝔼[X]`,
+/// `𝒪(n)`).
+const MATHEMATICAL_WORD: usize = 3;
+
 /// The first word of `text` with a letter disguised as a Latin one: a look-alike of another
-/// script among Latin letters (`ignоre`, `reаd` with Cyrillic `о`, `а`), or a mathematical
-/// letter. Words of one script (`список`, `Ελληνικά`) and symbols (`μs`, `Δt`) are not.
+/// script next to a Latin letter of its own case (`ignоre`, `reаd`, `IGNОRE` with Cyrillic `о`,
+/// `а`, `О`), or three mathematical letters in a row. Words of one script (`список`,
+/// `Ελληνικά`), a Cyrillic ending on a Latin acronym (`JSONе`, `URLом`), symbols (`μs`, `Δt`)
+/// and a lone mathematical letter are not.
 pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
     if text.is_ascii() {
         return None;
     }
-    let mut start = None;
-    let (mut latin, mut disguised) = (false, false);
+    let (mut start, mut disguised, mut mathematical) = (None, false, 0);
+    let mut previous: Option<char> = None;
     for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
         if c.is_alphanumeric() {
             start.get_or_insert(at);
-            // A mathematical letter is a Latin letter disguised on its own.
-            latin |= c.is_ascii_alphabetic() || is_mathematical_letter(c);
-            disguised |= looks_latin(c) || is_mathematical_letter(c);
+            // A look-alike beside a Latin letter of its own case, either way round.
+            if let Some(before) = previous {
+                let beside = |latin: char, other: char| {
+                    latin.is_ascii_alphabetic()
+                        && looks_latin(other)
+                        && latin.is_ascii_uppercase() == other.is_uppercase()
+                };
+                disguised |= beside(before, c) || beside(c, before);
+            }
+            mathematical = if is_mathematical_letter(c) { mathematical + 1 } else { 0 };
+            disguised |= mathematical >= MATHEMATICAL_WORD;
+            previous = Some(c);
             continue;
         }
         if let Some(word) = start.take()
-            && latin
             && disguised
         {
             return Some(word..at);
         }
-        (latin, disguised) = (false, false);
+        (disguised, mathematical, previous) = (false, 0, None);
     }
     None
 }

@@ -355,7 +355,7 @@ pub fn examine_in(tool: &Tool, listing: Listing<'_>) -> Verdict {
                 orders_in[block] = true;
             }
             let in_block = in_block.is_some();
-            let weighed = match in_block || sign.whole {
+            let weighed = match in_block {
                 true => Weighed::Whole,
                 false => Weighed::ByJob { sensitive: reading.company == Some(signs::Company::Sensitive) },
             };

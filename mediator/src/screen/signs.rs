@@ -39,14 +39,11 @@ pub(super) struct Sign {
     /// Whether a negation before it in its clause turns it around (`cannot be used to bypass
     /// security`).
     negatable: bool,
-    /// Whether it counts whole whatever the tool's job: what no job asks for (a copy of what a
-    /// messaging tool sends, sent on the side).
-    pub(super) whole: bool,
     pattern: &'static str,
 }
 
 const fn sign(kind: Evidence, points: u16, pattern: &'static str) -> Sign {
-    Sign { kind, points, company: &[], in_identifiers: false, negatable: false, whole: false, pattern }
+    Sign { kind, points, company: &[], in_identifiers: false, negatable: false, pattern }
 }
 
 impl Sign {
@@ -60,10 +57,6 @@ impl Sign {
 
     const fn negatable(self) -> Sign {
         Sign { negatable: true, ..self }
-    }
-
-    const fn whole(self) -> Sign {
-        Sign { whole: true, ..self }
     }
 }
 
@@ -199,15 +192,20 @@ pub(super) static SIGNS: &[Sign] = &[
         60,
         r"(?i)(?-u:\b)also\s+(?:send|let|cc|bcc|forward|email|copy|loop|notify|share|post|upload)(?-u:\b)",
     ),
-    // ... or a copy of what it handles, on the side: no tool's job, a messaging tool's neither.
+    // ... or a copy of what it handles, on the side (a messaging tool's job counts it down: `cc`
+    // sends a copy too).
     sign(
         Evidence::SendsData,
         60,
         r"(?i)(?-u:\b)(?:forward|forwards|forwarded|forwarding|send|sends|sent|sending|mail|mails|email|emails|post|posts|upload|uploads)\s+(?:a\s+|an\s+)?(?:extra\s+|silent\s+|hidden\s+|second\s+)?cop(?:y|ies)(?-u:\b)|(?-u:\b)cop(?:y|ies)\s+(?:of\s+(?:the\s+|all\s+|every\s+|each\s+|its\s+)?[\w-]+(?:\s+[\w-]+)?\s+)?(?:is\s+|are\s+|gets\s+|get\s+)?(?:sent|forwarded|posted|uploaded|mailed|emailed|shared)(?-u:\b)",
     )
-    .whole(),
+    .negatable(),
     // ... or fetch a script to run.
-    sign(Evidence::ShellCommand, 50, r"(?i)https?://[^\s\x22'<>)`]+\.(?:sh|bash|ps1|bat|cmd|exe|msi|dmg)(?-u:\b)"),
+    sign(
+        Evidence::ShellCommand,
+        50,
+        r"(?i)https?://[^\s\x22'<>)`/]+/[^\s\x22'<>)`]*\.(?:sh|bash|ps1|bat|cmd)(?:[\s\x22'<>)`]|$)",
+    ),
     // It steers the model to another tool, or says how another tool must behave.
     sign(
         Evidence::SteersToTool,
@@ -217,7 +215,7 @@ pub(super) static SIGNS: &[Sign] = &[
     sign(
         Evidence::ShadowsTool,
         60,
-        r"(?i)(?-u:\b)when(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)(?-u:\b)|(?-u:\b)when(?:ever)?\s+(?:calling|invoking|you\s+(?:call|invoke))\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?|(?-u:\b)when(?:ever)?\s+(?:using|you\s+use)\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+tool(?-u:\b)|(?-u:\b)(?:ones|tools?|versions?|alternatives|functions)\s+(?:from|on|of)\s+other\s+(?:mcp\s+)?servers(?-u:\b)|(?-u:\b)(?:redirect|redirects|reroute|reroutes)\s+(?:all\s+|every\s+|each\s+|any\s+)?(?:other\s+)?(?:calls|requests|traffic|queries|invocations)(?-u:\b)|(?-u:\b)(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)(?-u:\b)|(?-u:\b)side[\s-]effects?\s+on(?-u:\b)|(?-u:\b)[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)(?-u:\b)|(?-u:\b)also[\s-]present(?-u:\b)",
+        r"(?i)(?-u:\b)when(?:ever)?\s+(?:\(\w+\)\s*)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+(?:tool\s+)?(?:is|gets)\s+(?:invoked|called|used|run)(?-u:\b)|(?-u:\b)when(?:ever)?\s+(?:calling|invoking|you\s+(?:call|invoke))\s+(?:the\s+)?`?[A-Za-z][\w-]*_[\w-]*[A-Za-z0-9]`?|(?-u:\b)when(?:ever)?\s+(?:using|you\s+use)\s+(?:the\s+)?`?[A-Za-z][\w-]*[_.][\w.-]*\w`?\s+tool(?-u:\b)|(?-u:\b)(?:ones|tools?|versions?|alternatives|functions)\s+(?:from|on|of)\s+other\s+(?:mcp\s+)?servers(?-u:\b)|(?-u:\b)(?:every|each|all|any)\s+`?[\w-]+[_.][\w.-]*\w`?\s+(?:calls?|invocations?|requests?)(?-u:\b)|(?-u:\b)side[\s-]effects?\s+on(?-u:\b)|(?-u:\b)[\w-]+[_.][\w.-]*\w`?\s+tool\s+(?:must|should|shall|will\s+have\s+to)(?-u:\b)|(?-u:\b)also[\s-]present(?-u:\b)",
     ),
     // ... or to keep away from the other tools.
     sign(
@@ -320,6 +318,8 @@ struct Compiled {
     cased_signs: Vec<usize>,
     sending: Regex,
     sensitive: Regex,
+    /// The pattern of the sign for paths to secrets: such a path is sensitive company too.
+    secret_path: Regex,
     carrying: Regex,
     ordering: Regex,
     trigger: Regex,
@@ -350,6 +350,10 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         cased_signs,
         sending: Regex::new(SENDING).expect("compiles"),
         sensitive: Regex::new(SENSITIVE).expect("compiles"),
+        secret_path: Regex::new(
+            SIGNS.iter().find(|sign| sign.kind == Evidence::SecretPath).expect("a sign for secret paths").pattern,
+        )
+        .expect("compiles"),
         carrying: Regex::new(CARRYING).expect("compiles"),
         ordering: Regex::new(ORDERING).expect("compiles"),
         trigger: Regex::new(TRIGGER).expect("compiles"),
@@ -483,18 +487,23 @@ impl<'a> Haystack<'a> {
 }
 
 /// `text` with the marks of Markdown emphasis as spaces (the same length, so spans stay the
-/// text's): `it **must** be called` reads as `it   must   be called`, so bold cannot split a
-/// phrase the signs read. A run of `*` (or of two or more `_`) is emphasis where it opens a word
-/// (nothing of a word before it, a letter or digit after) or closes one (a word or its
-/// punctuation before, nothing of a word after); `*.pem`, `get_*` and `snake_case` keep theirs.
+/// text's): `it **must** be called` reads as `it   must   be called`, and `_do not_ tell` as
+/// ` do not  tell`, so emphasis cannot split a phrase the signs read. A run of `*` or `_` is
+/// emphasis where it opens a word (a space, an opening bracket or quote or nothing before it, a
+/// letter or digit after) or closes one (a letter, a digit or a sentence's punctuation before it,
+/// a space, punctuation or nothing after); `*.pem`, `` `*.key` ``, `get_*` and `snake_case` keep
+/// theirs.
 fn unemphasized(text: String) -> String {
     if !text.contains(['*', '_']) {
         return text;
     }
     let mut bytes = text.into_bytes();
-    let word = |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric());
+    let opens_after =
+        |byte: Option<&u8>| byte.is_none_or(|byte| byte.is_ascii_whitespace() || b"([\"'`".contains(byte));
     let closes_after =
-        |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric() || b".,:;!?)'\"`".contains(byte));
+        |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric() || b".,;!?)".contains(byte));
+    let ends_word =
+        |byte: Option<&u8>| byte.is_none_or(|byte| byte.is_ascii_whitespace() || b".,;:!?)]\"'`".contains(byte));
     let mut at = 0;
     while at < bytes.len() {
         let mark = bytes[at];
@@ -504,10 +513,9 @@ fn unemphasized(text: String) -> String {
         }
         let end = at + bytes[at..].iter().take_while(|&&byte| byte == mark).count();
         let (before, after) = (at.checked_sub(1).map(|index| &bytes[index]), bytes.get(end));
-        let long_enough = mark == b'*' || end - at >= 2;
-        let opens = !word(before) && before != Some(&b'_') && word(after);
-        let closes = closes_after(before) && !word(after) && after != Some(&b'_');
-        if long_enough && (opens || closes) {
+        let opens = opens_after(before) && after.is_some_and(u8::is_ascii_alphanumeric);
+        let closes = closes_after(before) && ends_word(after);
+        if opens || closes {
             bytes[at..end].fill(b' ');
         }
         at = end;
@@ -527,6 +535,9 @@ pub(super) fn spaced(identifier: &str) -> String {
 pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates) -> Vec<Reading> {
     let compiled = &*COMPILED;
     let text = haystack.text;
+    // What is around a sign (its company, a negation, an example's marker) is read as the lowered
+    // signs read: through emphasis (`**never** bypasses`).
+    let lowered = &*haystack.lower;
     let mut readings = Vec::new();
     for (index, sign) in SIGNS.iter().enumerate() {
         let searched = haystack.for_sign(index);
@@ -553,15 +564,15 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
             // `Never proceed without showing the user`, `cannot be used to bypass security`: the
             // sign turned around.
             let turned = sign.negatable || searched[found.range()].starts_with("without");
-            if turned && negated(text, found.start()) {
+            if turned && negated(lowered, found.start()) {
                 continue;
             }
             places += 1;
-            let example = !sign.company.is_empty() && is_example(text, found.start());
+            let example = !sign.company.is_empty() && is_example(lowered, found.start());
             let company = sign
                 .company
                 .iter()
-                .filter(|&&(company, _)| !example && in_company(text, found.range(), company, compiled))
+                .filter(|&&(company, _)| !example && in_company(lowered, found.range(), company, compiled))
                 .max_by_key(|&&(_, points)| points);
             let points = company.map_or(sign.points, |&(_, points)| points);
             if best.as_ref().is_none_or(|best| points > best.points) {
@@ -580,7 +591,7 @@ pub(super) fn read(haystack: &Haystack, identifier: bool, candidates: Candidates
 /// something else (`don't hesitate, proceed without telling the user`).
 fn negated(text: &str, at: usize) -> bool {
     static NEGATION: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(?:not|never|cannot|can't|unable|won't|don't|prevents?|impossible)$")
+        Regex::new(r"(?i)^(?:no|not|never|cannot|can't|unable|won't|don't|prevents?|impossible)$")
             .expect("the negation's pattern compiles")
     });
     let mut from = at.saturating_sub(NEGATION_REACH);
@@ -602,7 +613,7 @@ fn in_company(text: &str, span: Range<usize>, company: Company, compiled: &Compi
     let sentence = &text[sentence_around(text, span)];
     match company {
         Company::Sending => compiled.sending.is_match(sentence),
-        Company::Sensitive => compiled.sensitive.is_match(sentence),
+        Company::Sensitive => compiled.sensitive.is_match(sentence) || compiled.secret_path.is_match(sentence),
         Company::Carrying => compiled.carrying.is_match(sentence),
         Company::Ordering => compiled.ordering.is_match(sentence),
         Company::Trigger => compiled.trigger.is_match(sentence),
