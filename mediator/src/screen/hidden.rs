@@ -117,20 +117,33 @@ fn is_mathematical_letter(c: char) -> bool {
     ('\u{1D400}'..='\u{1D6A5}').contains(&c)
 }
 
-/// The fewest mathematical letters in a row that spell a word: one alone is notation (`𝔼[X]`,
-/// `𝒪(n)`).
-const MATHEMATICAL_WORD: usize = 3;
+/// Fullwidth Latin letters (`ｉｇｎｏｒｅ`): CJK text writes Latin letters so, an English one does not.
+fn is_fullwidth_letter(c: char) -> bool {
+    matches!(c, '\u{FF21}'..='\u{FF3A}' | '\u{FF41}'..='\u{FF5A}')
+}
+
+/// The fewest mathematical or fullwidth letters in a row that spell a word: one alone is
+/// notation (`𝔼[X]`, `𝒪(n)`).
+const SPELLED_WORD: usize = 3;
 
 /// The first word of `text` with a letter disguised as a Latin one: a look-alike of another
 /// script next to a Latin letter of its own case (`ignоre`, `reаd`, `IGNОRE` with Cyrillic `о`,
-/// `а`, `О`), or three mathematical letters in a row. Words of one script (`список`,
-/// `Ελληνικά`), a Cyrillic ending on a Latin acronym (`JSONе`, `URLом`), symbols (`μs`, `Δt`)
-/// and a lone mathematical letter are not.
+/// `а`, `О`), or three mathematical letters in a row; and where most of the text's letters are
+/// Latin, a word of two or more letters spelled wholly in look-alikes (`ΑΡΙ ΚΕΥ`, `сору`) or
+/// three fullwidth letters in a row. Words of one script in a text of that script (`список`,
+/// `Ελληνικά`, `ＡＰＩキー`), a Cyrillic ending on a Latin acronym (`JSONе`, `URLом`), symbols
+/// (`μs`, `Δt`) and a lone mathematical letter are not.
 pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
     if text.is_ascii() {
         return None;
     }
-    let (mut start, mut disguised, mut mathematical) = (None, false, 0);
+    let (latin, letters) = text
+        .chars()
+        .filter(|c| c.is_alphabetic())
+        .fold((0usize, 0usize), |(latin, letters), c| (latin + usize::from(c.is_ascii_alphabetic()), letters + 1));
+    let mostly_latin = 2 * latin > letters;
+    let (mut start, mut disguised, mut spelled) = (None, false, 0);
+    let (mut look_alikes, mut length) = (0usize, 0usize);
     let mut previous: Option<char> = None;
     for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
         if c.is_alphanumeric() {
@@ -144,17 +157,21 @@ pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
                 };
                 disguised |= beside(before, c) || beside(c, before);
             }
-            mathematical = if is_mathematical_letter(c) { mathematical + 1 } else { 0 };
-            disguised |= mathematical >= MATHEMATICAL_WORD;
+            let in_code = is_mathematical_letter(c) || mostly_latin && is_fullwidth_letter(c);
+            spelled = if in_code { spelled + 1 } else { 0 };
+            disguised |= spelled >= SPELLED_WORD;
+            look_alikes += usize::from(looks_latin(c));
+            length += 1;
             previous = Some(c);
             continue;
         }
+        disguised |= mostly_latin && length >= 2 && look_alikes == length;
         if let Some(word) = start.take()
             && disguised
         {
             return Some(word..at);
         }
-        (disguised, mathematical, previous) = (false, 0, None);
+        (disguised, spelled, previous, look_alikes, length) = (false, 0, None, 0, 0);
     }
     None
 }
