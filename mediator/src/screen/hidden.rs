@@ -57,59 +57,12 @@ pub(super) fn invisible_character(text: &str) -> Option<(Range<usize>, char)> {
     None
 }
 
-/// Letters of other scripts drawn as Latin ones: Cyrillic `а е о р с у х і ј ѕ һ ԁ ԛ ԝ ӏ` and
-/// their capitals, and Greek capitals and `ο`, `ν` (the commonest of Unicode's confusables of
-/// Latin letters; not all of them).
+/// Letters of other scripts drawn as Latin ones: Cyrillic, Greek and Armenian look-alikes of
+/// Latin letters (the commonest of Unicode's confusables; not all of them).
+const LOOK_ALIKES: &str = "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТУХІЈЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναριυγօս";
+
 fn looks_latin(c: char) -> bool {
-    matches!(
-        c,
-        '\u{0430}'
-            | '\u{0435}'
-            | '\u{043E}'
-            | '\u{0440}'
-            | '\u{0441}'
-            | '\u{0443}'
-            | '\u{0445}'
-            | '\u{0456}'
-            | '\u{0458}'
-            | '\u{0455}'
-            | '\u{04BB}'
-            | '\u{0501}'
-            | '\u{051B}'
-            | '\u{051D}'
-            | '\u{04CF}'
-            | '\u{0410}'
-            | '\u{0412}'
-            | '\u{0415}'
-            | '\u{041A}'
-            | '\u{041C}'
-            | '\u{041D}'
-            | '\u{041E}'
-            | '\u{0420}'
-            | '\u{0421}'
-            | '\u{0422}'
-            | '\u{0423}'
-            | '\u{0425}'
-            | '\u{0406}'
-            | '\u{0408}'
-            | '\u{0405}'
-            | '\u{0391}'
-            | '\u{0392}'
-            | '\u{0395}'
-            | '\u{0396}'
-            | '\u{0397}'
-            | '\u{0399}'
-            | '\u{039A}'
-            | '\u{039C}'
-            | '\u{039D}'
-            | '\u{039F}'
-            | '\u{03A1}'
-            | '\u{03A4}'
-            | '\u{03A5}'
-            | '\u{03A7}'
-            | '\u{03BF}'
-            | '\u{03BD}'
-    )
+    LOOK_ALIKES.contains(c)
 }
 
 /// Mathematical letters (`𝐢𝐠𝐧𝐨𝐫𝐞`): Latin letters in another code, which no sign reads.
