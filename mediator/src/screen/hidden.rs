@@ -95,6 +95,9 @@ pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
         .filter(|c| c.is_alphabetic())
         .fold((0usize, 0usize), |(latin, letters), c| (latin + usize::from(c.is_ascii_alphabetic()), letters + 1));
     let mostly_latin = 2 * latin > letters;
+    let beside = |latin: char, other: char| {
+        latin.is_ascii_alphabetic() && looks_latin(other) && latin.is_ascii_uppercase() == other.is_uppercase()
+    };
     let (mut start, mut disguised, mut spelled) = (None, false, 0);
     let (mut look_alikes, mut length) = (0usize, 0usize);
     let mut previous: Option<char> = None;
@@ -103,11 +106,6 @@ pub(super) fn disguised_letter(text: &str) -> Option<Range<usize>> {
             start.get_or_insert(at);
             // A look-alike beside a Latin letter of its own case, either way round.
             if let Some(before) = previous {
-                let beside = |latin: char, other: char| {
-                    latin.is_ascii_alphabetic()
-                        && looks_latin(other)
-                        && latin.is_ascii_uppercase() == other.is_uppercase()
-                };
                 disguised |= beside(before, c) || beside(c, before);
             }
             let in_code = is_mathematical_letter(c) || mostly_latin && is_fullwidth_letter(c);

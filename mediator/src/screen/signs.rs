@@ -318,8 +318,9 @@ struct Compiled {
     cased_signs: Vec<usize>,
     sending: Regex,
     sensitive: Regex,
-    /// The pattern of the sign for paths to secrets: such a path is sensitive company too.
-    secret_path: Regex,
+    /// The index in [`SIGNS`] of the sign for paths to secrets: such a path is sensitive company
+    /// too.
+    secret_path: usize,
     carrying: Regex,
     ordering: Regex,
     trigger: Regex,
@@ -350,10 +351,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         cased_signs,
         sending: Regex::new(SENDING).expect("compiles"),
         sensitive: Regex::new(SENSITIVE).expect("compiles"),
-        secret_path: Regex::new(
-            SIGNS.iter().find(|sign| sign.kind == Evidence::SecretPath).expect("a sign for secret paths").pattern,
-        )
-        .expect("compiles"),
+        secret_path: SIGNS.iter().position(|sign| sign.kind == Evidence::SecretPath).expect("a sign for secret paths"),
         carrying: Regex::new(CARRYING).expect("compiles"),
         ordering: Regex::new(ORDERING).expect("compiles"),
         trigger: Regex::new(TRIGGER).expect("compiles"),
@@ -608,12 +606,15 @@ fn negated(text: &str, at: usize) -> bool {
 const NEGATION_REACH: usize = 80;
 const NEGATION_WORDS: usize = 6;
 
-/// Whether the sentence around `span` in `text` has `company`.
+/// Whether the sentence around `span` in `text` (lowered, as the lowered signs read it) has
+/// `company`.
 fn in_company(text: &str, span: Range<usize>, company: Company, compiled: &Compiled) -> bool {
     let sentence = &text[sentence_around(text, span)];
     match company {
         Company::Sending => compiled.sending.is_match(sentence),
-        Company::Sensitive => compiled.sensitive.is_match(sentence) || compiled.secret_path.is_match(sentence),
+        Company::Sensitive => {
+            compiled.sensitive.is_match(sentence) || compiled.each[compiled.secret_path].is_match(sentence)
+        }
         Company::Carrying => compiled.carrying.is_match(sentence),
         Company::Ordering => compiled.ordering.is_match(sentence),
         Company::Trigger => compiled.trigger.is_match(sentence),
