@@ -53,8 +53,25 @@ fn named(peers: &Peers, name: &str, args: &[&str]) -> Value {
 
 /// The `gateway-tour` scenario: lists everything, makes `calls`, reads `reads`, gets `prompt`.
 fn tour(peers: &Peers, target: &[&str], calls: Value, reads: Value, prompt: Value) -> Value {
+    tour_as(Client::Legacy, peers, target, calls, reads, prompt)
+}
+
+/// Which of the Python SDK's clients drives a tour.
+#[derive(Clone, Copy)]
+enum Client {
+    /// `ClientSession` and `initialize`, as the 2025 revisions' clients open.
+    Legacy,
+    /// The SDK's default `Client`: `server/discover` first (2026-07-28).
+    Modern,
+}
+
+fn tour_as(client: Client, peers: &Peers, target: &[&str], calls: Value, reads: Value, prompt: Value) -> Value {
+    let scenario = match client {
+        Client::Legacy => "gateway-tour",
+        Client::Modern => "gateway-tour-modern",
+    };
     let (calls, reads, prompt) = (calls.to_string(), reads.to_string(), prompt.to_string());
-    peers.python_client("gateway-tour", &[&calls, &reads, &prompt], target)
+    peers.python_client(scenario, &[&calls, &reads, &prompt], target)
 }
 
 /// server-everything (Streamable HTTP), mcp-server-time and server-filesystem (stdio), in one
@@ -81,8 +98,13 @@ fn three_servers(peers: &Peers, everything: &Everything) -> (tempfile::TempDir, 
 /// A tour of the three servers: a tool of each, a resource and a resource template of
 /// server-everything, its `simple-prompt`.
 fn tour_three(peers: &Peers, target: &[&str], files: &Path) -> Value {
+    tour_three_as(Client::Legacy, peers, target, files)
+}
+
+fn tour_three_as(client: Client, peers: &Peers, target: &[&str], files: &Path) -> Value {
     let note = files.join("note.txt").display().to_string();
-    tour(
+    tour_as(
+        client,
         peers,
         target,
         json!([
@@ -176,6 +198,39 @@ fn three_servers_are_one_set_over_streamable_http() {
     );
     assert!(read.status.success(), "{}", stderr(&read));
     assert!(stdout(&read).contains("Architecture"), "{}", stdout(&read));
+}
+
+/// The SDK's default client opens with `server/discover`: server-everything and server-filesystem
+/// speak only the 2025 revisions and refuse it, mcp-server-time speaks both. The gateway gives
+/// each server the handshake it speaks, so the client of the stateless revision sees all three.
+#[test]
+fn a_client_of_the_stateless_revision_sees_servers_of_either_revision_over_stdio() {
+    let peers = peers();
+    let everything = Everything::start(&peers);
+    let (dir, config) = three_servers(&peers, &everything);
+    let target = gateway(&config, &["--no-disclosure"]);
+    let outcome = tour_three_as(Client::Modern, &peers, &strs(&target), &dir.path().join("files"));
+    assert_eq!(outcome["protocol"], "2026-07-28", "{outcome}");
+    assert_three(&outcome);
+}
+
+#[test]
+fn a_client_of_the_stateless_revision_sees_servers_of_either_revision_over_streamable_http() {
+    let peers = peers();
+    let everything = Everything::start(&peers);
+    let (dir, config) = three_servers(&peers, &everything);
+    let shared: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    for scope in ["shared", "session"] {
+        let mut servers = shared.clone();
+        for entry in servers["mcpServers"].as_object_mut().unwrap().values_mut() {
+            entry["scope"] = json!(scope);
+        }
+        let config = servers_file(dir.path(), servers).display().to_string();
+        let listening = Listening::start(&peers, "gateway", &["--config", &config, "--no-disclosure"]);
+        let outcome = tour_three_as(Client::Modern, &peers, &[&listening.url()], &dir.path().join("files"));
+        assert_eq!(outcome["protocol"], "2026-07-28", "{outcome}");
+        assert_three(&outcome);
+    }
 }
 
 #[test]

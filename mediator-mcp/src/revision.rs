@@ -11,7 +11,8 @@ use crate::jsonrpc::{self, INVALID_PARAMS, Id};
 pub(super) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 pub(super) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 pub(super) const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(super) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(super) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 pub(super) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 
 /// The revisions served without a handshake, each request carrying its `_meta` envelope.
@@ -55,6 +56,11 @@ impl Protocol {
     /// The revision `initialize` agreed on.
     pub(super) fn agreed(&mut self, revision: &str) {
         self.revision = Some(revision.to_owned());
+    }
+
+    /// Whether the client speaks the stateless revision.
+    pub(super) fn is_stateless(&self) -> bool {
+        self.stateless
     }
 
     pub(super) fn batches_allowed(&self) -> bool {
@@ -104,6 +110,33 @@ impl Protocol {
             .collect()
     }
 }
+
+/// What a result of the stateless revision carries that one of the 2025 revisions does not: its
+/// `resultType`, and for a listing its cache hints (immediately stale, for this client alone),
+/// added where missing to a result the gateway makes or takes from a server of those revisions.
+pub(super) fn complete_for_stateless(result: &mut serde_json::Map<String, Value>, listing: bool) {
+    result.entry("resultType").or_insert_with(|| Value::from("complete"));
+    if listing {
+        result.entry("ttlMs").or_insert_with(|| Value::from(0));
+        result.entry("cacheScope").or_insert_with(|| Value::from("private"));
+    }
+}
+
+/// `params` without the stateless revision's envelope in its `_meta` (the keys of
+/// `io.modelcontextprotocol/` a request of that revision carries), for a server of the 2025
+/// revisions the gateway gave `initialize`; other `_meta` keys (a progress token) stay.
+pub(super) fn without_envelope(params: &mut Value) {
+    let Some(Value::Object(meta)) = params.get_mut("_meta") else { return };
+    meta.retain(|key, _| !ENVELOPE_KEYS.contains(&key.as_str()));
+    if meta.is_empty()
+        && let Some(params) = params.as_object_mut()
+    {
+        params.remove("_meta");
+    }
+}
+
+/// The `_meta` keys of a stateless request's envelope.
+const ENVELOPE_KEYS: [&str; 4] = [PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY];
 
 /// What a request says of its protocol revision over HTTP: its `MCP-Protocol-Version` header
 /// and the `_meta` of its params.

@@ -19,6 +19,9 @@ The gateway's scenarios (`tool-mediator gateway`, several servers behind one end
       result's text; `isError: TEXT` for an error result, `error CODE: MESSAGE` for a
       JSON-RPC error), `reads` (each the contents' texts, or `error CODE: MESSAGE`) and
       `prompt` (the messages' texts).
+  gateway-tour-modern CALLS READS PROMPT
+      `gateway-tour` with the SDK's default client: server/discover first (2026-07-28), the
+      initialize handshake only if the gateway refuses it; also prints `protocol`.
   gateway-kill PLAN
       A server dies under a call and comes back. PLAN is a JSON object:
         pid_file  the --pid-file of the named.py server A (tests/peers/named.py)
@@ -390,7 +393,7 @@ def contents_text(result):
     )
 
 
-async def gateway_tour(argv, calls, reads, prompt):
+async def gateway_tour(argv, calls, reads, prompt, modern=False):
     """Lists everything, calls tools, reads resources, gets a prompt: the merged view of a
     gateway's servers."""
 
@@ -399,10 +402,10 @@ async def gateway_tour(argv, calls, reads, prompt):
             return None
         return [str(getattr(item, key)) for item in await every_page(list_page, field)]
 
-    async def body(session, notes, init):
-        capabilities = init.capabilities
+    async def tour(session, capabilities, server_info):
         outcome = {
-            "server": init.server_info.name,
+            "server": server_info.name if server_info else None,
+            "protocol": session.protocol_version,
             "tools": await listed(capabilities.tools, session.list_tools, "tools", "name"),
             "resources": await listed(capabilities.resources, session.list_resources, "resources", "uri"),
             "templates": await listed(
@@ -435,8 +438,20 @@ async def gateway_tour(argv, calls, reads, prompt):
                 outcome["prompt"] = error_text(error)
         return outcome
 
+    async def body(session, notes, init):
+        return await tour(session, init.capabilities, init.server_info)
+
     with anyio.fail_after(120):
-        return await legacy(argv, body)
+        if not modern:
+            return await legacy(argv, body)
+        # The SDK's default client: server/discover first, initialize only if that is refused.
+        async with Client(argv[0] if is_url(argv) else server(argv)) as client:
+            return await tour(client.session, client.server_capabilities, client.server_info)
+
+
+async def gateway_tour_modern(argv, calls, reads, prompt):
+    """`gateway-tour` with the SDK's default client (2026-07-28 where the gateway answers it)."""
+    return await gateway_tour(argv, calls, reads, prompt, modern=True)
 
 
 async def wait_for_file(path, what, seconds=30):
@@ -591,6 +606,7 @@ SCENARIOS = {
     "modern": lambda argv: modern(argv),
     "browser": lambda argv, control_url, relay_port, relay_id: browser(argv, control_url, relay_port, relay_id),
     "gateway-tour": lambda argv, calls, reads, prompt: gateway_tour(argv, calls, reads, prompt),
+    "gateway-tour-modern": lambda argv, calls, reads, prompt: gateway_tour_modern(argv, calls, reads, prompt),
     "gateway-kill": lambda argv, plan: gateway_kill(argv, plan),
     "gateway-concurrent": lambda argv, tools, calls="100", sessions="4": gateway_concurrent(
         argv, tools, int(calls), int(sessions)

@@ -13,9 +13,50 @@ use serde_json::{Map, Value, json};
 
 use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Unanswered, page_params};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
-use crate::revision::SERVER_INFO_KEY;
+use crate::revision::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, REVISIONS, SERVER_INFO_KEY, STATELESS_REVISIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
 use tool_mediator_core::sync::lock;
 use tool_mediator_core::{NameRules, SharedNames};
+
+/// Whether a server's answer to `server/discover` says it speaks only the revisions with a
+/// handshake: any error but `-32022` naming stateless revisions alone (the SDKs' clients fall
+/// back on every other), or a result that lists no stateless revision. A server that could not
+/// be reached says nothing of its revision.
+fn speaks_handshakes_only(reply: &Result<Reply, Unanswered>) -> bool {
+    let stateless = |versions: Option<&Value>| {
+        versions.and_then(Value::as_array).is_some_and(|versions| {
+            versions.iter().any(|version| version.as_str().is_some_and(|v| STATELESS_REVISIONS.contains(&v)))
+        })
+    };
+    let handshakes = |versions: Option<&Value>| {
+        versions.and_then(Value::as_array).is_some_and(|versions| {
+            versions.iter().any(|version| version.as_str().is_some_and(|v| !STATELESS_REVISIONS.contains(&v)))
+        })
+    };
+    match reply {
+        Ok(reply) => tool_mediator_core::json::from_str(reply.get())
+            .is_ok_and(|result| !stateless(result.get("supportedVersions"))),
+        Err(Unanswered::Refused(error)) => {
+            let Ok(error) = serde_json::from_str::<Value>(error.get()) else { return true };
+            let supported = error.pointer("/data/supported");
+            error["code"] != UNSUPPORTED_PROTOCOL_VERSION || supported.is_none() || handshakes(supported)
+        }
+        Err(Unanswered::Failed(_)) => false,
+    }
+}
+
+/// The `initialize` params that say what a client's `server/discover` params say: its
+/// capabilities and its name from the request's `_meta`, at the latest revision with a handshake.
+fn initialize_for(discover: &Value) -> Value {
+    let meta = discover.get("_meta");
+    let capabilities = meta.and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY)).cloned().unwrap_or_else(|| json!({}));
+    let client = meta.and_then(|meta| meta.get(CLIENT_INFO_KEY)).cloned().unwrap_or_else(
+        || json!({"name": "tool-mediator", "title": "tool-mediator gateway", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    json!({"protocolVersion": crate::revision::REVISIONS[3], "capabilities": capabilities, "clientInfo": client})
+}
 
 /// JSON-RPC's code for a method the receiver does not have.
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -219,8 +260,23 @@ impl Router {
 
     /// Gives server `link` the handshake; its answer, read when it can be (its name and
     /// capabilities noted).
+    ///
+    /// Several servers' client that discovers (2026-07-28) reaches a server of the 2025 revisions
+    /// too: one that refuses `server/discover`, or says it speaks none of the stateless
+    /// revisions, is given `initialize` instead, as the SDKs' clients fall back. The gateway
+    /// speaks each server's revision, whatever revision its client speaks.
     async fn join(&self, link: &Link, method: &str, params: &Value) -> Result<(Reply, Option<Value>), Unanswered> {
-        let reply = self.ask(link, method, params.clone()).await?;
+        let mut reply = self.ask(link, method, params.clone()).await;
+        let handshake_only = method == "server/discover" && self.single().is_none() && speaks_handshakes_only(&reply);
+        if handshake_only {
+            tracing::info!("{} does not discover; given initialize, as it speaks the 2025 revisions", link.label);
+            reply = self.ask(link, "initialize", initialize_for(params)).await;
+            if reply.is_ok() {
+                link.send(jsonrpc::notification("notifications/initialized", None));
+            }
+        }
+        link.handshake_only.store(handshake_only, std::sync::atomic::Ordering::Relaxed);
+        let reply = reply?;
         let result = tool_mediator_core::json::from_str(reply.get()).ok();
         if let Some(result) = &result {
             let name = result
@@ -299,7 +355,8 @@ impl Router {
                 // The merged list is answered in one page: no cursor was handed out.
                 return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, "invalid cursor"));
             }
-            return self.spawn_tool_task(id.clone(), self.clone().list_merged(id, kind));
+            let stateless = params.get("_meta").is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
+            return self.spawn_tool_task(id.clone(), self.clone().list_merged(id, kind, stateless));
         }
         let line = line.to_vec();
         match method {
@@ -407,10 +464,13 @@ impl Router {
 
     /// The servers' lists of `kind` as one, answered in one page; which server listed what is
     /// noted for the requests that name one.
-    async fn list_merged(self: std::sync::Arc<Self>, id: Id, kind: Kind) {
+    async fn list_merged(self: std::sync::Arc<Self>, id: Id, kind: Kind, stateless: bool) {
         let items = self.gather(kind).await;
         let mut result = Map::new();
         result.insert(kind.key().to_owned(), Value::Array(items));
+        if stateless {
+            crate::revision::complete_for_stateless(&mut result, true);
+        }
         self.to_client(jsonrpc::response(&id, &Value::Object(result).to_string()));
     }
 
@@ -644,11 +704,19 @@ fn merge_handshakes(method: &str, params: &Value, results: &[(String, Value)], p
         json!({"name": "tool-mediator", "title": "tool-mediator gateway", "version": env!("CARGO_PKG_VERSION")});
     if method == "initialize" {
         merged.insert("serverInfo".to_owned(), gateway);
-    } else if let Some(Value::Object(meta)) = merged.get_mut("_meta") {
-        meta.insert(SERVER_INFO_KEY.to_owned(), gateway);
+    } else {
+        // One discovery answer, whatever handshake each server was given: the gateway speaks
+        // every revision to its client.
+        merged.remove("protocolVersion");
+        merged.remove("serverInfo");
+        merged.insert("supportedVersions".to_owned(), json!(REVISIONS));
+        let meta = merged.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            meta.insert(SERVER_INFO_KEY.to_owned(), gateway);
+        }
     }
     if method == "initialize" && !merged.contains_key("protocolVersion") {
-        merged.insert("protocolVersion".to_owned(), Value::from(crate::revision::REVISIONS[3]));
+        merged.insert("protocolVersion".to_owned(), Value::from(REVISIONS[3]));
     }
     Value::Object(merged)
 }
@@ -679,6 +747,57 @@ mod tests {
         assert_eq!(merged["capabilities"]["resources"]["subscribe"], true);
         assert!(merged["capabilities"]["prompts"].is_object());
         assert_eq!(merged["instructions"], "## everything\nTry echo.");
+    }
+
+    #[test]
+    fn a_server_that_refuses_discovery_or_lists_no_stateless_revision_is_given_initialize() {
+        let refused = |error: Value| Err(Unanswered::Refused(RawValue::from_string(error.to_string()).unwrap()));
+        let answered = |result: Value| {
+            let line = json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string();
+            let start = line.find("\"result\":").unwrap() + 9;
+            let mut line = line.into_bytes();
+            let end = line.len() - 1;
+            Ok(Reply::taken(&mut line, start..end))
+        };
+        assert!(speaks_handshakes_only(&refused(json!({"code": -32601, "message": "Method not found"}))));
+        assert!(speaks_handshakes_only(&refused(json!({"code": -32602, "message": "no"}))));
+        let modern_only = json!({"code": -32022, "message": "x", "data": {"supported": ["2026-07-28"]}});
+        assert!(!speaks_handshakes_only(&refused(modern_only)), "a server of the stateless revision alone");
+        let both = json!({"code": -32022, "message": "x", "data": {"supported": ["2025-11-25"]}});
+        assert!(speaks_handshakes_only(&refused(both)));
+        assert!(!speaks_handshakes_only(&answered(json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}))));
+        assert!(speaks_handshakes_only(&answered(json!({"supportedVersions": ["2025-11-25"], "capabilities": {}}))));
+        assert!(!speaks_handshakes_only(&Err(Unanswered::Failed("gone".into()))), "no answer says nothing");
+
+        let discover = json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "2"},
+        }});
+        let initialize = initialize_for(&discover);
+        assert_eq!(initialize["protocolVersion"], "2025-11-25");
+        assert_eq!(initialize["capabilities"], json!({"sampling": {}}));
+        assert_eq!(initialize["clientInfo"]["name"], "mcp");
+    }
+
+    #[test]
+    fn a_discovery_answer_is_one_whatever_handshake_each_server_was_given() {
+        let results = [
+            (
+                "everything".to_owned(),
+                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                            "serverInfo": {"name": "everything"}}),
+            ),
+            (
+                "time".to_owned(),
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                                      "resultType": "complete"}),
+            ),
+        ];
+        let merged = merge_handshakes("server/discover", &json!({}), &results, false);
+        assert!(merged.get("protocolVersion").is_none() && merged.get("serverInfo").is_none(), "{merged}");
+        assert!(merged["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")), "{merged}");
+        assert_eq!(merged["_meta"][SERVER_INFO_KEY]["name"], "tool-mediator");
     }
 
     #[test]

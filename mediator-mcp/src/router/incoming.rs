@@ -370,6 +370,12 @@ impl Router {
                     lock(&self.protocol).stop_listening(id);
                     self.to_client(lossless(line));
                 }
+                (_, Some(result))
+                    if link.handshake_only.load(std::sync::atomic::Ordering::Relaxed)
+                        && lock(&self.protocol).is_stateless() =>
+                {
+                    self.to_client(for_stateless(id, &line[result]).unwrap_or_else(|| lossless(line)));
+                }
                 _ => self.to_client(lossless(line)),
             },
             None => {
@@ -418,6 +424,17 @@ impl Router {
             _ => self.to_client(lossless(line)),
         }
     }
+}
+
+/// The answer to request `id` with `result`, a result of a server of the 2025 revisions, as a
+/// client of the stateless revision reads it ([`crate::revision::complete_for_stateless`]).
+fn for_stateless(id: &Id, result: &[u8]) -> Option<String> {
+    let Value::Object(mut result) = tool_mediator_core::json::from_str(std::str::from_utf8(result).ok()?).ok()? else {
+        return None;
+    };
+    let listing = ["tools", "resources", "resourceTemplates", "prompts"].iter().any(|key| result.contains_key(*key));
+    crate::revision::complete_for_stateless(&mut result, listing);
+    Some(jsonrpc::response(id, &Value::Object(result).to_string()))
 }
 
 fn cursor_of(params: &str) -> Option<String> {

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -113,6 +113,9 @@ pub(crate) struct Link {
     /// Its answer to the client's handshake: what it can do, and for the gateway's answer to a
     /// handshake that finds it joined already.
     pub(super) handshake_result: Mutex<Option<Value>>,
+    /// It speaks only the revisions with a handshake, and was given `initialize` for a client
+    /// that discovers: its results reach that client with what the stateless revision adds.
+    pub(super) handshake_only: AtomicBool,
     pub(super) listing: Mutex<Option<Listing>>,
     /// Listings started, and (behind the gate) the number of the last one that finished.
     pub(super) listings_started: AtomicU64,
@@ -142,6 +145,19 @@ pub(super) enum Joining {
 }
 
 impl Link {
+    /// A request line of the client's as this server reads it: for a server of the 2025
+    /// revisions the gateway gave `initialize`, without the stateless revision's envelope.
+    pub(super) fn in_its_revision(&self, line: String) -> String {
+        if !self.handshake_only.load(Ordering::Relaxed) || !line.contains(crate::revision::PROTOCOL_VERSION_KEY) {
+            return line;
+        }
+        let Ok(mut message) = tool_mediator_core::json::from_str(&line) else { return line };
+        if let Some(params) = message.get_mut("params") {
+            crate::revision::without_envelope(params);
+        }
+        message.to_string()
+    }
+
     pub(super) fn new(index: usize, settings: LinkSettings) -> Link {
         let label = label_of(&settings.name);
         Link {
@@ -157,6 +173,7 @@ impl Link {
             outbox: Mutex::default(),
             server_name: Mutex::default(),
             handshake_result: Mutex::default(),
+            handshake_only: AtomicBool::new(false),
             listing: Mutex::default(),
             listings_started: AtomicU64::new(0),
             listing_gate: tokio::sync::Mutex::new(0),

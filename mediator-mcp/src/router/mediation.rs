@@ -281,6 +281,7 @@ impl Router {
     }
 
     pub(super) async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
+        let stateless = meta.as_ref().is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
         // A review since the last look is seen by the listing that follows it.
         if cursor.is_none() {
             self.notice_reviews().await;
@@ -299,6 +300,9 @@ impl Router {
         let mut rest = rest;
         if cursor.is_none() {
             self.name_left_out(&mut rest);
+        }
+        if stateless {
+            crate::revision::complete_for_stateless(&mut rest, true);
         }
         match self.session.page(cursor.as_deref()) {
             Ok(page) => {

@@ -231,6 +231,7 @@ impl Router {
 
     /// Whether the request went to `link`; if not, the client has its error answer.
     fn forward(&self, link: &Link, id: Id, purpose: Purpose, line: String) -> bool {
+        let line = link.in_its_revision(line);
         if lock(&self.tasks).take_cancelled(&id) {
             return false;
         }
@@ -252,7 +253,10 @@ impl Router {
     }
 
     /// A request of the proxy's own to `link`, and its result.
-    async fn ask(&self, link: &Link, method: &str, params: Value) -> Result<Reply, Unanswered> {
+    async fn ask(&self, link: &Link, method: &str, mut params: Value) -> Result<Reply, Unanswered> {
+        if link.handshake_only.load(std::sync::atomic::Ordering::Relaxed) {
+            crate::revision::without_envelope(&mut params);
+        }
         link.ask(method, &params, self.request_timeout).await
     }
 
