@@ -61,6 +61,7 @@ pub fn run_with(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &s
     let mut command = Command::new(binary());
     command.env_remove("ANTHROPIC_API_KEY").env_remove("OPENAI_API_KEY").env_remove("TOOL_MEDIATOR_LOG");
     command.env_remove(tool_mediator::cache::URL_VARIABLE).env_remove(tool_mediator::cache::PASSWORD_VARIABLE);
+    command.env_remove(tool_mediator::cache::KEY_VARIABLE);
     for (name, value) in env {
         command.env(name, value);
     }

@@ -489,13 +489,17 @@ fn the_shared_cache_s_credentials_never_reach_a_servers_environment() {
     let telling = r#"
 import json, os, sys
 request = json.loads(sys.stdin.readline())
-found = [os.environ.get(name, "") for name in ("TOOL_MEDIATOR_CACHE_PASSWORD", "TOOL_MEDIATOR_CACHE_URL")]
+found = [os.environ.get(name, "") for name in ("TOOL_MEDIATOR_CACHE_PASSWORD", "TOOL_MEDIATOR_CACHE_URL", "TOOL_MEDIATOR_CACHE_KEY")]
 name = "+".join(found) if any(found) else "nothing"
 print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": name, "version": "1"}}}), flush=True)
 sys.stdin.read()
 "#;
     let python = peers.bin("python").display().to_string();
-    let env = [("TOOL_MEDIATOR_CACHE_PASSWORD", "hunter2"), ("TOOL_MEDIATOR_CACHE_URL", "redis://:pw@127.0.0.1:1/0")];
+    let env = [
+        ("TOOL_MEDIATOR_CACHE_PASSWORD", "hunter2"),
+        ("TOOL_MEDIATOR_CACHE_URL", "redis://:pw@127.0.0.1:1/0"),
+        ("TOOL_MEDIATOR_CACHE_KEY", "the-mediators-secret"),
+    ];
     let proxy =
         Listening::start_with_env(&peers, "proxy", &["--server-scope", "session", "--", &python, "-c", telling], &env);
     let (status, body) = proxy.ask("POST", &[], INITIALIZE);

@@ -142,6 +142,13 @@ pub trait ToolTransformer: Send + Sync {
 
     /// Answers for the tools of `tools` this transformer can improve.
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError>;
+
+    /// Whether `answer`, said to be this transformer's for `tool` (read back from a cache, which
+    /// others may write to), is one it could give; why not. A cached answer passes the gates a
+    /// fresh one passes. Every answer by default.
+    fn admits(&self, _tool: &Tool, _answer: &Answer) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A shared transformer is a transformer: a host can keep a handle (for usage figures, say)
@@ -162,5 +169,9 @@ impl<T: ToolTransformer + ?Sized> ToolTransformer for std::sync::Arc<T> {
 
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
         (**self).transform(tools, context).await
+    }
+
+    fn admits(&self, tool: &Tool, answer: &Answer) -> Result<(), String> {
+        (**self).admits(tool, answer)
     }
 }

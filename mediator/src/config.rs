@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, CacheUrl, CachedTransformer, RedisStore, SledStore};
+use crate::cache::{Cache, CacheKey, CacheUrl, CachedTransformer, RedisStore, SledStore};
 use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
 use crate::overrides::{LiveOverrides, OverrideError, OverrideSet, remote};
@@ -302,10 +302,14 @@ impl MediatorConfig {
     /// Opens the cache (on the `cache_url` server, else in the directory), or goes on without it
     /// with a warning that says which and why. A server is not connected to yet: one that is down
     /// is a warning at its first use, and is used once it is up.
+    ///
+    /// Its records are written under the mediators' key: `TOOL_MEDIATOR_CACHE_KEY`, else this
+    /// user's ([`CacheKey::default_file`]); replicas on several machines share one by setting it.
     pub fn open_cache(&self, ttl: Duration) -> Option<Arc<Cache>> {
+        let key = || CacheKey::of_environment_or(CacheKey::default_file().as_deref());
         if self.cache_url.is_some() {
             return match self.redis_store() {
-                Ok(store) => Some(Arc::new(Cache::new(store, ttl))),
+                Ok(store) => Some(Arc::new(Cache::new(store, ttl).with_key(key()))),
                 Err(error) => {
                     tracing::warn!("{error}; going on uncached");
                     None
@@ -314,7 +318,7 @@ impl MediatorConfig {
         }
         let dir = self.cache_directory()?;
         match SledStore::open(&dir) {
-            Ok(store) => Some(Arc::new(Cache::new(store, ttl))),
+            Ok(store) => Some(Arc::new(Cache::new(store, ttl).with_key(key()))),
             Err(error) => {
                 tracing::warn!("{error}");
                 None

@@ -179,8 +179,9 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
     })
 }
 
-/// The environment variables that hold the shared cache's address and password.
-const CACHE_CREDENTIALS: [&str; 2] = [tool_mediator::cache::URL_VARIABLE, tool_mediator::cache::PASSWORD_VARIABLE];
+/// The environment variables that hold the shared cache's address, password and key.
+const CACHE_CREDENTIALS: [&str; 3] =
+    [tool_mediator::cache::URL_VARIABLE, tool_mediator::cache::PASSWORD_VARIABLE, tool_mediator::cache::KEY_VARIABLE];
 
 /// The pins file of trust on first use, when it is on (`--trust-on-first-use`, `--pins-file` or
 /// the configuration's `trust_on_first_use`), read once now: one that cannot be used stops the

@@ -119,11 +119,28 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
             .unwrap_or_else(|| vec![None; keys.len()]);
         let mut answers = Vec::new();
         let mut misses = Vec::new();
+        let mut refused = Vec::new();
         for (index, record) in found.into_iter().enumerate() {
-            match record.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok()) {
-                Some(stored) => answers.push(stored.into_answer(index)),
+            let answer = record.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok());
+            // A cached answer passes the gates a fresh one passes; one that fails is asked again.
+            match answer.map(|stored| stored.into_answer(index)) {
+                Some(answer) => match self.inner.admits(&tools[index], &answer) {
+                    Ok(()) => answers.push(answer),
+                    Err(reason) => {
+                        refused.push(format!("`{}`: {reason}", crate::screen::printable(&tools[index].name)));
+                        misses.push(index);
+                    }
+                },
                 None => misses.push(index),
             }
+        }
+        if !refused.is_empty() {
+            tracing::warn!(
+                "{} cached answers of `{}` refused, and asked again: {}",
+                refused.len(),
+                self.inner.name(),
+                refused.join("; ")
+            );
         }
         if misses.is_empty() {
             return Ok(answers);
@@ -494,7 +511,7 @@ mod tests {
         }
     }
 
-    fn run(transformer: &CachedTransformer<Counting>, tools: &[Tool]) -> Vec<Answer> {
+    fn run<T: ToolTransformer>(transformer: &CachedTransformer<T>, tools: &[Tool]) -> Vec<Answer> {
         let context = ToolContext::new("s", SourceType::Web);
         tokio::runtime::Builder::new_current_thread()
             .build()
@@ -526,6 +543,51 @@ mod tests {
                 "answers map back to their tools"
             );
         }
+    }
+
+    /// [`Counting`], admitting no answer that hides a tool.
+    struct Gated(Counting);
+
+    #[async_trait]
+    impl ToolTransformer for Gated {
+        fn name(&self) -> &str {
+            "gated"
+        }
+
+        fn priority(&self) -> i32 {
+            50
+        }
+
+        async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+            self.0.transform(tools, context).await
+        }
+
+        fn admits(&self, _tool: &Tool, answer: &Answer) -> Result<(), String> {
+            if answer.hidden { Err("it hides the tool".into()) } else { Ok(()) }
+        }
+    }
+
+    #[test]
+    fn a_cached_answer_the_inner_transformer_would_not_give_is_asked_again() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let cache = Arc::new(Cache::new(MemoryStore::default(), Duration::from_secs(60)));
+        let cached = CachedTransformer::new(Gated(Counting(asked.clone())), cache.clone());
+        let tools = vec![Tool::new("del_acct")];
+        run(&cached, &tools);
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+        // Someone with the key (or a bug) keeps an answer that hides the tool and renames it.
+        let context = ToolContext::new("s", SourceType::Web);
+        let mut forged = Answer::unchanged(0, 0.9);
+        forged.hidden = true;
+        forged.patch.name = Some("list_accounts".into());
+        cache.put(&cached.key(&tools[0], &context), &serde_json::to_vec(&Stored::of(&forged)).unwrap());
+        let answers = run(&cached, &tools);
+        assert_eq!(asked.load(Ordering::Relaxed), 2, "the refused answer is asked again");
+        assert!(!answers[0].hidden && answers[0].patch.name.is_none(), "the fresh answer is used");
+        assert_eq!(answers[0].patch.description, Some(Some("described".into())));
+        // And kept in its place: the next run asks nothing.
+        run(&cached, &tools);
+        assert_eq!(asked.load(Ordering::Relaxed), 2);
     }
 
     proptest::proptest! {

@@ -5,17 +5,23 @@
 //! sled has no TTL, so every record carries its own expiry and the time it was stored; an
 //! expired record reads as a miss and is removed, and [`Cache::prune`] sweeps the rest. Redis
 //! is also given the expiry as the key's own, so it lets go of what no one reads.
+//!
+//! Every record is authenticated ([`CacheKey`]): one not written under the mediators' key (a
+//! forgery by someone who can write to Redis or to the cache directory, or a record of another
+//! key or an older version) reads as a miss, with one warning.
 
 mod cached;
+mod key;
 mod memory;
 mod redis_store;
 mod sled_store;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use cached::{CachedTransformer, digest};
+pub use key::{CacheKey, KEY_VARIABLE, KeyError};
 pub use memory::MemoryStore;
 pub use redis_store::{CacheUrl, DEFAULT_PREFIX, PASSWORD_VARIABLE, RedisStore, URL_VARIABLE, redact};
 pub use sled_store::{LOCK_WAIT, SledStore};
@@ -60,6 +66,34 @@ pub trait CacheStore: Send + Sync {
     }
 }
 
+/// A shared store is a store (two caches over one, in tests).
+impl<S: CacheStore + ?Sized> CacheStore for Arc<S> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CacheError> {
+        (**self).get(key)
+    }
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        (**self).get_many(keys)
+    }
+    fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError> {
+        (**self).put(key, record)
+    }
+    fn put_many(&self, records: &[KeyedRecord]) -> Result<(), CacheError> {
+        (**self).put_many(records)
+    }
+    fn remove(&self, key: &[u8]) -> Result<(), CacheError> {
+        (**self).remove(key)
+    }
+    fn records(&self) -> Result<Vec<KeyedRecord>, CacheError> {
+        (**self).records()
+    }
+    fn clear(&self) -> Result<(), CacheError> {
+        (**self).clear()
+    }
+    fn flush(&self) -> Result<(), CacheError> {
+        (**self).flush()
+    }
+}
+
 /// The time, injectable so expiry can be tested.
 pub trait Clock: Send + Sync {
     /// Milliseconds since the Unix epoch.
@@ -94,18 +128,30 @@ pub struct Cache {
     store: Box<dyn CacheStore>,
     clock: Arc<dyn Clock>,
     ttl: Duration,
+    /// What every record is written under, and checked against when read.
+    key: CacheKey,
     hits: AtomicU64,
     misses: AtomicU64,
     expired: AtomicU64,
+    /// Records read that failed their check.
+    forged: AtomicU64,
+    /// Whether the warning about them was given.
+    warned: AtomicBool,
 }
 
+/// A record's header: when it expires, when it was stored.
 const HEADER: usize = 16;
+/// The header and the tag that authenticates the record, before its value.
+const PREFIX: usize = HEADER + key::TAG;
 
 /// Keys under this prefix are last good copies: expired, they still serve when the network
 /// does not, so `prune` keeps them (and Redis is given no expiry for them).
 pub const KEPT_STALE_PREFIX: &[u8] = b"stale-ok:";
 
 impl Cache {
+    /// A cache in `store`, its records written under a key of its own ([`CacheKey::random`]):
+    /// it reads back only what it wrote. One that other processes share, or that is kept on
+    /// disk across runs, takes the mediators' key with [`Cache::with_key`].
     pub fn new(store: impl CacheStore + 'static, ttl: Duration) -> Self {
         Cache::with_clock(store, ttl, Arc::new(SystemClock))
     }
@@ -115,10 +161,19 @@ impl Cache {
             store: Box::new(store),
             clock,
             ttl,
+            key: CacheKey::random(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             expired: AtomicU64::new(0),
+            forged: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
         }
+    }
+
+    /// The cache with its records written under, and checked against, `key`.
+    pub fn with_key(mut self, key: CacheKey) -> Self {
+        self.key = key;
+        self
     }
 
     pub fn ttl(&self) -> Duration {
@@ -152,9 +207,10 @@ impl Cache {
         keys.iter().zip(records).map(|(key, record)| self.fresh(key, record, now)).collect()
     }
 
-    /// A record's value while it is fresh; an expired one is removed.
+    /// A record's value while it is fresh and was written under the key; an expired one is
+    /// removed.
     fn fresh(&self, key: &[u8], record: Option<Vec<u8>>, now: u64) -> Option<Vec<u8>> {
-        let Some(mut record) = record.filter(|record| record.len() >= HEADER) else {
+        let Some(mut record) = record.and_then(|record| self.authentic(key, record)) else {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
@@ -165,21 +221,42 @@ impl Cache {
             return None;
         }
         self.hits.fetch_add(1, Ordering::Relaxed);
-        record.drain(..HEADER);
+        record.drain(..PREFIX);
         Some(record)
+    }
+
+    /// `record`, read under `key`, when its tag says the mediators wrote it; else `None`, said
+    /// once in the log.
+    fn authentic(&self, key: &[u8], record: Vec<u8>) -> Option<Vec<u8>> {
+        let authentic = record.len() >= PREFIX && {
+            let (header, rest) = record.split_at(HEADER);
+            let (tag, value) = rest.split_at(key::TAG);
+            self.key.verifies(key, [header, value], tag)
+        };
+        if authentic {
+            return Some(record);
+        }
+        self.forged.fetch_add(1, Ordering::Relaxed);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "the cache holds records not written under this mediator's key (a forgery, another \
+                 {KEY_VARIABLE}, or an older version's); they are not used, and are asked again"
+            );
+        }
+        None
     }
 
     /// The value under `key` even when it has expired, and whether it is still fresh: for
     /// things worth keeping as a last good copy (a remote override collection when offline).
     pub fn get_stale(&self, key: &[u8]) -> Option<(Vec<u8>, bool)> {
-        let record = self.store.get(key).ok().flatten().filter(|record| record.len() >= HEADER)?;
+        let record = self.authentic(key, self.store.get(key).ok().flatten()?)?;
         let fresh = expiry_of(&record) > self.clock.now_millis();
-        Some((record[HEADER..].to_vec(), fresh))
+        Some((record[PREFIX..].to_vec(), fresh))
     }
 
     /// Stores `value` until the TTL runs out. A store error (a full disk) is a warning.
     pub fn put(&self, key: &[u8], value: &[u8]) {
-        let record = self.record(value, self.clock.now_millis());
+        let record = self.record(key, value, self.clock.now_millis());
         if let Err(error) = self.store.put(key, &record) {
             tracing::warn!("not cached: {error}");
         }
@@ -189,18 +266,23 @@ impl Cache {
     pub fn put_many(&self, entries: &[KeyedRecord]) {
         let now = self.clock.now_millis();
         let records: Vec<KeyedRecord> =
-            entries.iter().map(|(key, value)| (key.clone(), self.record(value, now))).collect();
+            entries.iter().map(|(key, value)| (key.clone(), self.record(key, value, now))).collect();
         if let Err(error) = self.store.put_many(&records) {
             tracing::warn!("not cached: {error}");
         }
     }
 
-    /// A value with its header: when it expires, when it was stored.
-    fn record(&self, value: &[u8], now: u64) -> Vec<u8> {
+    /// A value stored under `key` with its header (when it expires, when it was stored) and
+    /// the tag that authenticates both.
+    fn record(&self, key: &[u8], value: &[u8], now: u64) -> Vec<u8> {
         let expiry = now.saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX));
-        let mut record = Vec::with_capacity(HEADER + value.len());
-        record.extend_from_slice(&expiry.to_be_bytes());
-        record.extend_from_slice(&now.to_be_bytes());
+        let mut header = [0; HEADER];
+        header[..8].copy_from_slice(&expiry.to_be_bytes());
+        header[8..].copy_from_slice(&now.to_be_bytes());
+        let tag = self.key.tag(key, [&header[..], value]);
+        let mut record = Vec::with_capacity(PREFIX + value.len());
+        record.extend_from_slice(&header);
+        record.extend_from_slice(&tag);
         record.extend_from_slice(value);
         record
     }
@@ -280,6 +362,37 @@ mod tests {
         fn now_millis(&self) -> u64 {
             self.0.load(Ordering::Relaxed)
         }
+    }
+
+    #[test]
+    fn a_record_not_written_under_the_key_is_a_miss_and_said_once() {
+        let store = Arc::new(MemoryStore::default());
+        let key = CacheKey::new(b"the mediators' secret".to_vec());
+        let ours = Cache::new(store.clone(), Duration::from_secs(60)).with_key(key.clone());
+        ours.put(b"a", b"answer");
+        let again = Cache::new(store.clone(), Duration::from_secs(60)).with_key(key);
+        assert_eq!(again.get(b"a").as_deref(), Some(&b"answer"[..]), "another process with the key reads it");
+        let theirs = Cache::new(store.clone(), Duration::from_secs(60)).with_key(CacheKey::new(b"guess".to_vec()));
+        assert_eq!(theirs.get(b"a"), None, "another key reads nothing");
+        // Someone who can write to the store alone: a record of the old shape, one whose value
+        // was changed after its tag, and one moved under another key.
+        let mut record = store.get(b"a").unwrap().unwrap();
+        let far_future = u64::MAX.to_be_bytes();
+        let mut old_shape = far_future.to_vec();
+        old_shape.extend_from_slice(&0u64.to_be_bytes());
+        old_shape.extend_from_slice(b"forged");
+        store.put(b"b", &old_shape).unwrap();
+        let last = record.len() - 1;
+        record[last] ^= 1;
+        store.put(b"c", &record).unwrap();
+        record[last] ^= 1;
+        store.put(b"d", &record).unwrap();
+        for forged in [&b"b"[..], b"c", b"d"] {
+            assert_eq!(ours.get(forged), None, "{}", String::from_utf8_lossy(forged));
+        }
+        assert_eq!(ours.get_many(&[b"a", b"c"]), vec![Some(b"answer".to_vec()), None]);
+        assert_eq!(ours.forged.load(Ordering::Relaxed), 4);
+        assert!(ours.warned.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -177,12 +177,13 @@ mod tests {
     fn records_survive_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache");
+        let key = crate::cache::CacheKey::new(b"the mediators' key".to_vec());
         {
-            let cache = Cache::new(SledStore::open(&path).unwrap(), Duration::from_secs(60));
+            let cache = Cache::new(SledStore::open(&path).unwrap(), Duration::from_secs(60)).with_key(key.clone());
             cache.put(b"k", b"v");
             cache.flush();
         }
-        let cache = Cache::new(SledStore::open(&path).unwrap(), Duration::from_secs(60));
+        let cache = Cache::new(SledStore::open(&path).unwrap(), Duration::from_secs(60)).with_key(key);
         assert_eq!(cache.get(b"k").as_deref(), Some(&b"v"[..]));
     }
 

@@ -1,6 +1,7 @@
 //! The LLM transformer: a language model reads the tool list and proposes names, descriptions,
 //! categories and parameter descriptions. Its answers are untrusted and checked tool by tool.
 
+mod gate;
 mod judge;
 mod left_weak;
 mod prompts;
@@ -411,6 +412,7 @@ impl LlmTransformer {
         let mut answer = Answer::proposing(index, tool, &improved, confidence);
         answer.category = category;
         answer.inferred = inferred;
+        gate::admit(tool, &answer)?;
         Ok(answer)
     }
 }
@@ -434,6 +436,10 @@ impl ToolTransformer for LlmTransformer {
             self.prompts.hash(self.task),
             env!("CARGO_PKG_VERSION")
         )
+    }
+
+    fn admits(&self, tool: &Tool, answer: &Answer) -> Result<(), String> {
+        gate::admit(tool, answer)
     }
 
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use tool_mediator_core::Tool;
+use tool_mediator_core::{EnhancedTool, Tool};
 
 pub use hidden::printable;
 use job::Job;
@@ -638,6 +638,55 @@ pub fn apply(source: &str, tools: &mut Vec<Tool>, verdicts: &[Verdict], quaranti
             crate::cache::digest(tool)
         );
         !quarantine
+    });
+}
+
+/// Reads each of `source`'s tools as the client will see it, after the chain: a rewrite the
+/// screen flags (a language model's answer, a remote override, a cached record) where the
+/// source's own text was not flagged is undone, said in the log, and the tool is listed as the
+/// source published it (`upstream`, the chain's input, one for each of `enhanced`). A tool whose
+/// own name another tool now has is left out instead.
+pub fn undo_flagged_rewrites(source: &str, upstream: Vec<Tool>, enhanced: &mut Vec<EnhancedTool>) {
+    let names: HashSet<&str> = enhanced.iter().map(|tool| tool.tool.name.as_str()).collect();
+    let flagged: Vec<(usize, Verdict)> = enhanced
+        .iter()
+        .zip(&upstream)
+        .enumerate()
+        .filter(|(_, (tool, _))| tool.changes.any())
+        .filter_map(|(index, (tool, raw))| {
+            let verdict = examine_in(&tool.tool, Listing { siblings: Some(&names), others: None });
+            (verdict.flagged() && !examine_in(raw, Listing { siblings: Some(&names), others: None }).flagged())
+                .then_some((index, verdict))
+        })
+        .collect();
+    if flagged.is_empty() {
+        return;
+    }
+    let mut upstream: Vec<Option<Tool>> = upstream.into_iter().map(Some).collect();
+    let mut taken: HashSet<String> = enhanced.iter().map(|tool| tool.tool.name.clone()).collect();
+    let mut left_out = HashSet::new();
+    for (index, verdict) in flagged {
+        let Some(raw) = upstream[index].take() else { continue };
+        let rewritten = &enhanced[index];
+        taken.remove(&rewritten.tool.name);
+        let shown = if taken.insert(raw.name.clone()) { "listed as the source published it" } else { "left out" };
+        tracing::warn!(
+            "`{}` lists `{}`, which `{}` rewrote into text suspected of poisoning; the rewrite is \
+             undone, and the tool {shown}: {}",
+            printable(source),
+            printable(&raw.name),
+            printable(&rewritten.enhanced_by),
+            verdict.explanation(),
+        );
+        if shown == "left out" {
+            left_out.insert(index);
+        }
+        enhanced[index] = EnhancedTool::unchanged(raw);
+    }
+    let mut index = 0;
+    enhanced.retain(|_| {
+        index += 1;
+        !left_out.contains(&(index - 1))
     });
 }
 

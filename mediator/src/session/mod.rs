@@ -335,7 +335,8 @@ impl Session {
 
     /// What every list taken in goes through: the screen (with a language model's second look
     /// at the tools it is unsure of, when the chain has a judge; suspects reported, and with a
-    /// quarantine left out), then the chain with `context`.
+    /// quarantine left out), then the chain with `context`, then the screen again on what the
+    /// chain rewrote (a flagged rewrite is undone).
     async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Taken {
         let mut screened = screen::examine_source(&upstream, &self.policy.allowed);
         if let Some(judge) = self.mediator.judge() {
@@ -352,7 +353,10 @@ impl Session {
             false => HashMap::new(),
         };
         screen::apply(&context.source, &mut upstream, &screened.verdicts, self.policy.quarantine);
-        Taken { tools: self.mediator.enhance(upstream, context).await, reviewed: screened.reviewed, screenings }
+        // And each tool as the client will see it, after the whole chain.
+        let mut tools = self.mediator.enhance(upstream.clone(), context).await;
+        screen::undo_flagged_rewrites(&context.source, upstream, &mut tools);
+        Taken { tools, reviewed: screened.reviewed, screenings }
     }
 
     /// Puts `taken` in as source `source`'s tools and works out what the client sees.
