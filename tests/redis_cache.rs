@@ -66,8 +66,9 @@ fn enhanced_names(output: &Output) -> Vec<String> {
     document["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
 }
 
+/// The warnings that the cache cannot be used (a debug log says so again at each later try).
 fn cache_warnings(output: &Output) -> usize {
-    stderr(output).matches("cannot be used").count()
+    stderr(output).lines().filter(|line| line.contains("WARN") && line.contains("cannot be used")).count()
 }
 
 #[tokio::test]
@@ -149,19 +150,88 @@ async fn a_record_forged_in_redis_is_not_used_and_said_once() {
     assert_eq!(requests(&model).await, 3);
 }
 
+/// Someone with the Redis password puts huge values under the answers' keys: they are never
+/// read (their sizes are asked first), the model is asked again, and the log says so once.
+#[tokio::test]
+async fn values_too_long_to_be_answers_are_never_read() {
+    let Some(redis) = RedisServer::start() else { return };
+    let model = model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = redis.url();
+    enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
+    assert_eq!(requests(&model).await, 1);
+    let store = RedisStore::open(&CacheUrl::new(&url), "tool-mediator:", None).unwrap();
+    // One past what the store reads at all, one past what an answer may be.
+    // Each under a header that keeps it an hour (the store gives Redis the record's lifetime).
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for ((key, _), size) in store.records().unwrap().into_iter().zip([40 << 20, 1 << 20]) {
+        let mut value = [(now + 3_600_000).to_be_bytes(), now.to_be_bytes()].concat();
+        value.resize(size, b'x');
+        store.put(&key, &value).unwrap();
+    }
+    // `cache stats` reads no more than a run does: the value past the store's limit is left out.
+    assert_eq!(store.records().unwrap().len(), 1);
+    let again = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
+    assert_eq!(enhanced_names(&again), ["change_screen", "get_user"], "{}", stderr(&again));
+    assert_eq!(requests(&model).await, 2, "asked again");
+    assert_eq!(stderr(&again).matches("longer than the reader takes").count(), 1, "{}", stderr(&again));
+}
+
+/// A server that speaks the protocol's first bytes and then trickles one endless reply: every
+/// call to it ends within its deadline, the run goes on uncached, and the log says so once.
+#[tokio::test]
+async fn a_server_that_trickles_an_endless_reply_costs_the_run_a_deadline_not_its_life() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let stop = stopping.clone();
+            std::thread::spawn(move || {
+                use std::io::{Read as _, Write as _};
+                let mut asked = [0; 4096];
+                if stream.read(&mut asked).is_err() || stream.write_all(b"$1000000000\r\n").is_err() {
+                    return;
+                }
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if stream.write_all(b"a").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+        }
+    });
+    let model = model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let started = std::time::Instant::now();
+    let output = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
+    let took = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(enhanced_names(&output), ["change_screen", "get_user"], "the run goes on uncached");
+    assert_eq!(cache_warnings(&output), 1, "{}", stderr(&output));
+    assert!(stderr(&output).contains("no whole answer within"), "{}", stderr(&output));
+    // Not a measure of speed: without a deadline the run never ends.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
 #[tokio::test]
 async fn answers_expire_with_the_ttl_redis_keeps() {
     let Some(redis) = RedisServer::start() else { return };
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
-    let flags = ["--cache-url", url.as_str(), "--ttl", "1s"];
+    // Long enough for two runs on a busy machine, short enough to wait for.
+    let flags = ["--cache-url", url.as_str(), "--ttl", "3s"];
     enhance(&model, dir.path(), false, &flags, &[]);
     enhance(&model, dir.path(), false, &flags, &[]);
     assert_eq!(requests(&model).await, 1, "within the TTL, from Redis");
     let store = RedisStore::open(&CacheUrl::new(&url), "tool-mediator:", None).unwrap();
     assert_eq!(store.records().unwrap().len(), 2);
-    std::thread::sleep(Duration::from_millis(1_300));
+    std::thread::sleep(Duration::from_millis(3_300));
     assert!(store.records().unwrap().is_empty(), "Redis let go of the expired answers itself");
     enhance(&model, dir.path(), false, &flags, &[]);
     assert_eq!(requests(&model).await, 2, "expired: asked again");

@@ -51,6 +51,11 @@ impl<T: ToolTransformer> CachedTransformer<T> {
     }
 }
 
+/// The longest cached answer read: an answer is a patch of one tool (its name, description and
+/// parameter descriptions), kilobytes; a longer record is no answer of the mediator's, and
+/// would carry a listing past a message's limit.
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
+
 /// What is kept of an answer: everything but its position in a batch. The patch is small:
 /// it holds only what changed, and the key pins the tool it changes.
 #[derive(Serialize, Deserialize)]
@@ -114,9 +119,11 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
         let keys: Arc<[Vec<u8>]> = tools.iter().map(|tool| self.key(tool, context)).collect();
         // Every tool of the batch looked up at once: one round trip to a store on a network.
         let (cache, asked) = (self.cache.clone(), keys.clone());
-        let found = off_the_runtime(move || cache.get_many(&asked.iter().map(Vec::as_slice).collect::<Vec<_>>()))
-            .await
-            .unwrap_or_else(|| vec![None; keys.len()]);
+        let found = off_the_runtime(move || {
+            cache.get_many_within(&asked.iter().map(Vec::as_slice).collect::<Vec<_>>(), MAX_ANSWER_BYTES)
+        })
+        .await
+        .unwrap_or_else(|| vec![None; keys.len()]);
         let mut answers = Vec::new();
         let mut misses = Vec::new();
         let mut refused = Vec::new();

@@ -52,6 +52,17 @@ pub trait CacheStore: Send + Sync {
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
         keys.iter().map(|key| self.get(key)).collect()
     }
+    /// [`CacheStore::get_many`], a value longer than `each` bytes read as a miss: a store on a
+    /// network never brings one over.
+    fn get_many_within(&self, keys: &[&[u8]], each: usize) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        let mut found = self.get_many(keys)?;
+        for value in &mut found {
+            if value.as_ref().is_some_and(|value| value.len() > each) {
+                *value = None;
+            }
+        }
+        Ok(found)
+    }
     fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError>;
     /// Stores each record under its key: one round trip for a store on a network.
     fn put_many(&self, records: &[KeyedRecord]) -> Result<(), CacheError> {
@@ -73,6 +84,9 @@ impl<S: CacheStore + ?Sized> CacheStore for Arc<S> {
     }
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
         (**self).get_many(keys)
+    }
+    fn get_many_within(&self, keys: &[&[u8]], each: usize) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        (**self).get_many_within(keys, each)
     }
     fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError> {
         (**self).put(key, record)
@@ -195,7 +209,13 @@ impl Cache {
     /// The values under `keys`, in their order, as [`Cache::get`] reads each: asked of the
     /// store at once.
     pub fn get_many(&self, keys: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
-        let records = match self.store.get_many(keys) {
+        self.get_many_within(keys, usize::MAX)
+    }
+
+    /// [`Cache::get_many`], a value longer than `each` bytes read as a miss (and never brought
+    /// over from a store on a network).
+    pub fn get_many_within(&self, keys: &[&[u8]], each: usize) -> Vec<Option<Vec<u8>>> {
+        let records = match self.store.get_many_within(keys, each.saturating_add(PREFIX)) {
             Ok(records) if records.len() == keys.len() => records,
             Ok(_) => vec![None; keys.len()],
             Err(error) => {

@@ -8,6 +8,13 @@
 //! waiting on the network stalls no other task; `block_in_place` is not used, as it panics on
 //! the current-thread runtime the command line, the proxy and the gateway run on.
 //!
+//! What it reads has limits a server cannot talk it out of: each value's size is asked first
+//! (`STRLEN`) and one longer than the reader takes is never fetched; what is fetched is read with
+//! `GETRANGE`, so a value that grew meanwhile is cut, and fails its check; one read brings
+//! [`MAX_REPLY`] bytes at most; and each call of a run (not the `cache` command's questions) has
+//! [`CALL_DEADLINE`] in all, however the server trickles its reply: past it the run goes on
+//! uncached and the server is left alone as if it were down.
+//!
 //! It never fails a run: when the server cannot be reached, is slow or answers with an error
 //! (a wrong password, a read-only replica, out of memory), reads are misses and writes are
 //! dropped, with one warning naming the URL without its password; the server is tried again after
@@ -19,6 +26,7 @@
 
 use std::fmt;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, RedisResult};
@@ -30,6 +38,16 @@ use super::{CacheError, CacheStore, KEPT_STALE_PREFIX, KeyedRecord, lifetime_of}
 /// How long a connection may take to open (TCP, TLS, the password), and each read and write on
 /// it.
 pub const TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The longest value read: a record of the cache (a remote override collection's last good copy,
+/// 32 MiB, is the largest), with room for its header and tag.
+pub const MAX_VALUE: usize = 33 * 1024 * 1024;
+
+/// The most bytes one read brings, all its values together: the rest are misses.
+pub const MAX_REPLY: usize = 64 * 1024 * 1024;
+
+/// How long one call of a run may take in all, connecting included.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(2);
 
 /// How long an unreachable server is left alone before it is tried again: long enough that a
 /// listing of many tools costs one timeout, not one per tool.
@@ -138,6 +156,8 @@ pub struct RedisStore {
     idle: Mutex<Vec<Connection>>,
     outage: Mutex<Outage>,
     retry_after: Duration,
+    /// Whether a value too long to read was said in the log.
+    told_too_long: AtomicBool,
 }
 
 /// While the server cannot be used: when to try it again, and the wait after that.
@@ -198,6 +218,7 @@ impl RedisStore {
             idle: Mutex::new(Vec::new()),
             outage: Mutex::new(Outage::default()),
             retry_after: RETRY_AFTER,
+            told_too_long: AtomicBool::new(false),
         })
     }
 
@@ -221,32 +242,46 @@ impl RedisStore {
         [&self.prefix[..], key].concat()
     }
 
-    fn connect(&self) -> RedisResult<Connection> {
-        let connection = self.client.get_connection_with_timeout(TIMEOUT)?;
-        connection.set_read_timeout(Some(TIMEOUT))?;
-        connection.set_write_timeout(Some(TIMEOUT))?;
-        Ok(connection)
-    }
-
     /// Runs `work` on a connection: an idle one, else a new one. A connection the server closed
     /// while it sat idle (a restart, its idle timeout) is replaced once, not taken for an outage.
-    fn attempt<T>(&self, mut work: impl FnMut(&mut Connection) -> RedisResult<T>) -> RedisResult<T> {
+    fn attempt<T>(&self, work: impl FnMut(&mut Connection) -> RedisResult<T>) -> RedisResult<T> {
         let idle = lock(&self.idle).pop();
-        if let Some(mut connection) = idle {
-            match work(&mut connection) {
-                Ok(value) => {
-                    self.keep(connection);
-                    return Ok(value);
-                }
-                Err(error) if !error.is_connection_dropped() || error.is_timeout() => return Err(error),
-                // The others opened as long ago are likely closed too.
-                Err(_) => lock(&self.idle).clear(),
-            }
-        }
-        let mut connection = self.connect()?;
-        let value = work(&mut connection)?;
+        let (value, connection) = on_a_connection(&self.client, idle, work, || lock(&self.idle).clear())?;
         self.keep(connection);
         Ok(value)
+    }
+
+    /// [`RedisStore::attempt`] within [`CALL_DEADLINE`]: on a thread of its own, left to end by
+    /// itself (its socket's timeouts) when the server keeps it longer.
+    fn attempt_within<T: Send + 'static>(
+        &self,
+        work: impl FnMut(&mut Connection) -> RedisResult<T> + Send + 'static,
+    ) -> RedisResult<T> {
+        let idle = lock(&self.idle).pop();
+        let client = self.client.clone();
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        let started = std::thread::Builder::new().name("redis-call".into()).spawn(move || {
+            let _ = answer.send(on_a_connection(&client, idle, work, || {}));
+        });
+        if let Err(error) = started {
+            return Err(RedisError::from(error));
+        }
+        match answered.recv_timeout(CALL_DEADLINE) {
+            Ok(Ok((value, connection))) => {
+                self.keep(connection);
+                Ok(value)
+            }
+            Ok(Err(error)) => {
+                if error.is_connection_dropped() {
+                    lock(&self.idle).clear();
+                }
+                Err(error)
+            }
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no whole answer within {}s", CALL_DEADLINE.as_secs()),
+            ))),
+        }
     }
 
     fn keep(&self, connection: Connection) {
@@ -256,13 +291,16 @@ impl RedisStore {
         }
     }
 
-    /// Runs `work` unless the server is being left alone; `None` when it cannot be used, with
-    /// one warning per outage.
-    fn quietly<T>(&self, work: impl FnMut(&mut Connection) -> RedisResult<T>) -> Option<T> {
+    /// Runs `work` unless the server is being left alone; `None` when it cannot be used or does
+    /// not answer within [`CALL_DEADLINE`], with one warning per outage.
+    fn quietly<T: Send + 'static>(
+        &self,
+        work: impl FnMut(&mut Connection) -> RedisResult<T> + Send + 'static,
+    ) -> Option<T> {
         if lock(&self.outage).retry_at.is_some_and(|at| Instant::now() < at) {
             return None;
         }
-        match self.attempt(work) {
+        match self.attempt_within(work) {
             Ok(value) => {
                 let mut outage = lock(&self.outage);
                 if outage.retry_at.take().is_some() {
@@ -322,6 +360,90 @@ impl RedisStore {
     }
 }
 
+/// The values under `keys` of `each` bytes at most, while the read stays within [`MAX_REPLY`]:
+/// each value's size asked first (`STRLEN`), then those to read (`GETRANGE`, so a value that grew
+/// meanwhile is cut); a longer value, one past the budget, or a key of another type is `None`.
+/// Whether a value was too long.
+fn read_within(
+    connection: &mut Connection,
+    keys: &[Vec<u8>],
+    each: usize,
+) -> RedisResult<(Vec<Option<Vec<u8>>>, bool)> {
+    let mut sizes = redis::pipe();
+    sizes.ignore_errors();
+    for key in keys {
+        sizes.cmd("STRLEN").arg(key);
+    }
+    let sizes: Vec<RedisResult<usize>> = sizes.query(connection)?;
+    // A key of another type is a miss; any other error (no password, a replica that refuses)
+    // is the server's, and the call's.
+    if let Some(error) =
+        sizes.iter().find_map(|size| size.as_ref().err().filter(|error| error.code() != Some("WRONGTYPE")))
+    {
+        return Err(error.clone());
+    }
+    let mut budget = MAX_REPLY;
+    let mut too_long = false;
+    let wanted: Vec<bool> = sizes
+        .iter()
+        .map(|size| match size {
+            Ok(0) | Err(_) => false,
+            Ok(size) if *size > each || *size > budget => {
+                too_long = true;
+                false
+            }
+            Ok(size) => {
+                budget -= *size;
+                true
+            }
+        })
+        .collect();
+    let mut values = redis::pipe();
+    values.ignore_errors();
+    for (key, _) in keys.iter().zip(&wanted).filter(|(_, wanted)| **wanted) {
+        values.cmd("GETRANGE").arg(key).arg(0).arg(each);
+    }
+    let values: Vec<RedisResult<Vec<u8>>> = if values.is_empty() { Vec::new() } else { values.query(connection)? };
+    let mut values = values.into_iter();
+    let found = wanted
+        .iter()
+        .map(|&wanted| match wanted {
+            true => values.next().and_then(Result::ok).filter(|value| !value.is_empty() && value.len() <= each),
+            false => None,
+        })
+        .collect::<Vec<_>>();
+    Ok((found, too_long))
+}
+
+/// A connection to the server with the socket's timeouts.
+fn connect(client: &redis::Client) -> RedisResult<Connection> {
+    let connection = client.get_connection_with_timeout(TIMEOUT)?;
+    connection.set_read_timeout(Some(TIMEOUT))?;
+    connection.set_write_timeout(Some(TIMEOUT))?;
+    Ok(connection)
+}
+
+/// `work` done on `idle`, else on a new connection (also when `idle` was closed by the server
+/// meanwhile: `dropped` is told), and the connection it was done on.
+fn on_a_connection<T>(
+    client: &redis::Client,
+    idle: Option<Connection>,
+    mut work: impl FnMut(&mut Connection) -> RedisResult<T>,
+    dropped: impl FnOnce(),
+) -> RedisResult<(T, Connection)> {
+    if let Some(mut connection) = idle {
+        match work(&mut connection) {
+            Ok(value) => return Ok((value, connection)),
+            Err(error) if !error.is_connection_dropped() || error.is_timeout() => return Err(error),
+            // The others opened as long ago are likely closed too.
+            Err(_) => dropped(),
+        }
+    }
+    let mut connection = connect(client)?;
+    let value = work(&mut connection)?;
+    Ok((value, connection))
+}
+
 /// `error` in words, with no secret in them.
 fn scrub(error: &RedisError, secrets: &[String]) -> String {
     let mut text = error.to_string();
@@ -348,22 +470,32 @@ impl CacheStore for RedisStore {
         Ok(self.get_many(&[key])?.pop().flatten())
     }
 
-    /// MGET, even for one key: a key of another type (a list, say) reads as a miss instead of
-    /// a WRONGTYPE error, and the next put replaces it.
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        self.get_many_within(keys, MAX_VALUE)
+    }
+
+    /// Each value's size first (`STRLEN`), then the values of `each` bytes at most, while the
+    /// read stays within [`MAX_REPLY`] (`GETRANGE`): a longer value, one past the budget, or a
+    /// key of another type (a list, say) reads as a miss, and the next put replaces it.
+    fn get_many_within(&self, keys: &[&[u8]], each: usize) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
+        let count = keys.len();
         let keys: Vec<Vec<u8>> = keys.iter().map(|key| self.key(key)).collect();
-        let found = self.quietly(|connection| {
-            let mut pipeline = redis::pipe();
-            for batch in keys.chunks(BATCH) {
-                pipeline.cmd("MGET").arg(batch);
-            }
-            let replies: Vec<Vec<Option<Vec<u8>>>> = pipeline.query(connection)?;
-            Ok(replies.into_iter().flatten().collect::<Vec<_>>())
-        });
-        Ok(found.filter(|records| records.len() == keys.len()).unwrap_or_else(|| vec![None; keys.len()]))
+        let each = each.min(MAX_VALUE);
+        let found = self.quietly(move |connection| read_within(connection, &keys, each));
+        let Some((found, too_long)) = found.filter(|(found, _)| found.len() == count) else {
+            return Ok(vec![None; count]);
+        };
+        if too_long && !self.told_too_long.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "the cache at {} holds values longer than the reader takes ({each} bytes each, {MAX_REPLY} a read); \
+                 they are not read, and are asked again",
+                self.url
+            );
+        }
+        Ok(found)
     }
 
     fn put(&self, key: &[u8], record: &[u8]) -> Result<(), CacheError> {
@@ -376,22 +508,21 @@ impl CacheStore for RedisStore {
         if records.is_empty() {
             return Ok(());
         }
-        self.quietly(|connection| {
-            let mut pipeline = redis::pipe();
-            for (key, record) in records {
-                let command = pipeline.cmd("SET").arg(self.key(key)).arg(record);
-                match lifetime_of(record).filter(|_| !key.starts_with(KEPT_STALE_PREFIX)) {
-                    Some(lifetime) => command.arg("PX").arg(lifetime.max(1)).ignore(),
-                    None => command.ignore(),
-                };
-            }
-            pipeline.query::<()>(connection)
-        });
+        let mut pipeline = redis::pipe();
+        for (key, record) in records {
+            let command = pipeline.cmd("SET").arg(self.key(key)).arg(record);
+            match lifetime_of(record).filter(|_| !key.starts_with(KEPT_STALE_PREFIX)) {
+                Some(lifetime) => command.arg("PX").arg(lifetime.max(1)).ignore(),
+                None => command.ignore(),
+            };
+        }
+        self.quietly(move |connection| pipeline.query::<()>(connection));
         Ok(())
     }
 
     fn remove(&self, key: &[u8]) -> Result<(), CacheError> {
-        self.quietly(|connection| redis::cmd("DEL").arg(self.key(key)).query::<()>(connection));
+        let key = self.key(key);
+        self.quietly(move |connection| redis::cmd("DEL").arg(&key).query::<()>(connection));
         Ok(())
     }
 
@@ -400,8 +531,8 @@ impl CacheStore for RedisStore {
         self.asked(|connection| {
             let mut records = Vec::new();
             self.each_batch(connection, |connection, keys| {
-                let values: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(connection)?;
-                // A key that expired between the two commands is gone.
+                let (values, _) = read_within(connection, &keys, MAX_VALUE)?;
+                // A key that expired between the two commands is gone; one too long is left out.
                 for (key, value) in keys.into_iter().zip(values) {
                     if let Some(value) = value {
                         records.push((key[prefix..].to_vec(), value));
