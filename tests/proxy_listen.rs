@@ -74,11 +74,14 @@ fn categories_fold_and_list_changes_reach_an_http_client() {
     assert!(outcome["second"].as_array().unwrap().len() >= 10, "{outcome}");
 }
 
+/// A server of each session's own: its requests (roots, sampling) reach the session's client.
+/// (A shared stdio server's requests say nothing of the session they are for, and are refused:
+/// `upstream::pool`'s tests.)
 #[test]
 fn the_servers_requests_reach_an_http_client_and_come_back() {
     let peers = peers();
     let everything = peers.bin("mcp-server-everything").display().to_string();
-    let proxy = Listening::start(&peers, "proxy", &["--no-disclosure", "--", &everything]);
+    let proxy = Listening::start(&peers, "proxy", &["--no-disclosure", "--server-scope", "session", "--", &everything]);
     let outcome = peers.python_client("server-requests", &[], &[&proxy.url()]);
     assert!(outcome["roots"].as_str().unwrap().contains("file:///tmp/proxy-roots"), "{outcome}");
     assert!(outcome["sampling"].as_str().unwrap().contains("sampled through the proxy"), "{outcome}");

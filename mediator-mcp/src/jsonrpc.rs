@@ -340,6 +340,42 @@ pub fn with_id(line: &[u8], pointer: &str, id: &Id) -> String {
     message.to_string()
 }
 
+/// The `_meta` key under which the remote bridge notes the request a server's message came with
+/// (on that request's event stream), for the pool to deliver it to the session that asked; taken
+/// out before any client sees the message.
+pub const RELATED_REQUEST_KEY: &str = "io.tool-mediator/relatedRequest";
+
+/// `message` (a server's request or notification) noting that it came with request `id`; `None`
+/// when it has no params object to note it in.
+pub fn with_related_request(message: &[u8], id: &Id) -> Option<Vec<u8>> {
+    let mut message = tool_mediator_core::json::from_str(std::str::from_utf8(message).ok()?).ok()?;
+    let related = tool_mediator_core::json::from_str(id.as_raw()).ok()?;
+    let params = message.as_object_mut()?.entry("params").or_insert_with(|| Value::Object(Default::default()));
+    let meta = params.as_object_mut()?.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
+    meta.as_object_mut()?.insert(RELATED_REQUEST_KEY.to_owned(), related);
+    Some(message.to_string().into_bytes())
+}
+
+/// The request `line` (a server's request or notification) was noted to come with, and the line
+/// without the note (as it came when it has none).
+pub fn take_related_request(line: &[u8]) -> (Option<Id>, String) {
+    let as_it_came = || String::from_utf8_lossy(line).into_owned();
+    if !line.windows(RELATED_REQUEST_KEY.len()).any(|window| window == RELATED_REQUEST_KEY.as_bytes()) {
+        return (None, as_it_came());
+    }
+    let Ok(mut message) = tool_mediator_core::json::from_str(&String::from_utf8_lossy(line)) else {
+        return (None, as_it_came());
+    };
+    let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else { return (None, as_it_came()) };
+    let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) else { return (None, as_it_came()) };
+    let related = meta.remove(RELATED_REQUEST_KEY);
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+    let id = related.and_then(|related| RawValue::from_string(related.to_string()).ok()).and_then(|raw| Id::of(&raw));
+    (id, message.to_string())
+}
+
 /// `line` with its own id replaced by `id`, every other byte as written (and not read again:
 /// a call's arguments can be megabytes).
 pub fn with_top_level_id(line: &[u8], id: &Id) -> String {

@@ -543,10 +543,16 @@ impl Shared {
                 *byte = b' ';
             }
         }
-        let answers = match (&sent.id, Message::parse(&message)) {
-            (Some(id), Ok(Message::Response { id: answered, .. })) => *id == answered,
-            _ => false,
+        let (answers, related) = match (&sent.id, Message::parse(&message)) {
+            (Some(id), Ok(Message::Response { id: answered, .. })) => (*id == answered, None),
+            // A request or a notification on a request's stream is that request's (a log message
+            // of a call, a sampling it needs): noted, so a pool can tell whose it is.
+            (Some(id), Ok(Message::Request { .. } | Message::Notification { .. })) => (false, Some(id.clone())),
+            _ => (false, None),
         };
+        if let Some(noted) = related.and_then(|id| jsonrpc::with_related_request(&message, &id)) {
+            message = noted;
+        }
         if sent.is("initialize") && answers {
             self.note_protocol(&message);
         }

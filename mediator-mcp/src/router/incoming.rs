@@ -61,7 +61,15 @@ impl Router {
     }
 
     /// One line from server `link`.
-    pub(crate) fn from_server(self: &Arc<Self>, link: &Arc<Link>, line: Line<'_>) {
+    pub(crate) fn from_server(self: &Arc<Self>, link: &Arc<Link>, mut line: Line<'_>) {
+        // The remote bridge's note of the request a message came with is the pool's, not the
+        // client's.
+        if let Line::Whole(bytes) = &mut line {
+            let (related, stripped) = jsonrpc::take_related_request(bytes);
+            if related.is_some() {
+                **bytes = stripped.into_bytes();
+            }
+        }
         self.take(Side::Server(link), line);
     }
 

@@ -16,10 +16,11 @@
 //! What the server sends of its own accord: a list change goes to every session (each router
 //! lists again, coalescing as it does for a server of its own); a progress notification to the
 //! session whose token it names; an update of a resource to the sessions subscribed to it. A
-//! request (sampling, elicitation) or a log message goes to a session only when exactly one has
-//! a request under way, the one it concerns; otherwise the request is refused and the message
-//! dropped, never guessed at: one session must not see what another's call asked (its roots
-//! included: a server that asks for them during a call gets that session's). What belongs to the
+//! request (sampling, elicitation, roots) or a log message goes to the session whose request it
+//! came with: a `url` server's, sent on that request's event stream, is noted so by the remote
+//! bridge. Any other is refused (a request) or dropped (a message), never guessed at, not even
+//! onto the one session with a call under way: one session must not see what another's call (or
+//! background job) asked, nor answer for it. What belongs to the
 //! server's one client is not shared at all: a session's change of its roots (not passed on),
 //! tasks (refused), the log level (each session's `logging/setLevel` is answered here). So a
 //! server that keeps per-user state is not for sharing: the servers file says
@@ -932,20 +933,19 @@ impl Mux {
         self.server_answer(id, None, error.as_deref(), line.as_bytes());
     }
 
-    /// The session a request or a message of the server's concerns: the one session with a
-    /// request of its own under way, when there is exactly one. With several, which one it
-    /// concerns cannot be told, and none is guessed at.
-    fn concerned(&self) -> Option<u64> {
-        let mut asking = self
-            .forwarded
-            .values()
-            .filter(|forwarded| matches!(forwarded.purpose, Purpose::Asked))
-            .map(|forwarded| forwarded.asker.0);
-        let first = asking.next()?;
-        asking
-            .all(|other| other == first)
-            .then_some(first)
-            .filter(|connection| self.connections.contains_key(connection))
+    /// The session a request or a message of the server's concerns, and the line as it goes
+    /// there: the session whose request it came with ([`jsonrpc::RELATED_REQUEST_KEY`], noted by
+    /// the remote bridge for a message on a request's event stream). Over stdio a message says
+    /// nothing of that, and no session is guessed at: not even the one with a request under way,
+    /// whose call may not be what the server's message is about (another session's background
+    /// job may be).
+    fn concerned(&self, line: &[u8]) -> (Option<u64>, String) {
+        let (related, line) = jsonrpc::take_related_request(line);
+        let connection = related
+            .and_then(|id| self.forwarded.get(&id))
+            .map(|forwarded| forwarded.asker.0)
+            .filter(|connection| self.connections.contains_key(connection));
+        (connection, line)
     }
 
     fn server_request(&mut self, id: Id, method: &str, line: &[u8]) {
@@ -953,7 +953,8 @@ impl Mux {
             // Answered for every session: the pool is alive.
             return self.send_server_own(jsonrpc::response(&id, "{}"));
         }
-        let refusal = match self.concerned() {
+        let (concerned, line) = self.concerned(line);
+        let refusal = match concerned {
             _ if self.server_requests.len() >= MAX_SERVER_REQUESTS => {
                 format!("{MAX_SERVER_REQUESTS} requests are already waiting for client sessions")
             }
@@ -965,10 +966,10 @@ impl Mux {
             }
             Some(connection) => {
                 self.server_requests.insert(id, connection);
-                return self.send_session(connection, lossless(line));
+                return self.send_session(connection, line);
             }
-            None => "which client session this concerns cannot be told: several, or none, have a request \
-                          under way (give the server \"scope\": \"session\" in the servers file)"
+            None => "which client session this concerns cannot be told: it came with no request of one \
+                     (give the server \"scope\": \"session\" in the servers file)"
                 .to_owned(),
         };
         self.send_server_own(jsonrpc::error_response(&id, INTERNAL_ERROR, &refusal));
@@ -1020,9 +1021,9 @@ impl Mux {
                     self.send_session(connection, lossless(line));
                 }
             }
-            "notifications/message" => match self.concerned() {
-                Some(connection) => self.send_session(connection, lossless(line)),
-                None => tracing::debug!("a log message of a shared server that concerns no one session; dropped"),
+            "notifications/message" => match self.concerned(line) {
+                (Some(connection), line) => self.send_session(connection, line),
+                (None, _) => tracing::debug!("a log message of a shared server that concerns no one session; dropped"),
             },
             // Anything else may be one session's (a task's status, an elicitation completed):
             // which one cannot be told, so none hears it.
@@ -1130,16 +1131,43 @@ mod tests {
     }
 
     #[test]
-    fn a_servers_request_reaches_a_session_only_when_it_alone_has_a_request_under_way() {
+    fn a_servers_request_reaches_only_the_session_whose_request_it_came_with() {
         let (mut mux, mut server, mut sessions) = mux(2);
         from_session(&mut mux, 1, call(5));
         let forwarded = lines(&mut server);
         assert_eq!(forwarded[0]["id"], "tool-mediator-pool-3", "under the pool's id: {forwarded:?}");
+        // Session 1 alone has a call under way, but the server's request says nothing of it (it
+        // may be about another session's background job): refused, and the log message dropped.
         let sampling =
             serde_json::json!({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {}});
         from_server(&mut mux, sampling);
-        assert_eq!(lines(&mut sessions[0])[0]["id"], "s1", "the one session with a call under way is asked");
-        // Both have a call under way: which one the server asks for cannot be told.
+        assert!(lines(&mut sessions[0]).is_empty(), "no session is guessed at");
+        let refused = lines(&mut server);
+        assert_eq!((&refused[0]["id"], refused[0]["error"].is_object()), (&serde_json::json!("s1"), true));
+        let log = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "B's"}});
+        from_server(&mut mux, log);
+        assert!(lines(&mut sessions[0]).is_empty() && lines(&mut sessions[1]).is_empty());
+        // One that came with session 1's request (on its event stream) reaches session 1 alone,
+        // without the note.
+        let related = |message: Value| {
+            let noted = jsonrpc::with_related_request(message.to_string().as_bytes(), &Id::pooled(3)).unwrap();
+            serde_json::from_slice::<Value>(&noted).unwrap()
+        };
+        from_server(
+            &mut mux,
+            related(serde_json::json!({"jsonrpc": "2.0", "id": "s3",
+            "method": "sampling/createMessage", "params": {"maxTokens": 1}})),
+        );
+        let asked = lines(&mut sessions[0]);
+        assert_eq!(asked[0]["id"], "s3");
+        assert_eq!(asked[0]["params"], serde_json::json!({"maxTokens": 1}), "the note is the pool's");
+        from_server(
+            &mut mux,
+            related(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"data": "A's"}})),
+        );
+        assert_eq!(lines(&mut sessions[0])[0]["params"]["data"], "A's");
+        assert!(lines(&mut sessions[1]).is_empty());
         from_session(&mut mux, 2, call(5));
         lines(&mut server);
         let elicitation =
