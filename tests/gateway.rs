@@ -692,6 +692,58 @@ fn a_server_that_hangs_is_found_by_a_ping_ended_and_started_again_while_the_othe
     assert_eq!(gateway.call("whoami", json!({})), "a", "{}", gateway.log());
 }
 
+/// Under `--listen` the server is the pool's, shared by every session: a ping one session's
+/// supervisor leaves unanswered (and gives up on) still says it hangs, so the next connection
+/// ends it and starts it again, instead of keeping the stuck process for every session.
+#[test]
+fn a_shared_server_that_hangs_under_listen_is_ended_and_started_again() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let hang = dir.path().join("hang");
+    let faults = root().join("tests/peers/faults.py").display().to_string();
+    let named_a = named(&peers, "a", &[]);
+    let mut args = vec![json!(faults), json!("--hang-while"), json!(hang.display().to_string()), json!("--")];
+    args.push(named_a["command"].clone());
+    args.extend(named_a["args"].as_array().unwrap().iter().cloned());
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {
+            "a": {"command": peers.bin("python").display().to_string(), "args": args},
+            "time": {"command": peers.bin("mcp-server-time").display().to_string()},
+        }}),
+    );
+    let config = config.display().to_string();
+    let extra = ["--config", &config, "--no-disclosure", "--request-timeout", "5s", "--restart-delay", "200ms"];
+    let listening = Listening::start_with_env(&peers, "gateway", &extra, &[("TOOL_MEDIATOR_LOG", "info")]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let whoami = |session: &mut HttpSession| {
+        let call =
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}});
+        let answer = answer_in(&runtime.block_on(session.post(&call)));
+        answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    };
+    let within = |seconds: u64, what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}:\n{}", listening.log());
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    let mut session = runtime.block_on(HttpSession::open(&listening.url()));
+    within(60, "a answers", &mut || whoami(&mut session) == "a");
+    let starts = |log: &str| log.matches("`a` started, shared by every client session").count();
+    let started = starts(&listening.log());
+
+    std::fs::write(&hang, "").unwrap();
+    within(60, "a ping finds it hung", &mut || listening.log().contains("did not answer ping"));
+    within(60, "the hung server is ended and started again", &mut || {
+        listening.log().contains("hangs (a ping or a listing unanswered") && starts(&listening.log()) > started
+    });
+    std::fs::remove_file(&hang).unwrap();
+    let mut fresh = runtime.block_on(HttpSession::open(&listening.url()));
+    within(60, "a new session reaches the new server", &mut || whoami(&mut fresh) == "a");
+}
+
 #[test]
 fn a_remote_server_that_goes_away_leaves_and_comes_back_when_it_is_there_again() {
     let peers = peers();

@@ -471,6 +471,8 @@ impl Drop for Everything {
 pub struct Listening {
     child: Child,
     pub address: String,
+    /// What it wrote on stderr so far.
+    said: Arc<Mutex<String>>,
 }
 
 impl Listening {
@@ -480,41 +482,18 @@ impl Listening {
 
     /// [`Listening::start`] with these environment variables set.
     pub fn start_with_env(peers: &Peers, command: &str, arguments: &[&str], env: &[(&str, &str)]) -> Listening {
-        let mut child = peers
-            .command(binary())
-            .envs(env.iter().copied())
-            .args([command, "--listen", "127.0.0.1:0"])
-            .args(arguments)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|error| panic!("tool-mediator {command} starts: {error}"));
-        let (sender, receiver) = mpsc::channel();
-        let said = Arc::new(Mutex::new(String::new()));
-        let log = said.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let address = line
-                    .trim()
-                    .strip_prefix("tool-mediator: serving MCP at http://")
-                    .and_then(|rest| rest.strip_suffix("/mcp"))
-                    .map(str::to_owned);
-                log.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(address) = address {
-                    let _ = sender.send(address);
-                }
-            }
-        });
-        let address = receiver.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
-            panic!("tool-mediator {command} says where it listens within a minute; it said:\n{}", said.lock().unwrap())
-        });
-        Listening { child, address }
+        Listening::start_configured(peers, command, arguments, |child| {
+            child.envs(env.iter().copied());
+        })
     }
 
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.address)
+    }
+
+    /// What it wrote on stderr so far.
+    pub fn log(&self) -> String {
+        self.said.lock().unwrap().clone()
     }
 }
 
@@ -571,6 +550,8 @@ impl Listening {
         configure(&mut child);
         let mut child = child.spawn().unwrap_or_else(|error| panic!("tool-mediator {command} starts: {error}"));
         let (sender, receiver) = mpsc::channel();
+        let said = Arc::new(Mutex::new(String::new()));
+        let log = said.clone();
         let stderr = child.stderr.take().unwrap();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -579,15 +560,16 @@ impl Listening {
                     .strip_prefix("tool-mediator: serving MCP at http://")
                     .and_then(|rest| rest.strip_suffix("/mcp"))
                     .map(str::to_owned);
+                log.lock().unwrap().push_str(&format!("{line}\n"));
                 if let Some(address) = address {
                     let _ = sender.send(address);
                 }
             }
         });
-        let address = receiver
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("tool-mediator {command} says where it listens within a minute"));
-        Listening { child, address }
+        let address = receiver.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
+            panic!("tool-mediator {command} says where it listens within a minute; it said:\n{}", said.lock().unwrap())
+        });
+        Listening { child, address, said }
     }
 
     /// The process id of the proxy (or gateway).

@@ -479,6 +479,10 @@ struct Mux {
     /// Resources whose first subscription is under way, with the sessions that asked for one
     /// meanwhile: they are answered as the server answers it.
     subscribing: HashMap<String, Vec<Asker>>,
+    /// When the oldest ping the server left unanswered was sent, kept after the session that
+    /// sent it gave up and left (as a session's supervisor does with a server that does not
+    /// answer its ping): until the server answers anything, it hangs for every session.
+    unanswered_ping: Option<Instant>,
 }
 
 struct Forwarded {
@@ -538,6 +542,7 @@ impl Mux {
             tokens: HashMap::new(),
             subscriptions: HashMap::new(),
             subscribing: HashMap::new(),
+            unanswered_ping: None,
         }
     }
 
@@ -565,9 +570,11 @@ impl Mux {
         let probes = self
             .forwarded
             .values()
-            .filter(|forwarded| matches!(forwarded.purpose, Purpose::Ping | Purpose::Listing(_)));
+            .filter(|forwarded| matches!(forwarded.purpose, Purpose::Ping | Purpose::Listing(_)))
+            .map(|forwarded| forwarded.sent);
         probes
-            .filter(|forwarded| forwarded.sent.elapsed() > patience)
+            .chain(self.unanswered_ping)
+            .filter(|sent| sent.elapsed() > patience)
             .map(|_| format!("a ping or a listing unanswered for {}s", patience.as_secs()))
             .next()
     }
@@ -798,6 +805,10 @@ impl Mux {
             if let Some(forwarded) = self.forwarded.remove(&pooled) {
                 self.by_asker.remove(&forwarded.asker);
                 self.drop_token(&forwarded);
+                if matches!(forwarded.purpose, Purpose::Ping) {
+                    let oldest = self.unanswered_ping.map_or(forwarded.sent, |known| known.min(forwarded.sent));
+                    self.unanswered_ping = Some(oldest);
+                }
             }
             let params = serde_json::json!({"requestId": raw_value(&pooled), "reason": "the client session ended"});
             self.send_server_own(jsonrpc::notification("notifications/cancelled", Some(&params)));
@@ -838,6 +849,8 @@ impl Mux {
     /// The server answered request `id` (the pool's): the session (or sessions) that asked
     /// get it under their own ids.
     fn server_answer(&mut self, id: &Id, result: Option<&RawValue>, error: Option<&RawValue>, line: &[u8]) {
+        // It answers: whatever ping it left unanswered, it does not hang.
+        self.unanswered_ping = None;
         let Some(forwarded) = self.forwarded.remove(id) else {
             return tracing::debug!("an answer to {id}, which no session waits for; dropped");
         };
@@ -1269,6 +1282,27 @@ mod tests {
         assert!(lines(&mut server).is_empty(), "none of it reaches the server");
         let answered = lines(&mut sessions[0]);
         assert!(answered[0]["error"].is_object() && answered[1]["result"].is_object(), "{answered:?}");
+    }
+
+    #[test]
+    fn a_ping_left_unanswered_by_a_session_that_gave_up_still_says_the_server_hangs() {
+        let (mut mux, mut server, _sessions) = mux(2);
+        let ping = serde_json::json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+        from_session(&mut mux, 1, ping.clone());
+        let pooled = lines(&mut server)[0]["id"].clone();
+        // The session's supervisor found it unanswered, ended its connection, and connects again.
+        mux.forget(1);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(mux.hangs(Duration::from_millis(1)).unwrap().contains("ping"), "the next connection restarts it");
+        assert!(mux.hangs(Duration::from_secs(60)).is_none(), "within its patience");
+        // Anything it answers says it is alive.
+        from_session(&mut mux, 2, ping);
+        let asked = lines(&mut server);
+        let answered = asked.iter().find(|line| line["method"] == "ping").unwrap()["id"].clone();
+        assert_ne!(answered, pooled);
+        from_server(&mut mux, serde_json::json!({"jsonrpc": "2.0", "id": answered, "result": {}}));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(mux.hangs(Duration::from_millis(1)).is_none());
     }
 
     #[test]
