@@ -172,7 +172,7 @@ pub async fn serve(
         .route("/mcp/{view}", post(on_post).get(on_get).delete(on_delete))
         .route("/metrics", axum::routing::get(operations::metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
-        // A probe carries no token, and is told no more than whether.
+        // A probe carries no token, and is told no more than whether; why not, only with one.
         .route("/healthz", axum::routing::get(operations::alive))
         .route("/readyz", axum::routing::get(operations::ready));
     if state.listen.oauth.is_some() {

@@ -107,6 +107,27 @@ impl Front {
                 ServerSpec { settings, start: Arc::new(start), scope, entry: None }
             })
             .collect();
+        Front::of_in(dir, starts, specs, policy, listen).await
+    }
+
+    /// A front of `specs`, its listening options as `listen` makes them.
+    async fn of(
+        specs: Vec<ServerSpec>,
+        policy: SessionPolicy,
+        listen: impl FnOnce(ListenOptions) -> ListenOptions,
+    ) -> Front {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        Front::of_in(dir, starts, specs, policy, listen).await
+    }
+
+    async fn of_in(
+        dir: tempfile::TempDir,
+        starts: std::path::PathBuf,
+        specs: Vec<ServerSpec>,
+        policy: SessionPolicy,
+        listen: impl FnOnce(ListenOptions) -> ListenOptions,
+    ) -> Front {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
@@ -430,6 +451,57 @@ async fn health_readiness_and_metrics_are_served() {
         assert!(text.lines().any(|said| said == line), "{line} in:\n{text}");
     }
     assert!(text.contains(r#"tool_mediator_request_duration_seconds_count{method="tools/call"} 2"#), "{text}");
+}
+
+/// Regression (issue 42): `/readyz` told anyone who reached the port the servers' names, a
+/// command's path and what a remote server answered. Unauthenticated it says ready or not;
+/// the details go to a caller with the token, and to the log.
+#[tokio::test]
+async fn readiness_tells_why_only_to_a_caller_with_the_token() {
+    let secret_command = "/opt/secret-tools/bin/billing-server";
+    let failing = |name: &str| {
+        let start = move || Some(Upstream::from(Command::new(secret_command)));
+        let settings = LinkSettings { name: name.to_owned(), ..LinkSettings::default() };
+        ServerSpec { settings, start: Arc::new(start), scope: Scope::Shared, entry: None }
+    };
+    let with_token = |listen: ListenOptions| ListenOptions { token: Some("s3cret".into()), ..listen };
+    for (token, listen) in [(false, None), (true, Some(with_token))] {
+        let front = Front::of(vec![failing("billing-internal")], SessionPolicy::default(), |options| match listen {
+            Some(listen) => listen(options),
+            None => options,
+        })
+        .await;
+        let readyz = front.url.replace("/mcp", "/readyz");
+        let ask = |authorization: Option<&str>| {
+            let mut request = front.http.get(&readyz);
+            if let Some(authorization) = authorization {
+                request = request.header("authorization", authorization);
+            }
+            async move {
+                let answer = request.send().await.unwrap();
+                (answer.status().as_u16(), answer.text().await.unwrap())
+            }
+        };
+        // The shared server's start has failed once it says so to the one who may know (without
+        // a token, after as long as that takes with one).
+        let mut told = ask(Some("Bearer s3cret")).await;
+        for _ in 0..100 {
+            if told.1.contains("billing-internal") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            told = ask(Some("Bearer s3cret")).await;
+        }
+        for authorization in [None, Some("Bearer wrong"), Some("Basic s3cret")] {
+            assert_eq!(ask(authorization).await, (503, "not ready\n".to_owned()), "{authorization:?}");
+        }
+        if token {
+            assert_eq!(told.0, 503);
+            assert!(told.1.contains("billing-internal") && told.1.contains(secret_command), "{}", told.1);
+        } else {
+            assert_eq!(told, (503, "not ready\n".to_owned()), "no token to check: nobody is told why");
+        }
+    }
 }
 
 /// Two servers, `a` (three tools, `a_hello`, `a_hello_again`, `a_hello_there`) and `b`
