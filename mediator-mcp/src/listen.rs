@@ -60,6 +60,7 @@ use catalog::{Catalog, Choosing};
 use tool_mediator_core::sync::lock;
 
 mod catalog;
+mod hangup;
 mod operations;
 mod stateless;
 #[cfg(test)]
@@ -214,7 +215,13 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY not set: {error}");
         }
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let (stream, hangup) = hangup::Connection::new(stream);
+        let routes = hyper_util::service::TowerToHyperService::new(app.clone());
+        // Each request can tell when its client hangs up.
+        let service = hyper::service::service_fn(move |mut request: axum::http::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(hangup.clone());
+            hyper::service::Service::call(&routes, request)
+        });
         let mut closed = closed.clone();
         connections.spawn(async move {
             let _slot = slot;
@@ -911,6 +918,7 @@ async fn resource_metadata(State(front): State<Arc<Front>>) -> Response {
 async fn on_post(
     State(front): State<Arc<Front>>,
     Extension(caller): Extension<Caller>,
+    hangup: Option<Extension<hangup::Hangup>>,
     path: Option<Path<String>>,
     headers: HeaderMap,
     body: axum::body::Body,
@@ -950,7 +958,8 @@ async fn on_post(
     }
     let initialize = method == "initialize";
     if let Some(request) = stateless::Request::of(&headers, &message) {
-        return stateless::answer(&front, &headers, request, view).await;
+        return stateless::answer(&front, &headers, request, view, hangup.as_ref().map(|Extension(hangup)| hangup))
+            .await;
     }
     if let Err(refused) = Front::check_revision(&headers) {
         return refused.into_response();

@@ -17,7 +17,8 @@
 //! As the revision prescribes, a request is refused with 400 and `-32602` when its envelope is
 //! not whole, `-32020` when its headers do not say what its body says, `-32022` when it names a
 //! revision not served here; an unknown method is 404 with `-32601`. An `Mcp-Session-Id` is
-//! ignored, and none is minted or echoed. Closing a response stream cancels its request.
+//! ignored, and none is minted or echoed. Closing a response stream cancels its request, and so
+//! does hanging up on a request answered as JSON ([`Hangup`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::hangup::Hangup;
 use super::{Front, REVISION_HEADER, Session, Waiting, json_error, send_or_hold, wants_stream};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
 use crate::revision::{Envelope, HEADER_MISMATCH, LOG_LEVEL_KEY, SUBSCRIPTION_ID_KEY};
@@ -68,6 +70,7 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     request: Request<'_>,
     view: Option<String>,
+    hangup: Option<&Hangup>,
 ) -> Response {
     let Request { message, params } = request;
     let (id, method) = match message {
@@ -105,20 +108,30 @@ pub(super) async fn answer(
         return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, &session.ending()));
     }
     let mut exchange = Answering { exchange, waiting, session, answered: false };
+    if !wants_stream {
+        // A client that takes JSON alone gets the answer alone. Nothing is written to it until
+        // then, so its hanging up is looked for apart: the request is cancelled (dropped).
+        let hung_up = async {
+            match hangup {
+                Some(hangup) => hangup.gone().await,
+                None => std::future::pending().await,
+            }
+        };
+        let answer = tokio::select! {
+            answer = exchange.answer() => answer,
+            () = hung_up => {
+                tracing::debug!("the client of {} hung up before its answer; cancelled", exchange.exchange.ours);
+                return StatusCode::NO_CONTENT.into_response();
+            }
+        };
+        let ended = || jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended");
+        return answer_at_once(&answer.unwrap_or_else(ended));
+    }
     let Some(first) = exchange.next().await else {
         return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended"));
     };
     if exchange.answered {
         return answer_at_once(&first);
-    }
-    if !wants_stream {
-        // A client that takes JSON alone gets the answer alone.
-        while let Some(line) = exchange.next().await {
-            if exchange.answered {
-                return answer_at_once(&line);
-            }
-        }
-        return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended"));
     }
     let events = futures_util::stream::unfold((Some(first), exchange), |(first, mut exchange)| async move {
         let line = match first {
@@ -262,6 +275,16 @@ struct Answering {
 }
 
 impl Answering {
+    /// The answer alone, what comes before it let go; `None` when the proxy ended first.
+    async fn answer(&mut self) -> Option<String> {
+        while let Some(line) = self.next().await {
+            if self.answered {
+                return Some(line);
+            }
+        }
+        None
+    }
+
     async fn next(&mut self) -> Option<String> {
         if self.answered {
             return None;

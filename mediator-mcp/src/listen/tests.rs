@@ -17,10 +17,15 @@ use tool_mediator::session::SessionPolicy;
 
 /// Answers by the last `"id":` of each line (the tests send no other); a start is a line in
 /// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three, and `$EXTRA` more; each
-/// name after `$PREFIX`.
+/// name after `$PREFIX`. A call with a `wait` argument is never answered; a cancellation is a
+/// line in `$STARTS.cancelled`.
 const SERVER: &str = r#"
 echo started >> "$STARTS"
 while IFS= read -r line; do
+  case "$line" in
+    *'"notifications/cancelled"'*) printf '%s\n' "$line" >> "$STARTS.cancelled"; continue ;;
+    *'"wait"'*) continue ;;
+  esac
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9-]*\).*/\1/p')
   [ -n "$id" ] || continue
   case "$line" in
@@ -451,6 +456,49 @@ async fn health_readiness_and_metrics_are_served() {
         assert!(text.lines().any(|said| said == line), "{line} in:\n{text}");
     }
     assert!(text.contains(r#"tool_mediator_request_duration_seconds_count{method="tools/call"} 2"#), "{text}");
+}
+
+/// Regression (issue 42): a stateless request answered as JSON (its client asked for no
+/// stream) went on upstream after its client hung up; it is cancelled, as one whose stream
+/// closes is.
+#[tokio::test]
+async fn a_stateless_request_answered_as_json_is_cancelled_when_its_client_hangs_up() {
+    use tokio::io::AsyncWriteExt as _;
+    let front = Front::start().await;
+    let cancelled = front.starts.with_extension("cancelled");
+    let address = front.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    // However the client ends its request: the last one sends a line break after its body, as
+    // some clients do, which hyper leaves unread while the request is answered, and so reads
+    // nothing of the client's going (the case the probe found).
+    let clients =
+        [(7, "", "1.1", ""), (8, "Connection: close\r\n", "1.1", ""), (9, "", "1.0", ""), (10, "", "1.1", "\r\n")];
+    for (id, connection, version, after) in clients {
+        let call = stateless(id, "tools/call", json!({"name": "hello", "arguments": {"wait": true}})).to_string();
+        let request = format!(
+            "POST /mcp HTTP/{version}\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json\r\n\
+             MCP-Protocol-Version: {REVISION}\r\nMcp-Method: tools/call\r\nMcp-Name: hello\r\n{connection}\
+             Content-Length: {}\r\n\r\n{call}{after}",
+            call.len()
+        );
+        let before = std::fs::read_to_string(&cancelled).unwrap_or_default().lines().count();
+        let mut client = tokio::net::TcpStream::connect(&address).await.unwrap();
+        client.write_all(request.as_bytes()).await.unwrap();
+        // The call reaches the server, which never answers it; then the client hangs up.
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        let count = || std::fs::read_to_string(&cancelled).unwrap_or_default().lines().count();
+        assert_eq!(count(), before, "{connection:?}: nothing is cancelled while the client waits");
+        drop(client);
+        let began = std::time::Instant::now();
+        while count() == before && began.elapsed() < std::time::Duration::from_secs(10) {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let said = std::fs::read_to_string(&cancelled).unwrap_or_default();
+        let last = said.lines().nth(before).unwrap_or_default();
+        assert!(
+            last.contains(r#""requestId":"http-"#),
+            "{connection:?}: the server hears the call cancelled: {said:?}"
+        );
+    }
 }
 
 /// Regression (issue 42): `/readyz` told anyone who reached the port the servers' names, a
