@@ -29,7 +29,8 @@
 //! token subject, it is not found (404). The stateless revision has a shared proxy per view.
 //!
 //! Against DNS rebinding, a request whose `Host` names a site (rather than an IP address,
-//! `localhost` or a name allowed with [`ListenOptions::allowed_hosts`]) is refused (421). Every
+//! `localhost` or a name allowed with [`ListenOptions::allowed_hosts`]) is refused (421); one
+//! whose `Host` is given twice, or names userinfo, is malformed (400), whatever its path. Every
 //! connection has [`ListenOptions::read_timeout`] to send a request's headers, and again its
 //! body; connections at once are capped (a connection past the cap waits to be accepted until
 //! one ends, and the stalled ones end within the timeout), so a flood of half-open connections
@@ -183,7 +184,8 @@ pub async fn serve(
             .route("/.well-known/oauth-protected-resource", axum::routing::get(resource_metadata))
             .route("/.well-known/oauth-protected-resource/{*path}", axum::routing::get(resource_metadata));
     }
-    let app = app.with_state(state.clone());
+    // Outermost: what no route may be asked with.
+    let app = app.layer(axum::middleware::from_fn(well_formed)).with_state(state.clone());
     let janitor = tokio::spawn(end_idle_sessions(state.clone()));
     let warming = tokio::spawn(warm_up(state.clone()));
     let following = state.listen.servers_file.clone().map(|path| tokio::spawn(catalog::follow(state.clone(), path)));
@@ -903,6 +905,24 @@ async fn guard(State(front): State<Arc<Front>>, mut request: axum::extract::Requ
         }
         Err(refused) => refused,
     }
+}
+
+/// Refuses (400), whatever the path, a request whose `Host` is given twice or names userinfo
+/// (`user@host`): HTTP allows neither (RFC 9112 3.2, RFC 9110 7.2), and the check of the site a
+/// request names ([`Front::serves_host`]) would read another site than a party before it.
+async fn well_formed(request: axum::extract::Request, next: Next) -> Response {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return refusal(StatusCode::BAD_REQUEST, "more than one Host header");
+    }
+    if first.is_some_and(|host| host.as_bytes().contains(&b'@')) {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "the Host header names userinfo (user@host), which HTTP does not allow",
+        );
+    }
+    next.run(request).await
 }
 
 /// The protected resource metadata (RFC 9728).
