@@ -506,19 +506,36 @@ async fn a_stateless_request_answered_as_json_is_cancelled_when_its_client_hangs
 /// the details go to a caller with the token, and to the log.
 #[tokio::test]
 async fn readiness_tells_why_only_to_a_caller_with_the_token() {
+    use crate::access::tests::{SigningKey, TestIssuer};
+    use crate::access::{OAuthOptions, ProtectedResource};
+
     let secret_command = "/opt/secret-tools/bin/billing-server";
-    let failing = |name: &str| {
+    let failing = || {
         let start = move || Some(Upstream::from(Command::new(secret_command)));
-        let settings = LinkSettings { name: name.to_owned(), ..LinkSettings::default() };
-        ServerSpec { settings, start: Arc::new(start), scope: Scope::Shared, entry: None }
+        let settings = LinkSettings { name: "billing-internal".to_owned(), ..LinkSettings::default() };
+        vec![ServerSpec { settings, start: Arc::new(start), scope: Scope::Shared, entry: None }]
     };
-    let with_token = |listen: ListenOptions| ListenOptions { token: Some("s3cret".into()), ..listen };
-    for (token, listen) in [(false, None), (true, Some(with_token))] {
-        let front = Front::of(vec![failing("billing-internal")], SessionPolicy::default(), |options| match listen {
-            Some(listen) => listen(options),
-            None => options,
+    let key = SigningKey::es256("k1");
+    let issuer = TestIssuer::start(&[&key]).await;
+    // No check to pass, the shared token, an OAuth bearer token.
+    for guard in ["none", "token", "oauth"] {
+        let audience = Arc::new(std::sync::Mutex::new(String::new()));
+        let (issuer_url, heard) = (issuer.issuer.clone(), audience.clone());
+        let front = Front::of(failing(), SessionPolicy::default(), move |listen| match guard {
+            "token" => ListenOptions { token: Some("s3cret".into()), ..listen },
+            "oauth" => {
+                let resource = format!("http://{}/mcp", listen.address);
+                *heard.lock().unwrap() = resource.clone();
+                let options = OAuthOptions::new(&issuer_url, &resource).unwrap();
+                ListenOptions { oauth: Some(Arc::new(ProtectedResource::new(options).unwrap())), ..listen }
+            }
+            _ => listen,
         })
         .await;
+        let good = match guard {
+            "oauth" => format!("Bearer {}", key.sign(&issuer.claims(&audience.lock().unwrap(), 300))),
+            _ => "Bearer s3cret".to_owned(),
+        };
         let readyz = front.url.replace("/mcp", "/readyz");
         let ask = |authorization: Option<&str>| {
             let mut request = front.http.get(&readyz);
@@ -530,24 +547,25 @@ async fn readiness_tells_why_only_to_a_caller_with_the_token() {
                 (answer.status().as_u16(), answer.text().await.unwrap())
             }
         };
-        // The shared server's start has failed once it says so to the one who may know (without
-        // a token, after as long as that takes with one).
-        let mut told = ask(Some("Bearer s3cret")).await;
+        // The shared server's start has failed once it says so to the one who may know (where
+        // nobody may, after as long as that takes).
+        let mut told = ask(Some(&good)).await;
         for _ in 0..100 {
             if told.1.contains("billing-internal") {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            told = ask(Some("Bearer s3cret")).await;
+            told = ask(Some(&good)).await;
         }
-        for authorization in [None, Some("Bearer wrong"), Some("Basic s3cret")] {
-            assert_eq!(ask(authorization).await, (503, "not ready\n".to_owned()), "{authorization:?}");
+        let foreign = format!("Bearer {}", key.sign(&issuer.claims("http://127.0.0.1:1/mcp", 300)));
+        for authorization in [None, Some("Bearer wrong"), Some("Basic s3cret"), Some(foreign.as_str())] {
+            assert_eq!(ask(authorization).await, (503, "not ready\n".to_owned()), "{guard}: {authorization:?}");
         }
-        if token {
-            assert_eq!(told.0, 503);
-            assert!(told.1.contains("billing-internal") && told.1.contains(secret_command), "{}", told.1);
-        } else {
+        if guard == "none" {
             assert_eq!(told, (503, "not ready\n".to_owned()), "no token to check: nobody is told why");
+        } else {
+            assert_eq!(told.0, 503, "{guard}");
+            assert!(told.1.contains("billing-internal") && told.1.contains(secret_command), "{guard}: {}", told.1);
         }
     }
 }
