@@ -108,27 +108,22 @@ pub(super) async fn answer(
         return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, &session.ending()));
     }
     let mut exchange = Answering { exchange, waiting, session, answered: false };
+    // Nothing is written to the client until the answer (JSON) or the first message for the
+    // request (a stream): its hanging up until then is looked for apart, and cancels the
+    // request (the exchange is dropped).
+    let ended = || jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended");
     if !wants_stream {
-        // A client that takes JSON alone gets the answer alone. Nothing is written to it until
-        // then, so its hanging up is looked for apart: the request is cancelled (dropped).
-        let hung_up = async {
-            match hangup {
-                Some(hangup) => hangup.gone().await,
-                None => std::future::pending().await,
-            }
+        // A client that takes JSON alone gets the answer alone.
+        let Some(answer) = unless_hung_up(hangup, exchange.answer()).await else {
+            return exchange.hung_up();
         };
-        let answer = tokio::select! {
-            answer = exchange.answer() => answer,
-            () = hung_up => {
-                tracing::debug!("the client of {} hung up before its answer; cancelled", exchange.exchange.ours);
-                return StatusCode::NO_CONTENT.into_response();
-            }
-        };
-        let ended = || jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended");
         return answer_at_once(&answer.unwrap_or_else(ended));
     }
-    let Some(first) = exchange.next().await else {
-        return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended"));
+    let Some(first) = unless_hung_up(hangup, exchange.next()).await else {
+        return exchange.hung_up();
+    };
+    let Some(first) = first else {
+        return answer_at_once(&ended());
     };
     if exchange.answered {
         return answer_at_once(&first);
@@ -145,6 +140,20 @@ pub(super) async fn answer(
     // Reverse proxies (nginx) pass the stream on as it comes, as the revision asks.
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
+}
+
+/// What `waiting` gives, or `None` once the client has hung up.
+async fn unless_hung_up<T>(hangup: Option<&Hangup>, waiting: impl std::future::Future<Output = T>) -> Option<T> {
+    let hung_up = async {
+        match hangup {
+            Some(hangup) => hangup.gone().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        done = waiting => Some(done),
+        () = hung_up => None,
+    }
 }
 
 /// GET and DELETE are not part of the stateless revision (405); `None` for any other request.
@@ -283,6 +292,13 @@ impl Answering {
             }
         }
         None
+    }
+
+    /// What a client that hung up is answered (it reads nothing); the request is cancelled as
+    /// the exchange is dropped.
+    fn hung_up(self) -> Response {
+        tracing::debug!("the client of {} hung up before anything came for it; cancelled", self.exchange.ours);
+        StatusCode::NO_CONTENT.into_response()
     }
 
     async fn next(&mut self) -> Option<String> {
