@@ -381,6 +381,62 @@ fn a_servers_file_with_a_syntax_error_is_refused_with_its_line_and_column() {
     assert!(stderr(&output).contains(&format!("{}:2:24", path.display())), "{}", stderr(&output));
 }
 
+/// `GET path` on `address`, over a connection of its own: the status, or why none came within
+/// `within`.
+fn probe(address: &str, path: &str, within: std::time::Duration) -> Result<u16, String> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).map_err(|error| error.to_string())?;
+    stream.set_read_timeout(Some(within)).map_err(|error| error.to_string())?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).map_err(|error| error.to_string())?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).map_err(|error| format!("no answer within {within:?}: {error}"))?;
+    answer.split(' ').nth(1).and_then(|code| code.parse().ok()).ok_or(answer)
+}
+
+/// Regression (issue 42): a fifo put at the servers file froze the gateway, `/healthz` included,
+/// as it read the file again; now it is refused, named in the log, and the servers as they were
+/// go on. At the start, it is an error that names the file.
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_the_servers_file_freezes_nothing_and_is_refused_at_the_start() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let config = servers_file(dir.path(), json!({"mcpServers": {"a": named(&peers, "a", &[])}}));
+    let file = config.display().to_string();
+    let listening = Listening::start(&peers, "gateway", &["--config", &file]);
+    let within = std::time::Duration::from_secs(5);
+    assert_eq!(probe(&listening.address, "/healthz", within), Ok(200));
+    std::fs::remove_file(&config).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&config).status().unwrap().success());
+    // The file is looked at every two seconds: by now it has been read again.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    for path in ["/healthz", "/readyz", "/healthz"] {
+        assert_eq!(probe(&listening.address, path, within), Ok(200), "{path} with a fifo at the servers file");
+    }
+    drop(listening);
+
+    let mut gateway = std::process::Command::new(binary())
+        .args(["gateway", "--config", &file])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = std::time::Instant::now();
+    while gateway.try_wait().unwrap().is_none() {
+        if began.elapsed() > std::time::Duration::from_secs(30) {
+            gateway.kill().unwrap();
+            panic!("a gateway whose servers file is a fifo waited for it");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let output = gateway.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(said.contains(&file) && said.contains("not a regular file"), "{said}");
+}
+
 #[test]
 fn a_server_with_neither_command_nor_url_is_refused_with_its_place() {
     let dir = tempfile::tempdir().unwrap();

@@ -315,6 +315,34 @@ fn a_host_that_names_another_site_is_refused() {
     }
 }
 
+/// Regression (issue 42): a request with two `Host` headers, or a `Host` with userinfo, was
+/// served (by the first `Host`, or by what follows the `@`), so what the check read was not what
+/// every party in between reads. HTTP says such a request is refused with 400, on every path.
+#[test]
+fn a_host_given_twice_or_with_userinfo_is_a_bad_request() {
+    let peers = peers();
+    let time = peers.bin("mcp-server-time").display().to_string();
+    let proxy = Listening::start(&peers, "proxy", &["--", &time]);
+    let port = proxy.address.rsplit(':').next().unwrap().to_owned();
+    let local = format!("127.0.0.1:{port}");
+    for (first, second) in [(local.as_str(), "evil.example"), ("evil.example", local.as_str()), (&local, &local)] {
+        let twice = format!("Host: {second}\r\n");
+        let answer = raw(&proxy.address, &post(first, &twice, INITIALIZE), Duration::from_secs(15));
+        assert!(answer.starts_with("HTTP/1.1 400"), "Host {first}, then {second}: {answer}");
+        let probe = format!("GET /healthz HTTP/1.1\r\nHost: {first}\r\nHost: {second}\r\nConnection: close\r\n\r\n");
+        let answer = raw(&proxy.address, &probe, Duration::from_secs(15));
+        assert!(answer.starts_with("HTTP/1.1 400"), "/healthz, Host {first}, then {second}: {answer}");
+    }
+    for host in
+        [format!("user@127.0.0.1:{port}"), format!("evil.example@localhost:{port}"), "user:pass@localhost".into()]
+    {
+        let answer = raw(&proxy.address, &post(&host, "", INITIALIZE), Duration::from_secs(15));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{host}: {answer}");
+    }
+    let answer = raw(&proxy.address, &post(&local, "", INITIALIZE), Duration::from_secs(15));
+    assert!(answer.starts_with("HTTP/1.1 200"), "one Host, no userinfo: {answer}");
+}
+
 #[test]
 fn listening_beyond_this_machine_needs_a_token_or_says_it_goes_without() {
     let refused = tool_mediator_tests::run(&["proxy", "--listen", "0.0.0.0:0", "--", "true"], None);

@@ -253,6 +253,41 @@ fn a_client_is_found_where_it_keeps_its_configuration() {
     }
 }
 
+/// Regression (issue 42, item 13): run outside a project, `wrap --client cursor` said there was
+/// no Cursor configuration while `~/.cursor/mcp.json` was there. A client whose file is looked
+/// for in the project says where the user's is, and that `--scope user` changes it.
+#[test]
+fn outside_a_project_wrap_points_to_the_users_configuration() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config");
+    let env = [("HOME", home.path().to_str().unwrap()), ("XDG_CONFIG_HOME", config.to_str().unwrap())];
+    let users = [
+        ("cursor", home.path().join(".cursor/mcp.json"), ("cursor", "mcp.json")),
+        ("claude-code", home.path().join(".claude.json"), ("claude-code-user", ".claude.json")),
+        ("vscode", config.join("Code/User/mcp.json"), ("vscode", "mcp.json")),
+    ];
+    for (client, user, (fixture_dir, fixture_name)) in users {
+        let wrap = || run_with(project.path(), &["wrap", "--client", client], None, &env);
+        let missing = wrap();
+        assert_eq!(missing.status.code(), Some(2), "{client}");
+        let said = stderr(&missing);
+        assert!(said.contains("--scope user") && said.contains(&user.display().to_string()), "{client}: {said}");
+
+        fs::create_dir_all(user.parent().unwrap()).unwrap();
+        fs::copy(fixture("clients").join(fixture_dir).join(fixture_name), &user).unwrap();
+        let elsewhere = wrap();
+        assert_eq!(elsewhere.status.code(), Some(2), "{client}: the project's file is still the one meant");
+        let said = stderr(&elsewhere);
+        assert!(
+            said.contains(&format!("the user's is {}", user.display())) && said.contains("--scope user"),
+            "{client}: {said}"
+        );
+        let output = run_with(project.path(), &["wrap", "--client", client, "--scope", "user"], None, &env);
+        assert!(output.status.success(), "{client}: {}", stderr(&output));
+    }
+}
+
 /// Runs an entry of a client configuration as the client would: its command and arguments, its
 /// environment added to ours, in its `cwd`; through the `gateway-tour` scenario, which lists the
 /// tools and makes `calls`.

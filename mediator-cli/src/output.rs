@@ -236,7 +236,7 @@ fn side_file(path: &Path) -> Result<Option<Metadata>> {
     } else if kind.is_dir() {
         "a directory"
     } else {
-        "not a regular file (a fifo, a socket or a device)"
+        tool_mediator::read::NOT_REGULAR
     };
     bail!(
         "cannot write {}: it is {what}, and tool-mediator writes its own files only as new files or over regular \
@@ -597,22 +597,11 @@ pub fn read_side(path: &Path, limit: u64) -> Result<Option<String>> {
     if side_file(path)?.is_none() {
         return Ok(None);
     }
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        // A link or a fifo put there since it was looked at is not opened either.
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = match options.open(path) {
+    // A link or a fifo put there since it was looked at is not opened either.
+    let (file, metadata) = match tool_mediator::read::open_regular(path, tool_mediator::read::Links::Refused) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         other => other.with_context(|| format!("cannot read {}", path.display()))?,
     };
-    let metadata = file.metadata().with_context(|| format!("cannot read {}", path.display()))?;
-    if !metadata.is_file() {
-        bail!("cannot read {}: not a regular file", path.display());
-    }
     Ok(Some(tool_mediator::read::read_text_from(file, metadata.len(), path, limit)?))
 }
 

@@ -29,7 +29,8 @@
 //! token subject, it is not found (404). The stateless revision has a shared proxy per view.
 //!
 //! Against DNS rebinding, a request whose `Host` names a site (rather than an IP address,
-//! `localhost` or a name allowed with [`ListenOptions::allowed_hosts`]) is refused (421). Every
+//! `localhost` or a name allowed with [`ListenOptions::allowed_hosts`]) is refused (421); one
+//! whose `Host` is given twice, or names userinfo, is malformed (400), whatever its path. Every
 //! connection has [`ListenOptions::read_timeout`] to send a request's headers, and again its
 //! body; connections at once are capped (a connection past the cap waits to be accepted until
 //! one ends, and the stalled ones end within the timeout), so a flood of half-open connections
@@ -60,6 +61,7 @@ use catalog::{Catalog, Choosing};
 use tool_mediator_core::sync::lock;
 
 mod catalog;
+mod hangup;
 mod operations;
 mod stateless;
 #[cfg(test)]
@@ -172,7 +174,7 @@ pub async fn serve(
         .route("/mcp/{view}", post(on_post).get(on_get).delete(on_delete))
         .route("/metrics", axum::routing::get(operations::metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
-        // A probe carries no token, and is told no more than whether.
+        // A probe carries no token, and is told no more than whether; why not, only with one.
         .route("/healthz", axum::routing::get(operations::alive))
         .route("/readyz", axum::routing::get(operations::ready));
     if state.listen.oauth.is_some() {
@@ -182,7 +184,8 @@ pub async fn serve(
             .route("/.well-known/oauth-protected-resource", axum::routing::get(resource_metadata))
             .route("/.well-known/oauth-protected-resource/{*path}", axum::routing::get(resource_metadata));
     }
-    let app = app.with_state(state.clone());
+    // Outermost: what no route may be asked with.
+    let app = app.layer(axum::middleware::from_fn(well_formed)).with_state(state.clone());
     let janitor = tokio::spawn(end_idle_sessions(state.clone()));
     let warming = tokio::spawn(warm_up(state.clone()));
     let following = state.listen.servers_file.clone().map(|path| tokio::spawn(catalog::follow(state.clone(), path)));
@@ -214,7 +217,13 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY not set: {error}");
         }
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let (stream, hangup) = hangup::Connection::new(stream);
+        let routes = hyper_util::service::TowerToHyperService::new(app.clone());
+        // Each request can tell when its client hangs up.
+        let service = hyper::service::service_fn(move |mut request: axum::http::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(hangup.clone());
+            hyper::service::Service::call(&routes, request)
+        });
         let mut closed = closed.clone();
         connections.spawn(async move {
             let _slot = slot;
@@ -898,6 +907,24 @@ async fn guard(State(front): State<Arc<Front>>, mut request: axum::extract::Requ
     }
 }
 
+/// Refuses (400), whatever the path, a request whose `Host` is given twice or names userinfo
+/// (`user@host`): HTTP allows neither (RFC 9112 3.2, RFC 9110 7.2), and the check of the site a
+/// request names ([`Front::serves_host`]) would read another site than a party before it.
+async fn well_formed(request: axum::extract::Request, next: Next) -> Response {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return refusal(StatusCode::BAD_REQUEST, "more than one Host header");
+    }
+    if first.is_some_and(|host| host.as_bytes().contains(&b'@')) {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "the Host header names userinfo (user@host), which HTTP does not allow",
+        );
+    }
+    next.run(request).await
+}
+
 /// The protected resource metadata (RFC 9728).
 async fn resource_metadata(State(front): State<Arc<Front>>) -> Response {
     match &front.listen.oauth {
@@ -911,6 +938,7 @@ async fn resource_metadata(State(front): State<Arc<Front>>) -> Response {
 async fn on_post(
     State(front): State<Arc<Front>>,
     Extension(caller): Extension<Caller>,
+    hangup: Option<Extension<hangup::Hangup>>,
     path: Option<Path<String>>,
     headers: HeaderMap,
     body: axum::body::Body,
@@ -950,7 +978,8 @@ async fn on_post(
     }
     let initialize = method == "initialize";
     if let Some(request) = stateless::Request::of(&headers, &message) {
-        return stateless::answer(&front, &headers, request, view).await;
+        return stateless::answer(&front, &headers, request, view, hangup.as_ref().map(|Extension(hangup)| hangup))
+            .await;
     }
     if let Err(refused) = Front::check_revision(&headers) {
         return refused.into_response();

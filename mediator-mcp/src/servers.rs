@@ -135,12 +135,14 @@ impl Servers {
         Ok(Servers { servers, views, warnings: reader.warnings })
     }
 
-    /// Reads the servers file at `path`, variables from the environment.
+    /// Reads the servers file at `path`, variables from the environment. Only a regular file is
+    /// read: a fifo put in its place would freeze the gateway that reads it again as it serves.
     pub fn read(path: &Path) -> Result<Servers, ServersError> {
-        let text = tool_mediator::read::read_settings(path).map_err(|error| ServersError {
+        use tool_mediator::read::{MAX_FILE_SIZE, read_regular};
+        let text = read_regular(path, MAX_FILE_SIZE).map_err(|error| ServersError {
             path: path.to_owned(),
             place: None,
-            message: format!("cannot read it: {error}"),
+            message: format!("cannot read it: {}", std::io::Error::from(error)),
         })?;
         Servers::parse(&text, path, |name| std::env::var(name).ok())
     }
@@ -540,6 +542,23 @@ mod tests {
         let error = Servers::read(Path::new("/no/such/servers.json")).unwrap_err();
         assert_eq!(error.place, None);
         assert!(error.to_string().starts_with("/no/such/servers.json: cannot read it: "), "{error}");
+    }
+
+    /// Regression (issue 42): a fifo at the servers file froze the gateway, which reads the
+    /// file again when it changes; it is refused at once, and the error names it.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_at_the_servers_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("servers.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let at = fifo.clone();
+        std::thread::spawn(move || sender.send(Servers::read(&at).map_err(|error| error.to_string())));
+        let read = receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the fifo is not waited on");
+        let error = read.unwrap_err();
+        assert!(error.starts_with(&format!("{}: cannot read it: ", fifo.display())), "{error}");
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     #[test]

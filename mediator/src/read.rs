@@ -98,6 +98,60 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     read_text_from(file, length, path, limit)
 }
 
+/// Whether a link in a file's place is followed when the file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// Read what the link points at (a settings file kept in a dotfiles repository).
+    Followed,
+    /// A link is an error (`ELOOP`): the file is one the mediator keeps, never read through a
+    /// link someone else put there.
+    Refused,
+}
+
+/// What the error says of a file that is not a regular one.
+pub const NOT_REGULAR: &str = "not a regular file (a fifo, a socket or a device)";
+
+/// Opens the file at `path` to read, and only when it is a regular file: a fifo, a socket or a
+/// device is never waited on. It is opened without blocking (an open of a fifo with no writer
+/// would wait for one) and looked at before a byte is read, so a fifo put in its place between
+/// a look and the open is refused too. A file that is not there is [`std::io::ErrorKind::NotFound`].
+pub fn open_regular(path: &Path, links: Links) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let not_regular = || std::io::Error::new(std::io::ErrorKind::InvalidInput, NOT_REGULAR);
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let no_follow = if links == Links::Refused { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_NONBLOCK | no_follow);
+    }
+    #[cfg(not(unix))]
+    {
+        // No opening without blocking here: the look before is all there is.
+        let metadata = match links {
+            Links::Followed => std::fs::metadata(path)?,
+            Links::Refused => std::fs::symlink_metadata(path)?,
+        };
+        if !metadata.is_file() {
+            return Err(not_regular());
+        }
+    }
+    let file = options.open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(not_regular());
+    }
+    Ok((file, metadata))
+}
+
+/// [`read_text`] of a regular file only ([`open_regular`]): what a front door that runs for
+/// long reads again while it serves (a gateway's servers file), which a fifo must never freeze.
+pub fn read_regular(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let (file, metadata) =
+        open_regular(path, Links::Followed).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    read_text_from(file, metadata.len(), path, limit)
+}
+
 /// [`read_text`] of what `input` gives (a file already open, standard input); `length` is what
 /// it is expected to hold (a file's length, else 0), and `path` names it in errors.
 pub fn read_text_from(input: impl std::io::Read, length: u64, path: &Path, limit: u64) -> Result<String, ReadError> {
@@ -131,6 +185,37 @@ mod tests {
         assert_eq!(error.to_string(), "c.json:2:11: not UTF-8 text");
         assert!(matches!(error, ReadError::NotUtf8 { .. }));
         assert_eq!(std::io::Error::from(error).to_string(), "line 2, column 11: not UTF-8 text");
+    }
+
+    /// Regression (issue 42): a fifo at a settings file froze the gateway that read it.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_a_directory_or_a_device_is_refused_without_waiting_and_a_link_as_asked() {
+        use super::{Links, NOT_REGULAR, open_regular, read_regular};
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("servers.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        // On a thread: before the fix the open waited for a writer for good.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let at = fifo.clone();
+        std::thread::spawn(move || sender.send(read_regular(&at, 1024).map_err(|error| error.to_string())));
+        let read = receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the fifo is not waited on");
+        assert_eq!(read.unwrap_err(), format!("cannot read {}: {NOT_REGULAR}", fifo.display()));
+        for other in [dir.path(), Path::new("/dev/zero")] {
+            let error = read_regular(other, 1024).unwrap_err().to_string();
+            assert!(error.ends_with(NOT_REGULAR), "{error}");
+        }
+
+        let file = dir.path().join("file.json");
+        std::fs::write(&file, "{}").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_regular(&link, 1024).unwrap(), "{}", "a link is followed when asked");
+        assert!(open_regular(&link, Links::Refused).is_err(), "and refused when asked");
+        assert!(open_regular(&file, Links::Refused).is_ok());
+        let gone = open_regular(&dir.path().join("gone.json"), Links::Followed).unwrap_err();
+        assert_eq!(gone.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

@@ -122,12 +122,7 @@ impl Config {
             (Some(path), _) => path.clone(),
             (None, Some(client)) => {
                 let project = std::env::current_dir().context("cannot tell the working directory")?;
-                let client = client_of(client);
-                let path = client.locate(args.scope.map(scope_of), &project)?;
-                if !path.exists() {
-                    anyhow::bail!("{}: no {client} configuration here (has {client} been set up?)", path.display());
-                }
-                path
+                client_of(client).find(args.scope.map(scope_of), &project)?
             }
             (None, None) => anyhow::bail!("name the configuration: --client NAME or --config FILE"),
         };

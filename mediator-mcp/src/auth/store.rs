@@ -7,7 +7,7 @@
 //! through a link someone else put in its place.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::platform::{self, PlatformError, Secrets};
 use super::registration::Client;
 use tool_mediator::kept;
+use tool_mediator::read::{Links, open_regular};
 
 /// The environment variable that keeps every sign-in in the file (`file`), the platform's
 /// credential store unused.
@@ -248,8 +249,8 @@ impl CredentialStore {
     }
 
     fn read(&self) -> Result<File1, StoreError> {
-        let file = match open_no_follow(&self.path) {
-            Ok(file) => file,
+        let file = match open_regular(&self.path, Links::Refused) {
+            Ok((file, _)) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(File1::default()),
             Err(_) if fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.file_type().is_symlink()) => {
                 return Err(self.error("a link; sign-ins are not kept through it"));
@@ -286,18 +287,6 @@ impl CredentialStore {
         drop(lock);
         Ok(true)
     }
-}
-
-/// The file at `path`, opened to read but never through a link.
-fn open_no_follow(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    options.open(path)
 }
 
 #[cfg(test)]
@@ -367,6 +356,22 @@ mod tests {
         std::os::unix::fs::symlink(dir.path(), &linked_dir).unwrap();
         let error = CredentialStore::at(linked_dir.join("credentials.json")).put("x", credentials("t")).unwrap_err();
         assert!(error.to_string().contains("is a link"), "{error}");
+    }
+
+    /// Regression (issue 42): a fifo at the sign-in store froze whoever read it (a gateway
+    /// signing in to a remote server); it is refused at once, and the error names it.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_the_files_place_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let store = CredentialStore::at(&path);
+        std::thread::spawn(move || sender.send(store.get("x").map(|_| ()).map_err(|error| error.to_string())));
+        let read = receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the fifo is not waited on");
+        let error = read.unwrap_err();
+        assert!(error.contains("credentials.json") && error.contains("not a regular file"), "{error}");
     }
 
     #[test]

@@ -96,6 +96,38 @@ impl Client {
             &Locations { home: &home, config_dir: &config_dir, project },
         )
     }
+
+    /// [`Client::locate`], and the file must be there: when it is not, the error names the
+    /// client's file in the other scope, and says whether that one is there (run outside a
+    /// project, the user's file is usually the one meant).
+    pub fn find(self, scope: Option<Scope>, project: &Path) -> Result<PathBuf, ClientsError> {
+        let home = dirs::home_dir().ok_or(ClientsError::NoHome)?;
+        let config_dir = dirs::config_dir().ok_or(ClientsError::NoHome)?;
+        let at = Locations { home: &home, config_dir: &config_dir, project };
+        self.existing(scope.unwrap_or(self.default_scope()), &at, |path| path.exists())
+    }
+
+    /// The file in `scope` if `exists` says it is there; else why not.
+    fn existing(
+        self,
+        scope: Scope,
+        at: &Locations<'_>,
+        exists: impl Fn(&Path) -> bool,
+    ) -> Result<PathBuf, ClientsError> {
+        let path = self.config_file(scope, at)?;
+        if exists(&path) {
+            return Ok(path);
+        }
+        let other_scope = match scope {
+            Scope::Project => Scope::User,
+            Scope::User => Scope::Project,
+        };
+        let other = self.config_file(other_scope, at).ok().map(|other| {
+            let there = exists(&other);
+            (other, there)
+        });
+        Err(ClientsError::Missing { client: self, scope, path, other })
+    }
 }
 
 impl fmt::Display for Client {
@@ -127,5 +159,33 @@ mod tests {
         assert_eq!(file(Client::Vscode, Scope::User).unwrap(), "/h/.config/Code/User/mcp.json");
         assert_eq!(file(Client::Windsurf, Scope::User).unwrap(), "/h/.codeium/windsurf/mcp_config.json");
         assert!(file(Client::Windsurf, Scope::Project).is_err());
+    }
+
+    #[test]
+    fn a_file_not_there_says_where_the_other_scope_s_is_and_how_to_ask_for_it() {
+        let at = Locations { home: Path::new("/h"), config_dir: Path::new("/h/.config"), project: Path::new("/p") };
+        let missing = |client: Client, scope, there: &[&str]| {
+            client.existing(scope, &at, |path| there.contains(&path.to_str().unwrap())).unwrap_err().to_string()
+        };
+        assert_eq!(
+            missing(Client::Cursor, Scope::Project, &["/h/.cursor/mcp.json"]),
+            "/p/.cursor/mcp.json: no Cursor configuration in this project; the user's is /h/.cursor/mcp.json: add \
+             --scope user to change it"
+        );
+        assert_eq!(
+            missing(Client::ClaudeCode, Scope::Project, &[]),
+            "/p/.mcp.json: no Claude Code configuration in this project (run it in the project's directory), nor \
+             the user's (/h/.claude.json, with --scope user); has Claude Code been set up?"
+        );
+        assert_eq!(
+            missing(Client::Vscode, Scope::User, &["/p/.vscode/mcp.json"]),
+            "/h/.config/Code/User/mcp.json: no VS Code configuration here; the project's is /p/.vscode/mcp.json: \
+             add --scope project to change it"
+        );
+        assert_eq!(
+            missing(Client::Windsurf, Scope::User, &[]),
+            "/h/.codeium/windsurf/mcp_config.json: no Windsurf configuration here (has Windsurf been set up?)"
+        );
+        assert_eq!(Client::Cursor.existing(Scope::Project, &at, |_| true).unwrap(), Path::new("/p/.cursor/mcp.json"));
     }
 }

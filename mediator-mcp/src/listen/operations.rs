@@ -8,14 +8,15 @@
 //! counts a listing's tokens exactly).
 //!
 //! `/healthz` and `/readyz` answer anyone who reaches the port (a probe carries no token) and say
-//! nothing but whether; `/metrics` is guarded as `/mcp` is.
+//! nothing but whether; why `/readyz` is not ready goes to the log, and to a caller with the
+//! token (or OAuth bearer token) `/mcp` takes. `/metrics` is guarded as `/mcp` is.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -187,14 +188,21 @@ pub(super) async fn alive() -> Response {
     plain(StatusCode::OK, "alive")
 }
 
-pub(super) async fn ready(State(front): State<Arc<Front>>) -> Response {
-    if front.stopping.load(Ordering::SeqCst) {
-        return plain(StatusCode::SERVICE_UNAVAILABLE, "stopping");
+/// Ready or not, and why not only to a caller that passes the check `/mcp` makes, with a token
+/// to check: the reason names servers, commands and what a remote server answered. The log
+/// has it too ([`warm_up`](super::warm_up)).
+pub(super) async fn ready(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+    let why = match front.stopping.load(Ordering::SeqCst) {
+        true => Some("stopping".to_owned()),
+        false => lock(&front.unready).clone(),
+    };
+    let Some(why) = why else { return plain(StatusCode::OK, "ready") };
+    let guarded = front.listen.token.is_some() || front.listen.oauth.is_some();
+    // A probe sends no token: it is not made to wait for a token's check.
+    if guarded && headers.contains_key(header::AUTHORIZATION) && front.admit(&headers).await.is_ok() {
+        return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("not ready: {why}"));
     }
-    match &*lock(&front.unready) {
-        None => plain(StatusCode::OK, "ready"),
-        Some(why) => plain(StatusCode::SERVICE_UNAVAILABLE, &format!("not ready: {why}")),
-    }
+    plain(StatusCode::SERVICE_UNAVAILABLE, "not ready")
 }
 
 pub(super) async fn metrics(State(front): State<Arc<Front>>) -> Response {

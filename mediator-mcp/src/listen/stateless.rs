@@ -17,7 +17,8 @@
 //! As the revision prescribes, a request is refused with 400 and `-32602` when its envelope is
 //! not whole, `-32020` when its headers do not say what its body says, `-32022` when it names a
 //! revision not served here; an unknown method is 404 with `-32601`. An `Mcp-Session-Id` is
-//! ignored, and none is minted or echoed. Closing a response stream cancels its request.
+//! ignored, and none is minted or echoed. Closing a response stream cancels its request, and so
+//! does hanging up on a request answered as JSON ([`Hangup`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::hangup::Hangup;
 use super::{Front, REVISION_HEADER, Session, Waiting, json_error, send_or_hold, wants_stream};
 use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
 use crate::revision::{Envelope, HEADER_MISMATCH, LOG_LEVEL_KEY, SUBSCRIPTION_ID_KEY};
@@ -68,6 +70,7 @@ pub(super) async fn answer(
     headers: &HeaderMap,
     request: Request<'_>,
     view: Option<String>,
+    hangup: Option<&Hangup>,
 ) -> Response {
     let Request { message, params } = request;
     let (id, method) = match message {
@@ -105,20 +108,25 @@ pub(super) async fn answer(
         return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, &session.ending()));
     }
     let mut exchange = Answering { exchange, waiting, session, answered: false };
-    let Some(first) = exchange.next().await else {
-        return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended"));
+    // Nothing is written to the client until the answer (JSON) or the first message for the
+    // request (a stream): its hanging up until then is looked for apart, and cancels the
+    // request (the exchange is dropped).
+    let ended = || jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended");
+    if !wants_stream {
+        // A client that takes JSON alone gets the answer alone.
+        let Some(answer) = unless_hung_up(hangup, exchange.answer()).await else {
+            return exchange.hung_up();
+        };
+        return answer_at_once(&answer.unwrap_or_else(ended));
+    }
+    let Some(first) = unless_hung_up(hangup, exchange.next()).await else {
+        return exchange.hung_up();
+    };
+    let Some(first) = first else {
+        return answer_at_once(&ended());
     };
     if exchange.answered {
         return answer_at_once(&first);
-    }
-    if !wants_stream {
-        // A client that takes JSON alone gets the answer alone.
-        while let Some(line) = exchange.next().await {
-            if exchange.answered {
-                return answer_at_once(&line);
-            }
-        }
-        return answer_at_once(&jsonrpc::error_response(&id, INTERNAL_ERROR, "the shared proxy ended"));
     }
     let events = futures_util::stream::unfold((Some(first), exchange), |(first, mut exchange)| async move {
         let line = match first {
@@ -132,6 +140,20 @@ pub(super) async fn answer(
     // Reverse proxies (nginx) pass the stream on as it comes, as the revision asks.
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
+}
+
+/// What `waiting` gives, or `None` once the client has hung up.
+async fn unless_hung_up<T>(hangup: Option<&Hangup>, waiting: impl std::future::Future<Output = T>) -> Option<T> {
+    let hung_up = async {
+        match hangup {
+            Some(hangup) => hangup.gone().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        done = waiting => Some(done),
+        () = hung_up => None,
+    }
 }
 
 /// GET and DELETE are not part of the stateless revision (405); `None` for any other request.
@@ -262,6 +284,23 @@ struct Answering {
 }
 
 impl Answering {
+    /// The answer alone, what comes before it let go; `None` when the proxy ended first.
+    async fn answer(&mut self) -> Option<String> {
+        while let Some(line) = self.next().await {
+            if self.answered {
+                return Some(line);
+            }
+        }
+        None
+    }
+
+    /// What a client that hung up is answered (it reads nothing); the request is cancelled as
+    /// the exchange is dropped.
+    fn hung_up(self) -> Response {
+        tracing::debug!("the client of {} hung up before anything came for it; cancelled", self.exchange.ours);
+        StatusCode::NO_CONTENT.into_response()
+    }
+
     async fn next(&mut self) -> Option<String> {
         if self.answered {
             return None;

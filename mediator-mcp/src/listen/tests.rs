@@ -17,10 +17,15 @@ use tool_mediator::session::SessionPolicy;
 
 /// Answers by the last `"id":` of each line (the tests send no other); a start is a line in
 /// `$STARTS`. It lists one tool, `hello`, or with `$MANY` set three, and `$EXTRA` more; each
-/// name after `$PREFIX`.
+/// name after `$PREFIX`. A call with a `wait` argument is never answered; a cancellation is a
+/// line in `$STARTS.cancelled`.
 const SERVER: &str = r#"
 echo started >> "$STARTS"
 while IFS= read -r line; do
+  case "$line" in
+    *'"notifications/cancelled"'*) printf '%s\n' "$line" >> "$STARTS.cancelled"; continue ;;
+    *'"wait"'*) continue ;;
+  esac
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9-]*\).*/\1/p')
   [ -n "$id" ] || continue
   case "$line" in
@@ -107,6 +112,27 @@ impl Front {
                 ServerSpec { settings, start: Arc::new(start), scope, entry: None }
             })
             .collect();
+        Front::of_in(dir, starts, specs, policy, listen).await
+    }
+
+    /// A front of `specs`, its listening options as `listen` makes them.
+    async fn of(
+        specs: Vec<ServerSpec>,
+        policy: SessionPolicy,
+        listen: impl FnOnce(ListenOptions) -> ListenOptions,
+    ) -> Front {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        Front::of_in(dir, starts, specs, policy, listen).await
+    }
+
+    async fn of_in(
+        dir: tempfile::TempDir,
+        starts: std::path::PathBuf,
+        specs: Vec<ServerSpec>,
+        policy: SessionPolicy,
+        listen: impl FnOnce(ListenOptions) -> ListenOptions,
+    ) -> Front {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
@@ -430,6 +456,122 @@ async fn health_readiness_and_metrics_are_served() {
         assert!(text.lines().any(|said| said == line), "{line} in:\n{text}");
     }
     assert!(text.contains(r#"tool_mediator_request_duration_seconds_count{method="tools/call"} 2"#), "{text}");
+}
+
+/// Regression (issue 42): a stateless request answered as JSON (its client asked for no
+/// stream) went on upstream after its client hung up; it is cancelled, as one whose stream
+/// closes is.
+#[tokio::test]
+async fn a_stateless_request_answered_as_json_is_cancelled_when_its_client_hangs_up() {
+    use tokio::io::AsyncWriteExt as _;
+    let front = Front::start().await;
+    let cancelled = front.starts.with_extension("cancelled");
+    let address = front.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    // However the client ends its request. One that sends a line break after its body, as some
+    // clients do, leaves bytes hyper does not read while the request is answered, so hyper
+    // reads nothing of its going (the case the probe found); the same for a client that takes
+    // a stream, while nothing has come for it yet.
+    let json = "application/json";
+    let clients = [
+        (7, json, "", "1.1", ""),
+        (8, json, "Connection: close\r\n", "1.1", ""),
+        (9, json, "", "1.0", ""),
+        (10, json, "", "1.1", "\r\n"),
+        (11, "application/json, text/event-stream", "", "1.1", "\r\n"),
+    ];
+    for (id, accept, connection, version, after) in clients {
+        let call = stateless(id, "tools/call", json!({"name": "hello", "arguments": {"wait": true}})).to_string();
+        let request = format!(
+            "POST /mcp HTTP/{version}\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: {accept}\r\n\
+             MCP-Protocol-Version: {REVISION}\r\nMcp-Method: tools/call\r\nMcp-Name: hello\r\n{connection}\
+             Content-Length: {}\r\n\r\n{call}{after}",
+            call.len()
+        );
+        let before = std::fs::read_to_string(&cancelled).unwrap_or_default().lines().count();
+        let mut client = tokio::net::TcpStream::connect(&address).await.unwrap();
+        client.write_all(request.as_bytes()).await.unwrap();
+        // The call reaches the server, which never answers it; then the client hangs up.
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        let count = || std::fs::read_to_string(&cancelled).unwrap_or_default().lines().count();
+        assert_eq!(count(), before, "{id}: nothing is cancelled while the client waits");
+        drop(client);
+        let began = std::time::Instant::now();
+        while count() == before && began.elapsed() < std::time::Duration::from_secs(10) {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let said = std::fs::read_to_string(&cancelled).unwrap_or_default();
+        let last = said.lines().nth(before).unwrap_or_default();
+        assert!(last.contains(r#""requestId":"http-"#), "{id}: the server hears the call cancelled: {said:?}");
+    }
+}
+
+/// Regression (issue 42): `/readyz` told anyone who reached the port the servers' names, a
+/// command's path and what a remote server answered. Unauthenticated it says ready or not;
+/// the details go to a caller with the token, and to the log.
+#[tokio::test]
+async fn readiness_tells_why_only_to_a_caller_with_the_token() {
+    use crate::access::tests::{SigningKey, TestIssuer};
+    use crate::access::{OAuthOptions, ProtectedResource};
+
+    let secret_command = "/opt/secret-tools/bin/billing-server";
+    let failing = || {
+        let start = move || Some(Upstream::from(Command::new(secret_command)));
+        let settings = LinkSettings { name: "billing-internal".to_owned(), ..LinkSettings::default() };
+        vec![ServerSpec { settings, start: Arc::new(start), scope: Scope::Shared, entry: None }]
+    };
+    let key = SigningKey::es256("k1");
+    let issuer = TestIssuer::start(&[&key]).await;
+    // No check to pass, the shared token, an OAuth bearer token.
+    for guard in ["none", "token", "oauth"] {
+        let audience = Arc::new(std::sync::Mutex::new(String::new()));
+        let (issuer_url, heard) = (issuer.issuer.clone(), audience.clone());
+        let front = Front::of(failing(), SessionPolicy::default(), move |listen| match guard {
+            "token" => ListenOptions { token: Some("s3cret".into()), ..listen },
+            "oauth" => {
+                let resource = format!("http://{}/mcp", listen.address);
+                *heard.lock().unwrap() = resource.clone();
+                let options = OAuthOptions::new(&issuer_url, &resource).unwrap();
+                ListenOptions { oauth: Some(Arc::new(ProtectedResource::new(options).unwrap())), ..listen }
+            }
+            _ => listen,
+        })
+        .await;
+        let good = match guard {
+            "oauth" => format!("Bearer {}", key.sign(&issuer.claims(&audience.lock().unwrap(), 300))),
+            _ => "Bearer s3cret".to_owned(),
+        };
+        let readyz = front.url.replace("/mcp", "/readyz");
+        let ask = |authorization: Option<&str>| {
+            let mut request = front.http.get(&readyz);
+            if let Some(authorization) = authorization {
+                request = request.header("authorization", authorization);
+            }
+            async move {
+                let answer = request.send().await.unwrap();
+                (answer.status().as_u16(), answer.text().await.unwrap())
+            }
+        };
+        // The shared server's start has failed once it says so to the one who may know (where
+        // nobody may, after as long as that takes).
+        let mut told = ask(Some(&good)).await;
+        for _ in 0..100 {
+            if told.1.contains("billing-internal") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            told = ask(Some(&good)).await;
+        }
+        let foreign = format!("Bearer {}", key.sign(&issuer.claims("http://127.0.0.1:1/mcp", 300)));
+        for authorization in [None, Some("Bearer wrong"), Some("Basic s3cret"), Some(foreign.as_str())] {
+            assert_eq!(ask(authorization).await, (503, "not ready\n".to_owned()), "{guard}: {authorization:?}");
+        }
+        if guard == "none" {
+            assert_eq!(told, (503, "not ready\n".to_owned()), "no token to check: nobody is told why");
+        } else {
+            assert_eq!(told.0, 503, "{guard}");
+            assert!(told.1.contains("billing-internal") && told.1.contains(secret_command), "{guard}: {}", told.1);
+        }
+    }
 }
 
 /// Two servers, `a` (three tools, `a_hello`, `a_hello_again`, `a_hello_there`) and `b`

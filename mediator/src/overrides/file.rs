@@ -142,9 +142,11 @@ impl OverrideFile {
         Ok(file)
     }
 
+    /// Reads and parses the override file at `path`: a regular file only, so that a fifo put
+    /// in a directory's place after it was listed never holds up a reading of the directory.
     pub fn load(path: &Path) -> Result<OverrideFile, OverrideError> {
-        let text =
-            crate::read::read_settings(path).map_err(|source| OverrideError::Read { path: path.to_owned(), source })?;
+        let text = crate::read::read_regular(path, crate::read::MAX_FILE_SIZE)
+            .map_err(|error| OverrideError::Read { path: path.to_owned(), source: error.into() })?;
         OverrideFile::parse(&text, path)
     }
 
@@ -251,6 +253,23 @@ mod tests {
 
     fn parse(text: &str) -> Result<OverrideFile, OverrideError> {
         OverrideFile::parse(text, Path::new("o.json"))
+    }
+
+    /// A fifo put in a directory's place of an override file after the directory was listed
+    /// (the gateway reads its directories again as it serves) is refused, never waited on.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_not_read_as_an_override_file() {
+        use tool_mediator_core::error::with_causes;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("example.com.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let at = fifo.clone();
+        std::thread::spawn(move || sender.send(OverrideFile::load(&at).map(drop).map_err(|error| with_causes(&error))));
+        let loaded = receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the fifo is not waited on");
+        let error = loaded.unwrap_err();
+        assert!(error.contains("example.com.json") && error.contains("not a regular file"), "{error}");
     }
 
     #[test]

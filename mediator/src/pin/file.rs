@@ -19,7 +19,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -127,22 +127,11 @@ impl PinsFile {
             }
             Ok(_) => {}
         }
-        let mut options = OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            // A link or a fifo put there since it was looked at is not opened either.
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        let file = match options.open(&self.path) {
+        // A link or a fifo put there since it was looked at is not opened either.
+        let (file, metadata) = match crate::read::open_regular(&self.path, crate::read::Links::Refused) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             other => other.map_err(|error| self.error(None, format!("cannot read it: {error}")))?,
         };
-        let metadata = file.metadata().map_err(|error| self.error(None, format!("cannot read it: {error}")))?;
-        if !metadata.is_file() {
-            return Err(self.error(None, "not a regular file".to_owned()));
-        }
         crate::read::read_text_from(file, metadata.len(), &self.path, MAX_FILE_SIZE).map(Some).map_err(|error| {
             match error {
                 crate::read::ReadError::NotUtf8 { place, .. } => self.error(Some(place), "not UTF-8 text".to_owned()),
