@@ -78,11 +78,15 @@ pub struct SignInOptions {
 
 impl SignInOptions {
     fn client_secret(&self) -> Result<Option<String>, AuthError> {
-        let Some(name) = &self.client_secret_env else { return Ok(None) };
-        match std::env::var(name) {
-            Ok(secret) if !secret.is_empty() => Ok(Some(secret)),
-            _ => Err(AuthError::Config(format!("the environment variable {name} (the client secret) is not set"))),
-        }
+        self.client_secret_env.as_deref().map(secret_from).transpose()
+    }
+}
+
+/// The client secret in the environment variable `name`.
+fn secret_from(name: &str) -> Result<String, AuthError> {
+    match std::env::var(name) {
+        Ok(secret) if !secret.is_empty() => Ok(secret),
+        _ => Err(AuthError::Config(format!("the environment variable {name} (the client secret) is not set"))),
     }
 }
 
@@ -553,15 +557,10 @@ impl SignIn {
     async fn refresh(&self, held: Credentials) -> Result<(), AuthError> {
         let refresh_token = held.refresh_token.as_deref().ok_or_else(|| AuthError::Token("no refresh token".into()))?;
         let token_endpoint = self.web.parse(&held.token_endpoint, "the token endpoint")?;
-        let tokens = grant::refresh(
-            &self.web,
-            &held.client,
-            &token_endpoint,
-            refresh_token,
-            &held.resource,
-            held.scope.as_deref(),
-        )
-        .await;
+        let client = held.client.with_secret()?;
+        let tokens =
+            grant::refresh(&self.web, &client, &token_endpoint, refresh_token, &held.resource, held.scope.as_deref())
+                .await;
         let tokens = match tokens {
             Ok(tokens) => tokens,
             Err(error) => {

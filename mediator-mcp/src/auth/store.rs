@@ -62,6 +62,14 @@ impl Credentials {
         }
     }
 
+    /// What is kept of a sign-in: a client secret the user gave in the environment stays there.
+    fn kept_part(mut self) -> Credentials {
+        if self.client.secret_env.is_some() {
+            self.client.secret = None;
+        }
+        self
+    }
+
     /// What the file keeps of a sign-in whose secrets are in the platform's store.
     fn without_secrets(mut self) -> Credentials {
         self.access_token.clear();
@@ -174,9 +182,11 @@ impl CredentialStore {
     }
 
     /// Keeps `credentials` for `server`, replacing what was kept: the secrets in the platform's
-    /// store when there is one, else in the file. The platform's store is asked before the file
-    /// is locked: it may take its time (a prompt to unlock it).
+    /// store when there is one, else in the file; a client secret the user keeps in the
+    /// environment (`client_secret_env`) in neither. The platform's store is asked before the
+    /// file is locked: it may take its time (a prompt to unlock it).
     pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        let credentials = credentials.kept_part();
         let in_platform = self.platform
             && match platform::put(server, &credentials.secrets()) {
                 Ok(()) => true,
@@ -313,6 +323,7 @@ mod tests {
             client: Client {
                 id: "id".into(),
                 secret: Some("client-secret".into()),
+                secret_env: None,
                 token_auth: TokenAuth::ClientSecretBasic,
                 redirect_uri: None,
                 registered: true,
@@ -346,6 +357,19 @@ mod tests {
             let mode = fs::metadata(store.path().parent().unwrap()).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         }
+    }
+
+    #[test]
+    fn a_client_secret_from_the_environment_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CredentialStore::at(dir.path().join("credentials.json"));
+        let mut given = credentials("t");
+        given.client.secret_env = Some("TRACKER_SECRET".into());
+        store.put("x", given).unwrap();
+        let text = fs::read_to_string(store.path()).unwrap();
+        assert!(!text.contains("client-secret") && text.contains("TRACKER_SECRET"), "{text}");
+        let kept = store.get("x").unwrap().unwrap();
+        assert_eq!((kept.client.secret, kept.client.secret_env.as_deref()), (None, Some("TRACKER_SECRET")));
     }
 
     #[cfg(unix)]
