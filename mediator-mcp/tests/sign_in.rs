@@ -32,6 +32,10 @@ struct World {
     token_resources: Vec<String>,
     /// `initialize` requests the protected server accepted.
     initializes: u32,
+    /// Refresh tokens already used once: one used again revokes every token (reuse detection,
+    /// as OAuth 2.1 §4.3.1 asks of a server that rotates them).
+    spent: HashSet<String>,
+    revocations: u32,
 }
 
 type Shared = Arc<Mutex<World>>;
@@ -107,10 +111,17 @@ async fn token(State(world): State<Shared>, Form(form): Form<HashMap<String, Str
             }
         }
         "refresh_token" => {
-            // Rotated: a refresh token is good once.
-            if !world.refresh.remove(&form["refresh_token"]) {
+            // Rotated: a refresh token is good once, and one used again revokes the family.
+            let used = form["refresh_token"].clone();
+            if !world.refresh.remove(&used) {
+                if world.spent.contains(&used) {
+                    world.access.clear();
+                    world.refresh.clear();
+                    world.revocations += 1;
+                }
                 return refused("invalid_grant");
             }
+            world.spent.insert(used);
         }
         _ => return refused("unsupported_grant_type"),
     }
@@ -204,6 +215,30 @@ async fn signs_in_refreshes_a_rotated_token_and_signs_in_again_once_the_refresh_
     assert_eq!(world.lock().unwrap().authorizations.len(), 2);
     let kept = store.get(&SignIn::key(&server.parse().unwrap())).unwrap().unwrap();
     assert!(world.lock().unwrap().access.contains(&kept.access_token), "{kept:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_signed_in_to_one_server_do_not_revoke_each_others_sign_in() {
+    let (world, server) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CredentialStore::at(dir.path().join("credentials.json"));
+    sign_in(&server, &store).login().await.unwrap();
+    // Two runs started after the sign-in, each holding the same tokens (about to expire), as two
+    // processes reading the credentials file at their start would.
+    let (first, second) = (sign_in(&server, &store), sign_in(&server, &store));
+
+    // Both refresh at once: one does, the other waits for it and uses what it got.
+    let (a, b) = tokio::join!(first.authorization(), second.authorization());
+    // One after the other: the second still holds the refresh token the first has spent.
+    let c = first.authorization().await;
+    let d = second.authorization().await;
+
+    let world = world.lock().unwrap();
+    assert_eq!(world.revocations, 0, "a spent refresh token was used again");
+    for used in [a, b, c, d] {
+        let used = used.expect("signed in");
+        assert!(world.access.contains(used.trim_start_matches("Bearer ")), "{used} is still good");
+    }
 }
 
 #[tokio::test]

@@ -33,7 +33,7 @@ pub use discovery::canonical;
 // Where an issuer publishes its metadata: the gateway finds the keys of the tokens it takes there too.
 pub(crate) use discovery::server_metadata_urls;
 pub use registration::TokenAuth;
-pub use store::{CredentialStore, Credentials, KeptIn, STORE_ENV, StoreError};
+pub use store::{CredentialStore, Credentials, KeptIn, STORE_ENV, StoreError, StoreLock};
 use tool_mediator_core::sync::lock;
 
 /// An answer from a server taking part in sign-in is read up to this size.
@@ -45,6 +45,8 @@ pub const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
 const SIGN_INS_IN_A_ROW: u32 = 3;
 /// A token this close to its expiry is refreshed before it is used, in seconds.
 const EXPIRY_MARGIN: u64 = 60;
+/// How long a refresh waits for another process's, holding the credentials file, to end.
+const STORE_LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// How to get tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -338,9 +340,7 @@ impl SignIn {
         let expiring = {
             let held = lock(&self.held);
             let held = held.as_ref()?;
-            let expiring =
-                held.expires_at.is_some_and(|at| at <= now() + EXPIRY_MARGIN) && held.refresh_token.is_some();
-            if !expiring {
+            if !(expiring(held) && held.refresh_token.is_some()) {
                 return Some(format!("Bearer {}", held.access_token));
             }
             held.access_token.clone()
@@ -553,8 +553,29 @@ impl SignIn {
     }
 
     /// Refreshes `held`'s tokens, keeping the new ones (and the new refresh token, when the
-    /// server rotates it).
+    /// server rotates it). Under the credentials file's lock, read again first: another process
+    /// that refreshed meanwhile has spent `held`'s refresh token, and a server that detects
+    /// reuse would revoke both processes' sign-ins if it were sent again.
     async fn refresh(&self, held: Credentials) -> Result<(), AuthError> {
+        let locked = self.lock_store().await;
+        let kept = locked.as_ref().and_then(|locked| match locked.get(&self.key) {
+            Ok(kept) => kept,
+            Err(error) => {
+                tracing::warn!("the kept sign-ins cannot be read: {error}");
+                None
+            }
+        });
+        let held = match kept {
+            Some(kept) if kept.refresh_token != held.refresh_token || kept.access_token != held.access_token => {
+                if kept.access_token != held.access_token && !expiring(&kept) {
+                    *lock(&self.held) = Some(kept);
+                    return Ok(());
+                }
+                // Refreshed elsewhere, and about to expire again: refreshed with its newer token.
+                kept
+            }
+            _ => held,
+        };
         let refresh_token = held.refresh_token.as_deref().ok_or_else(|| AuthError::Token("no refresh token".into()))?;
         let token_endpoint = self.web.parse(&held.token_endpoint, "the token endpoint")?;
         let client = held.client.with_secret()?;
@@ -569,14 +590,47 @@ impl SignIn {
                 return Err(error);
             }
         };
-        self.keep(Credentials {
+        let credentials = Credentials {
             access_token: tokens.access,
             refresh_token: tokens.refresh,
             expires_at: tokens.expires_at,
             scope: tokens.scope,
             ..held
-        });
+        };
+        if let Some(locked) = &locked
+            && let Err(error) = locked.put(&self.key, credentials.clone())
+        {
+            tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
+        }
+        *lock(&self.held) = Some(credentials);
         Ok(())
+    }
+
+    /// The credentials file's lock, waited for on a thread of its own; `None` without a store,
+    /// or when it cannot be had (said: the refresh goes on without it).
+    async fn lock_store(&self) -> Option<StoreLock> {
+        let store = self.store.clone()?;
+        let waited = tokio::time::timeout(STORE_LOCK_WAIT, tokio::task::spawn_blocking(move || store.lock())).await;
+        match waited {
+            Ok(Ok(Ok(locked))) => Some(locked),
+            Ok(Ok(Err(error))) => {
+                tracing::warn!("refreshing the sign-in to {} without the credentials file's lock: {error}", self.shown);
+                None
+            }
+            Ok(Err(error)) => {
+                tracing::warn!("refreshing the sign-in to {} without the credentials file's lock: {error}", self.shown);
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "refreshing the sign-in to {} without the credentials file's lock: another process held it \
+                     for {}s",
+                    self.shown,
+                    STORE_LOCK_WAIT.as_secs()
+                );
+                None
+            }
+        }
     }
 
     /// What the store holds for this server (another process may have signed in).
@@ -592,6 +646,11 @@ impl SignIn {
         }
         *lock(&self.held) = Some(credentials);
     }
+}
+
+/// Whether `credentials`' access token expires within [`EXPIRY_MARGIN`].
+fn expiring(credentials: &Credentials) -> bool {
+    credentials.expires_at.is_some_and(|at| at <= now() + EXPIRY_MARGIN)
 }
 
 /// Clears [`SignIn::asking_the_user`] when the browser sign-in it was set for ends.

@@ -186,6 +186,21 @@ impl CredentialStore {
     /// environment (`client_secret_env`) in neither. The platform's store is asked before the
     /// file is locked: it may take its time (a prompt to unlock it).
     pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        self.put_under(None, server, credentials)
+    }
+
+    /// Holds the file against every other process's change (and every other holder's in this
+    /// one) until the returned lock is dropped: for a refresh, read again and written under it,
+    /// so that two processes never both spend one refresh token. Waits for the lock.
+    pub fn lock(&self) -> Result<StoreLock, StoreError> {
+        let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
+        kept::private_dir(dir).map_err(|error| self.error(error))?;
+        let file = kept::lock(&dir.join(LOCK_FILE)).map_err(|error| self.error(error))?;
+        Ok(StoreLock { store: self.clone(), _file: file })
+    }
+
+    /// [`put`](Self::put), under `held` when the caller holds the lock already.
+    fn put_under(&self, held: Option<&StoreLock>, server: &str, credentials: Credentials) -> Result<(), StoreError> {
         let credentials = credentials.kept_part();
         let in_platform = self.platform
             && match platform::put(server, &credentials.secrets()) {
@@ -197,7 +212,7 @@ impl CredentialStore {
                 Err(PlatformError::Refused(reason)) => return Err(StoreError::Platform(reason)),
             };
         let mut left_behind = false;
-        self.change(|file| {
+        self.change(held, |file| {
             let server = server.to_owned();
             if in_platform {
                 file.servers.insert(server.clone(), credentials.without_secrets());
@@ -220,7 +235,7 @@ impl CredentialStore {
     /// its entry there stays until it can be).
     pub fn remove(&self, server: &str) -> Result<bool, StoreError> {
         let mut in_platform = false;
-        let removed = self.change(|file| {
+        let removed = self.change(None, |file| {
             in_platform = file.in_platform_store.remove(server);
             Ok(file.servers.remove(server).is_some() || in_platform)
         })?;
@@ -280,11 +295,17 @@ impl CredentialStore {
         })
     }
 
-    /// Reads, changes and writes the file under the lock; whether `change` changed anything.
-    fn change(&self, change: impl FnOnce(&mut File1) -> Result<bool, StoreError>) -> Result<bool, StoreError> {
-        let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
-        kept::private_dir(dir).map_err(|error| self.error(error))?;
-        let lock = kept::lock(&dir.join("credentials.lock")).map_err(|error| self.error(error))?;
+    /// Reads, changes and writes the file under the lock (`held`, or taken now); whether
+    /// `change` changed anything.
+    fn change(
+        &self,
+        held: Option<&StoreLock>,
+        change: impl FnOnce(&mut File1) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let lock = match held {
+            Some(_) => None,
+            None => Some(self.lock()?),
+        };
         let mut file = self.read()?;
         if !change(&mut file)? {
             return Ok(false);
@@ -295,6 +316,34 @@ impl CredentialStore {
         kept::replace(&self.path, text.as_bytes(), kept::Mode::Private).map_err(|error| self.error(error))?;
         drop(lock);
         Ok(true)
+    }
+}
+
+/// The lock file beside the credentials file.
+const LOCK_FILE: &str = "credentials.lock";
+
+/// The credentials file held by this holder alone ([`CredentialStore::lock`]); released when
+/// dropped.
+pub struct StoreLock {
+    store: CredentialStore,
+    _file: File,
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLock").field("path", &self.store.path).finish_non_exhaustive()
+    }
+}
+
+impl StoreLock {
+    /// The sign-in kept for `server` now.
+    pub fn get(&self, server: &str) -> Result<Option<Credentials>, StoreError> {
+        self.store.get(server)
+    }
+
+    /// Keeps `credentials` for `server`, as [`CredentialStore::put`] does, under this lock.
+    pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        self.store.put_under(Some(self), server, credentials)
     }
 }
 
