@@ -24,6 +24,9 @@ struct World {
     issuer_path: String,
     /// A `resource` the metadata names instead of the server's own URL.
     resource_override: Option<String>,
+    /// The resource metadata leaves out `resource`, the authorization server's `issuer`.
+    without_resource: bool,
+    without_issuer: bool,
     challenges: HashMap<String, String>,
     access: HashSet<String>,
     refresh: HashSet<String>,
@@ -64,21 +67,30 @@ async fn start() -> (Shared, String) {
 async fn resource_metadata(State(world): State<Shared>) -> Json<Value> {
     let world = world.lock().unwrap();
     let resource = world.resource_override.clone().unwrap_or_else(|| format!("{}/mcp", world.base));
-    Json(json!({"resource": resource, "authorization_servers": [format!("{}{}", world.base, world.issuer_path)]}))
+    let mut metadata =
+        json!({"resource": resource, "authorization_servers": [format!("{}{}", world.base, world.issuer_path)]});
+    if world.without_resource {
+        metadata.as_object_mut().unwrap().remove("resource");
+    }
+    Json(metadata)
 }
 
 async fn server_metadata(State(world): State<Shared>, headers: HeaderMap, uri: axum::http::Uri) -> Json<Value> {
     let _ = headers;
     let world = world.lock().unwrap();
     let issuer = format!("{}{}", world.base, uri.path().trim_start_matches("/.well-known/oauth-authorization-server"));
-    Json(json!({
+    let mut metadata = json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/authorize"),
         "token_endpoint": format!("{issuer}/token"),
         "registration_endpoint": format!("{issuer}/register"),
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["none"],
-    }))
+    });
+    if world.without_issuer {
+        metadata.as_object_mut().unwrap().remove("issuer");
+    }
+    Json(metadata)
 }
 
 async fn register(Json(request): Json<Value>) -> (StatusCode, Json<Value>) {
@@ -273,6 +285,24 @@ async fn no_token_is_made_for_a_resource_that_is_not_the_server() {
     let world = world.lock().unwrap();
     assert!(world.authorizations.is_empty() && world.token_resources.is_empty());
     assert!(store.all().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn metadata_without_its_resource_or_its_issuer_is_refused() {
+    for missing in ["resource", "issuer"] {
+        let (world, server) = start().await;
+        {
+            let mut world = world.lock().unwrap();
+            world.without_resource = missing == "resource";
+            world.without_issuer = missing == "issuer";
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let store = CredentialStore::at(dir.path().join("credentials.json"));
+        let error = sign_in(&server, &store).login().await.expect_err(missing).to_string();
+        assert!(error.contains(&format!("names no {missing}")), "{missing}: {error}");
+        let world = world.lock().unwrap();
+        assert!(world.authorizations.is_empty() && world.token_resources.is_empty(), "{missing}");
+    }
 }
 
 #[tokio::test]
