@@ -671,3 +671,114 @@ fn a_client_secret_stays_in_the_environment_and_out_of_the_credentials_file() {
     let kept = std::fs::read_to_string(data.join("tool-mediator/credentials.json")).unwrap();
     assert!(kept.contains("refresh-2") && !kept.contains("s3cret-bot"), "{kept}");
 }
+
+/// `tool-mediator auth login URL` as a machine with client credentials (`bot`, its secret in
+/// `BOT_SECRET`), its credentials file under `data`: the finished process.
+fn machine_login(url: &str, home: &std::path::Path, data: &std::path::Path) -> std::process::Output {
+    Command::new(binary())
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", data)
+        .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+        .env("BOT_SECRET", "s3cret-bot")
+        .env_remove("TOOL_MEDIATOR_LOG")
+        .args(["auth", "login", url, "--oauth-client-id", "bot", "--oauth-client-secret-env", "BOT_SECRET"])
+        .arg("--oauth-client-credentials")
+        .output()
+        .unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_sign_in_that_cannot_be_kept_fails_auth_login_saying_why() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server = runtime.block_on(client_credentials_server("bot", "s3cret-bot"));
+    let dir = tempfile::tempdir().unwrap();
+    let (data, elsewhere) = (dir.path().join("data"), dir.path().join("elsewhere"));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // The credentials' directory is a link someone put there: nothing is written through it.
+    std::os::unix::fs::symlink(&elsewhere, data.join("tool-mediator")).unwrap();
+    let login = machine_login(&format!("{}/mcp", server.uri()), dir.path(), &data);
+    let said = stderr(&login);
+    assert_eq!(login.status.code(), Some(1), "{said}");
+    assert!(!said.contains("kept in"), "{said}");
+    assert!(said.contains("credentials.json") && said.contains("link"), "names the file and why: {said}");
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none(), "nothing written through the link");
+}
+
+/// A remote server whose authorization server says `scope` when it grants a token, and
+/// `description` when it refuses one (to the client `bad`).
+async fn hostile_token_server(scope: &str, description: &str) -> wiremock::MockServer {
+    use base64::Engine as _;
+    use wiremock::matchers::{body_string_contains, header, method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let basic =
+        |id: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:s3cret-bot")));
+    let server = client_credentials_server("bot", "s3cret-bot").await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(header("authorization", basic("bot").as_str()))
+        .and(body_string_contains("grant_type=client_credentials"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "access_token": "access-1", "token_type": "Bearer", "expires_in": 600, "scope": scope
+        })))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(header("authorization", basic("bad").as_str()))
+        .respond_with(
+            ResponseTemplate::new(400)
+                .set_body_json(serde_json::json!({"error": "invalid_client", "error_description": description})),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    server
+}
+
+#[test]
+fn what_an_authorization_server_says_reaches_the_terminal_with_its_escapes_shown_not_acted_on() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31mread\u{9b}1m\rfake";
+    let server = runtime.block_on(hostile_token_server(hostile, hostile));
+    let url = format!("{}/mcp", server.uri());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let check = |said: &str| {
+        assert!(
+            !said.chars().any(|c| c.is_control() && c != '\n'),
+            "a control character reached the terminal: {said:?}"
+        );
+        assert!(said.contains("\\u{1b}"), "shown escaped: {said:?}");
+    };
+
+    let login = machine_login(&url, dir.path(), &data);
+    assert!(login.status.success(), "{}", stderr(&login));
+    check(&stderr(&login));
+
+    let status = Command::new(binary())
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", &data)
+        .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+        .args(["auth", "status"])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", stderr(&status));
+    check(&format!("{}{}", stdout(&status), stderr(&status)));
+
+    // The token endpoint's refusal, in the error.
+    let refused = Command::new(binary())
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", &data)
+        .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+        .env("BOT_SECRET", "s3cret-bot")
+        .args(["auth", "login", &url, "--oauth-client-id", "bad", "--oauth-client-secret-env", "BOT_SECRET"])
+        .args(["--oauth-client-credentials"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("invalid_client"), "{}", stderr(&refused));
+    check(&stderr(&refused));
+}

@@ -127,6 +127,8 @@ pub enum AuthError {
     Web(#[from] WebError),
     #[error("cannot listen for the sign-in's redirect on 127.0.0.1: {0}")]
     Listen(#[from] std::io::Error),
+    #[error("signed in, but the sign-in cannot be kept: {0}")]
+    NotKept(StoreError),
 }
 
 /// An HTTP exchange of sign-in that failed.
@@ -427,7 +429,9 @@ impl SignIn {
             return Err(AuthError::TooMany);
         }
         let credentials = self.sign_in(challenge, scope).await?;
-        self.keep(credentials);
+        if let Err(error) = self.keep(credentials) {
+            tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
+        }
         Ok(true)
     }
 
@@ -466,7 +470,8 @@ impl SignIn {
         .ok_or(AuthError::NotOAuth(status.as_u16()))?;
         let _flow = self.flow.lock().await;
         let credentials = self.sign_in(&challenge, challenge.scope.clone()).await?;
-        self.keep(credentials.clone());
+        // Signing in ahead of time is for the runs to come: one that cannot be kept failed.
+        self.keep(credentials.clone()).map_err(AuthError::NotKept)?;
         Ok(credentials)
     }
 
@@ -638,13 +643,15 @@ impl SignIn {
         self.store.as_ref()?.get(&self.key).ok().flatten()
     }
 
-    fn keep(&self, credentials: Credentials) {
-        if let Some(store) = &self.store
-            && let Err(error) = store.put(&self.key, credentials.clone())
-        {
-            tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
-        }
+    /// Holds `credentials` for this run, and keeps them in the store; whether the store took
+    /// them.
+    fn keep(&self, credentials: Credentials) -> Result<(), StoreError> {
+        let kept = match &self.store {
+            Some(store) => store.put(&self.key, credentials.clone()),
+            None => Ok(()),
+        };
         *lock(&self.held) = Some(credentials);
+        kept
     }
 }
 
