@@ -433,3 +433,66 @@ async fn a_gateway_serves_on_while_the_user_signs_in_and_lists_the_tools_once_th
     drop(client);
     gateway.abort();
 }
+
+#[tokio::test]
+async fn a_call_refused_once_signed_in_is_answered_at_once_with_how_to_sign_in() {
+    use tool_mediator_mcp::remote::Remote;
+    use tool_mediator_mcp::{LinkSettings, ProxyOptions, ServerSpec, Upstream};
+
+    let (world, server) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CredentialStore::at(dir.path().join("credentials.json"));
+    sign_in(&server, &store).login().await.unwrap();
+    // The gateway's sign-in, whose user is away: the browser opens, nobody signs in.
+    let away = |_: &str| true;
+    let sign_in = Arc::new(
+        SignIn::new(server.parse().unwrap(), SignInOptions::default(), Some(store.clone())).unwrap().with_browser(away),
+    );
+    let remote = Remote { url: server.parse().unwrap(), headers: Vec::new(), sign_in: Some(sign_in.clone()) };
+    let spec = ServerSpec {
+        settings: LinkSettings { name: "locked".into(), sign_in: Some(sign_in.clone()), ..LinkSettings::default() },
+        start: Arc::new(move || Some(Upstream::from(remote.clone()))),
+        scope: tool_mediator_mcp::servers::Scope::Shared,
+        entry: None,
+    };
+    let options = ProxyOptions::new(
+        Arc::new(tool_mediator::Mediator::builder().build()),
+        tool_mediator::session::SessionPolicy::default(),
+    );
+    let (input, gateway_in) = tokio::io::duplex(1 << 16);
+    let (gateway_out, output) = tokio::io::duplex(1 << 16);
+    let gateway = tokio::spawn(tool_mediator_mcp::serve(
+        options,
+        vec![spec],
+        tool_mediator_mcp::Client { input: gateway_in, output: gateway_out, gone: std::future::pending::<()>() },
+    ));
+    let mut client = Client { input, output: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(output)) };
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let answer = client.ask(1, "initialize", params).await;
+    assert!(answer["result"]["protocolVersion"].is_string(), "{answer}");
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let names = client.tool_names(2).await;
+    let locked = names.iter().find(|name| name.contains("locked_status")).expect("signed in").clone();
+
+    // The authorization server revokes everything: the next call meets a 401, its refresh is
+    // refused, and the user is asked to sign in again. The call does not wait for them.
+    {
+        let mut world = world.lock().unwrap();
+        world.access.clear();
+        world.refresh.clear();
+    }
+    let asked = std::time::Instant::now();
+    let called = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.ask(3, "tools/call", json!({"name": locked, "arguments": {}})),
+    )
+    .await
+    .expect("answered at once, not after the browser's five minutes");
+    assert!(asked.elapsed() < std::time::Duration::from_secs(10));
+    let said = called.to_string();
+    assert!(said.contains("asks you to sign in") && said.contains("tool-mediator auth login"), "{called}");
+    assert!(sign_in.asking_the_user(), "the sign-in goes on meanwhile");
+    drop(client);
+    gateway.abort();
+}

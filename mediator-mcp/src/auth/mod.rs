@@ -274,6 +274,9 @@ pub struct SignIn {
     web: Web,
     store: Option<CredentialStore>,
     held: Mutex<Option<Credentials>>,
+    /// The access token of the sign-in whose refresh the server refused: the store may still
+    /// hold it, and it is not taken from there again.
+    spent: Mutex<Option<String>>,
     /// One sign-in or refresh at a time; the others wait and use what it got.
     flow: tokio::sync::Mutex<()>,
     in_a_row: AtomicU32,
@@ -310,6 +313,7 @@ impl SignIn {
             web: Web::new()?,
             store,
             held: Mutex::new(held),
+            spent: Mutex::new(None),
             flow: tokio::sync::Mutex::new(()),
             in_a_row: AtomicU32::new(0),
             asking: AtomicBool::new(false),
@@ -402,6 +406,7 @@ impl SignIn {
         }
         if let Some(kept) = self.kept()
             && Some(format!("Bearer {}", kept.access_token)).as_deref() != used
+            && lock(&self.spent).as_ref() != Some(&kept.access_token)
         {
             *lock(&self.held) = Some(kept);
             return Ok(true);
@@ -590,8 +595,10 @@ impl SignIn {
         let tokens = match tokens {
             Ok(tokens) => tokens,
             Err(error) => {
-                // A refused refresh token is spent: forgotten, so the next refusal signs in.
+                // A refused refresh token is spent: forgotten, so the next refusal signs in
+                // (and not taken again from the store, which still holds it).
                 *lock(&self.held) = None;
+                *lock(&self.spent) = Some(held.access_token);
                 return Err(error);
             }
         };
