@@ -588,7 +588,7 @@ impl SignIn {
         };
         let refresh_token = held.refresh_token.as_deref().ok_or_else(|| AuthError::Token("no refresh token".into()))?;
         let token_endpoint = self.web.parse(&held.token_endpoint, "the token endpoint")?;
-        let client = held.client.with_secret()?;
+        let client = held.client.with_secret(&self.options)?;
         let tokens =
             grant::refresh(&self.web, &client, &token_endpoint, refresh_token, &held.resource, held.scope.as_deref())
                 .await;

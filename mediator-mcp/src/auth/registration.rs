@@ -42,11 +42,16 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// The client with its secret, read again from the environment when it lives there (a
-    /// kept sign-in holds none of it).
-    pub(super) fn with_secret(&self) -> Result<Client, AuthError> {
-        match (&self.secret, &self.secret_env) {
-            (None, Some(name)) => Ok(Client { secret: Some(super::secret_from(name)?), ..self.clone() }),
-            _ => Ok(self.clone()),
+    /// kept sign-in holds none of it): the variable kept with it, else the one `options` names
+    /// for this client id (a sign-in kept before the variable's name was).
+    pub(super) fn with_secret(&self, options: &SignInOptions) -> Result<Client, AuthError> {
+        if self.secret.is_some() || self.registered {
+            return Ok(self.clone());
+        }
+        let configured = options.client_secret_env.as_deref().filter(|_| options.client_id.as_ref() == Some(&self.id));
+        match self.secret_env.as_deref().or(configured) {
+            Some(name) => Ok(Client { secret: Some(super::secret_from(name)?), ..self.clone() }),
+            None => Ok(self.clone()),
         }
     }
 }

@@ -63,8 +63,10 @@ impl Credentials {
     }
 
     /// What is kept of a sign-in: a client secret the user gave in the environment stays there.
+    /// A client not registered here has no secret but the user's (a file written before
+    /// `secret_env` was kept holds one without it: it goes at the next write).
     fn kept_part(mut self) -> Credentials {
-        if self.client.secret_env.is_some() {
+        if self.client.secret_env.is_some() || !self.client.registered {
             self.client.secret = None;
         }
         self
@@ -419,6 +421,12 @@ mod tests {
         assert!(!text.contains("client-secret") && text.contains("TRACKER_SECRET"), "{text}");
         let kept = store.get("x").unwrap().unwrap();
         assert_eq!((kept.client.secret, kept.client.secret_env.as_deref()), (None, Some("TRACKER_SECRET")));
+
+        // A configured client kept before the variable's name was.
+        let mut configured = credentials("t");
+        configured.client.registered = false;
+        store.put("y", configured).unwrap();
+        assert!(!fs::read_to_string(store.path()).unwrap().contains("client-secret"));
     }
 
     #[cfg(unix)]
