@@ -623,26 +623,14 @@ impl SignIn {
     async fn lock_store(&self) -> Option<StoreLock> {
         let store = self.store.clone()?;
         let waited = tokio::time::timeout(STORE_LOCK_WAIT, tokio::task::spawn_blocking(move || store.lock())).await;
-        match waited {
-            Ok(Ok(Ok(locked))) => Some(locked),
-            Ok(Ok(Err(error))) => {
-                tracing::warn!("refreshing the sign-in to {} without the credentials file's lock: {error}", self.shown);
-                None
-            }
-            Ok(Err(error)) => {
-                tracing::warn!("refreshing the sign-in to {} without the credentials file's lock: {error}", self.shown);
-                None
-            }
-            Err(_) => {
-                tracing::warn!(
-                    "refreshing the sign-in to {} without the credentials file's lock: another process held it \
-                     for {}s",
-                    self.shown,
-                    STORE_LOCK_WAIT.as_secs()
-                );
-                None
-            }
-        }
+        let why = match waited {
+            Ok(Ok(Ok(locked))) => return Some(locked),
+            Ok(Ok(Err(error))) => error.to_string(),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!("another process held it for {}s", STORE_LOCK_WAIT.as_secs()),
+        };
+        tracing::warn!("refreshing the sign-in to {} without the credentials file's lock: {why}", self.shown);
+        None
     }
 
     /// What the store holds for this server (another process may have signed in).
