@@ -1227,3 +1227,63 @@ async fn over_http_an_override_file_changed_reaches_open_sessions_and_new_ones_a
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(said.lines().filter(|line| *line == "listed").count(), 2, "by the pool and the stateless proxy: {said}");
 }
+
+#[test]
+fn a_remote_servers_client_secret_never_reaches_a_stdio_servers_environment() {
+    use std::io::{BufRead as _, Write as _};
+    let peers = peers();
+    let python = peers.bin("python").display().to_string();
+    // Lists one tool, named after what it finds of the secret in its environment.
+    let telling = r#"
+import json, os, sys
+found = os.environ.get("TRACKER_SECRET", "nothing")
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "telling", "version": "1"}}
+    else:
+        result = {"tools": [{"name": "found_" + found, "inputSchema": {"type": "object"}}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {
+            "telling": {"command": python, "args": ["-c", telling]},
+            // Never reached: disabled, its secret is the gateway's all the same.
+            "tracker": {"url": "https://mcp.tracker.example/mcp", "disabled": true,
+                        "oauth": {"client_id": "tool-mediator", "client_secret_env": "TRACKER_SECRET"}},
+        }}),
+    );
+    let command = gateway(&config, &["--no-disclosure"]);
+    let mut child = peers
+        .command(&command[0])
+        .args(&command[1..])
+        .env("TRACKER_SECRET", "s3cret")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ] {
+        writeln!(input, "{line}").unwrap();
+    }
+    let listed = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .map(|line| serde_json::from_str::<Value>(&line).unwrap())
+        .find(|message| message["id"] == 2)
+        .expect("tools/list is answered");
+    drop(input);
+    child.wait().unwrap();
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|tool| tool["name"].as_str()).collect();
+    assert_eq!(names, ["found_nothing"], "{listed}");
+}

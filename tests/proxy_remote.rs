@@ -542,3 +542,243 @@ fn a_stateless_request_carries_the_headers_that_mirror_it() {
     assert_eq!(header(&call, "mcp-param-region").as_deref(), Some("=?base64?WsO8cmljaA==?="), "{call:?}");
     assert_eq!(header(&call, "mcp-param-days"), None, "only the marked argument: {call:?}");
 }
+
+/// A remote server that signs machines in with client credentials, on wiremock: the MCP endpoint
+/// at `/mcp` takes `Bearer access-2` only (the token a refresh gives), its resource metadata
+/// and its authorization server's at their well-known paths, the token endpoint giving
+/// `access-1` (already expiring, with `refresh-1`) for client credentials and `access-2` for a
+/// refresh that brings the client's secret in Basic authentication.
+async fn client_credentials_server(id: &str, secret: &str) -> wiremock::MockServer {
+    use base64::Engine as _;
+    use wiremock::matchers::{body_string_contains, header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let base = server.uri();
+    Mock::given(method("POST"))
+        .and(path("/mcp"))
+        .and(header("authorization", "Bearer access-2"))
+        .respond_with(|request: &wiremock::Request| {
+            let asked: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "jsonrpc": "2.0", "id": asked["id"],
+                "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "bot", "version": "1"}}
+            }))
+        })
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/mcp"))
+        .respond_with(ResponseTemplate::new(401).insert_header(
+            "www-authenticate",
+            format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"").as_str(),
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/.well-known/oauth-protected-resource/mcp"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(serde_json::json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]})),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/.well-known/oauth-authorization-server"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "issuer": base, "token_endpoint": format!("{base}/token"),
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            "grant_types_supported": ["client_credentials", "refresh_token"]
+        })))
+        .mount(&server)
+        .await;
+    let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}")));
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(header("authorization", basic.as_str()))
+        .and(body_string_contains("grant_type=client_credentials"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "access_token": "access-1", "token_type": "Bearer", "expires_in": 1, "refresh_token": "refresh-1"
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(header("authorization", basic.as_str()))
+        .and(body_string_contains("grant_type=refresh_token"))
+        .and(body_string_contains("refresh_token=refresh-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "access_token": "access-2", "token_type": "Bearer", "expires_in": 600, "refresh_token": "refresh-2"
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(serde_json::json!({"error": "invalid_client"})))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[test]
+fn a_client_secret_stays_in_the_environment_and_out_of_the_credentials_file() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server = runtime.block_on(client_credentials_server("bot", "s3cret-bot"));
+    let url = format!("{}/mcp", server.uri());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let env = |command: &mut Command| {
+        command
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+            .env("BOT_SECRET", "s3cret-bot")
+            .env_remove("TOOL_MEDIATOR_LOG");
+    };
+
+    let mut login = Command::new(binary());
+    env(&mut login);
+    login.args(["auth", "login", &url, "--oauth-client-id", "bot", "--oauth-client-secret-env", "BOT_SECRET"]);
+    let login = login.arg("--oauth-client-credentials").output().unwrap();
+    assert!(login.status.success(), "{}", stderr(&login));
+    let kept = std::fs::read_to_string(data.join("tool-mediator/credentials.json")).unwrap();
+    assert!(kept.contains("access-1"), "signed in: {kept}");
+    assert!(!kept.contains("s3cret-bot"), "the secret stays in the environment: {kept}");
+
+    // The next run refreshes the expiring token with the secret read from the environment again
+    // (no --oauth flags: what the sign-in kept says where the secret is).
+    let mut proxy = Command::new(binary());
+    env(&mut proxy);
+    let mut proxy = proxy
+        .args(["proxy", "--url", &url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = proxy.stdin.take().unwrap();
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let mut answer = String::new();
+    BufReader::new(proxy.stdout.take().unwrap()).read_line(&mut answer).unwrap();
+    drop(input);
+    let output = proxy.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
+    assert_eq!(answer["result"]["serverInfo"]["name"], "bot", "{answer}\n{}", stderr(&output));
+    let kept = std::fs::read_to_string(data.join("tool-mediator/credentials.json")).unwrap();
+    assert!(kept.contains("refresh-2") && !kept.contains("s3cret-bot"), "{kept}");
+}
+
+/// `tool-mediator auth login URL` as a machine with client credentials (`bot`, its secret in
+/// `BOT_SECRET`), its credentials file under `data`: the finished process.
+fn machine_login(url: &str, home: &std::path::Path, data: &std::path::Path) -> std::process::Output {
+    Command::new(binary())
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", data)
+        .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+        .env("BOT_SECRET", "s3cret-bot")
+        .env_remove("TOOL_MEDIATOR_LOG")
+        .args(["auth", "login", url, "--oauth-client-id", "bot", "--oauth-client-secret-env", "BOT_SECRET"])
+        .arg("--oauth-client-credentials")
+        .output()
+        .unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_sign_in_that_cannot_be_kept_fails_auth_login_saying_why() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server = runtime.block_on(client_credentials_server("bot", "s3cret-bot"));
+    let dir = tempfile::tempdir().unwrap();
+    let (data, elsewhere) = (dir.path().join("data"), dir.path().join("elsewhere"));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // The credentials' directory is a link someone put there: nothing is written through it.
+    std::os::unix::fs::symlink(&elsewhere, data.join("tool-mediator")).unwrap();
+    let login = machine_login(&format!("{}/mcp", server.uri()), dir.path(), &data);
+    let said = stderr(&login);
+    assert_eq!(login.status.code(), Some(1), "{said}");
+    assert!(!said.contains("kept in"), "{said}");
+    assert!(said.contains("credentials.json") && said.contains("link"), "names the file and why: {said}");
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none(), "nothing written through the link");
+}
+
+/// A remote server whose authorization server says `scope` when it grants a token, and
+/// `description` when it refuses one (to the client `bad`).
+async fn hostile_token_server(scope: &str, description: &str) -> wiremock::MockServer {
+    use base64::Engine as _;
+    use wiremock::matchers::{body_string_contains, header, method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let basic =
+        |id: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:s3cret-bot")));
+    let server = client_credentials_server("bot", "s3cret-bot").await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(header("authorization", basic("bot").as_str()))
+        .and(body_string_contains("grant_type=client_credentials"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "access_token": "access-1", "token_type": "Bearer", "expires_in": 600, "scope": scope
+        })))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(header("authorization", basic("bad").as_str()))
+        .respond_with(
+            ResponseTemplate::new(400)
+                .set_body_json(serde_json::json!({"error": "invalid_client", "error_description": description})),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    server
+}
+
+#[test]
+fn what_an_authorization_server_says_reaches_the_terminal_with_its_escapes_shown_not_acted_on() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31mread\u{9b}1m\rfake";
+    let server = runtime.block_on(hostile_token_server(hostile, hostile));
+    let url = format!("{}/mcp", server.uri());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let check = |said: &str| {
+        assert!(
+            !said.chars().any(|c| c.is_control() && c != '\n'),
+            "a control character reached the terminal: {said:?}"
+        );
+        assert!(said.contains("\\u{1b}"), "shown escaped: {said:?}");
+    };
+
+    let login = machine_login(&url, dir.path(), &data);
+    assert!(login.status.success(), "{}", stderr(&login));
+    check(&stderr(&login));
+
+    let status = Command::new(binary())
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", &data)
+        .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+        .args(["auth", "status"])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", stderr(&status));
+    check(&format!("{}{}", stdout(&status), stderr(&status)));
+
+    // The token endpoint's refusal, in the error.
+    let refused = Command::new(binary())
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", &data)
+        .env("TOOL_MEDIATOR_CREDENTIAL_STORE", "file")
+        .env("BOT_SECRET", "s3cret-bot")
+        .args(["auth", "login", &url, "--oauth-client-id", "bad", "--oauth-client-secret-env", "BOT_SECRET"])
+        .args(["--oauth-client-credentials"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("invalid_client"), "{}", stderr(&refused));
+    check(&stderr(&refused));
+}

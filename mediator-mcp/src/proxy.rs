@@ -29,7 +29,7 @@ use crate::lines::{Outbox, read_lines};
 use crate::options::{OUTBOX_BYTES, ProxyOptions};
 use crate::remote::Remote;
 use crate::router::{LinkSettings, Router};
-use crate::servers::{Scope, ServerConfig, Transport};
+use crate::servers::{Scope, ServerConfig, Servers, Transport};
 use crate::signals::stop_signal;
 use crate::supervisor::Supervisor;
 use crate::upstream::{Server, ServerEnd, StartError, Upstream};
@@ -110,8 +110,16 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
-    /// A server of a servers file.
-    pub fn from_config(config: &ServerConfig) -> ServerSpec {
+    /// The enabled servers of a servers file, in its order: none inherits a variable the file
+    /// names as a client secret ([`Servers::secret_variables`]) unless its entry gives it.
+    pub fn of_servers(servers: &Servers) -> Vec<ServerSpec> {
+        let withheld = servers.secret_variables();
+        servers.enabled().map(|config| ServerSpec::from_config(config, &withheld)).collect()
+    }
+
+    /// A server of a servers file; a process started for it does not inherit `withheld`, unless
+    /// its entry gives the variable on purpose.
+    pub fn from_config(config: &ServerConfig, withheld: &[String]) -> ServerSpec {
         let transport = config.transport.clone();
         // One sign-in for every connection to a remote server, restarts included.
         let remote = match &transport {
@@ -119,11 +127,15 @@ impl ServerSpec {
             Transport::Stdio { .. } => None,
         };
         let sign_in = remote.as_ref().and_then(|remote| remote.sign_in.clone());
+        let withheld = withheld.to_vec();
         let start = move || {
             Some(match &transport {
                 Transport::Stdio { command, args, env, cwd } => {
                     let mut server = Command::new(command);
                     server.args(args).envs(env.iter().map(|(name, value)| (name, value)));
+                    for name in withheld.iter().filter(|name| !env.iter().any(|(given, _)| given == *name)) {
+                        server.env_remove(name);
+                    }
                     if let Some(cwd) = cwd {
                         server.current_dir(cwd);
                     }
@@ -276,4 +288,44 @@ where
     router.close_client_output();
     let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
     Ok(ending)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::servers::Servers;
+
+    /// What the command `spec` starts says of `name` in its environment: `Some(None)` removed,
+    /// `Some(Some(value))` set, `None` inherited as it is.
+    fn env_of(spec: &ServerSpec, name: &str) -> Option<Option<String>> {
+        let Some(Upstream::Process(command)) = (spec.start)() else { panic!("a process") };
+        command
+            .as_std()
+            .get_envs()
+            .find(|(given, _)| *given == name)
+            .map(|(_, value)| value.map(|value| value.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn no_server_inherits_a_remote_servers_client_secret() {
+        let text = r#"{"mcpServers": {
+            "tracker": {"url": "https://mcp.tracker.test/mcp",
+                        "oauth": {"client_id": "id", "client_secret_env": "TRACKER_SECRET"}},
+            "off": {"url": "https://off.test/mcp", "disabled": true,
+                    "oauth": {"client_id": "id", "client_secret_env": "OFF_SECRET"}},
+            "files": {"command": "files-server"},
+            "given": {"command": "given-server", "env": {"TRACKER_SECRET": "${TRACKER_SECRET}"}}
+        }}"#;
+        let servers = Servers::parse(text, std::path::Path::new("servers.json"), |name| {
+            (name == "TRACKER_SECRET").then(|| "s3cret".to_owned())
+        })
+        .unwrap();
+        let specs = ServerSpec::of_servers(&servers);
+        let files = specs.iter().find(|spec| spec.settings.name == "files").unwrap();
+        assert_eq!(env_of(files, "TRACKER_SECRET"), Some(None), "withheld");
+        assert_eq!(env_of(files, "OFF_SECRET"), Some(None), "a disabled entry's secret too");
+        // One the file gives a server on purpose stays.
+        let given = specs.iter().find(|spec| spec.settings.name == "given").unwrap();
+        assert_eq!(env_of(given, "TRACKER_SECRET"), Some(Some("s3cret".to_owned())));
+    }
 }

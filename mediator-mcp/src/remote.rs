@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 
 mod mirror;
 
-use crate::auth::{Challenge, CredentialStore, SignIn, SignInOptions};
+use crate::auth::{AuthError, Challenge, CredentialStore, SignIn, SignInOptions};
 use crate::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
 use tool_mediator_core::sync::lock;
 
@@ -191,6 +191,8 @@ const ERROR_BODY: u64 = 64 * 1024;
 
 /// Sign-ins one request may cause (one, then a step-up or two) before its refusal stands.
 const SIGN_IN_TRIES: u32 = 3;
+/// How often a request whose refusal started a sign-in looks whether the user is asked now.
+const ASKING_LOOK: Duration = Duration::from_millis(50);
 
 /// Connections refused in a row after which a server that answered before is taken as gone.
 const GONE_AFTER: u32 = 3;
@@ -420,7 +422,20 @@ impl Shared {
             ) else {
                 break response;
             };
-            match sign_in.refused(forbidden, &challenge, used.as_deref()).await {
+            let signing = {
+                let (sign_in, used) = (sign_in.clone(), used.clone());
+                tokio::spawn(async move { sign_in.refused(forbidden, &challenge, used.as_deref()).await })
+            };
+            let outcome = match self.unless_the_user_is_asked(sign_in, signing, sent, forbidden).await {
+                Some(outcome) => outcome,
+                None => {
+                    // The sign-in goes on without this request, which is told how to sign in now
+                    // rather than held for as long as the user takes in the browser.
+                    self.fail(sent, sign_in.what_to_do()).await;
+                    return false;
+                }
+            };
+            match outcome {
                 Ok(true) => continue,
                 Ok(false) => break response,
                 Err(error) => {
@@ -432,6 +447,35 @@ impl Shared {
             }
         };
         self.took(response, sent).await
+    }
+
+    /// What `signing` (the sign-in, refresh or step-up a refusal of `sent` started) comes to;
+    /// `None` as soon as a sign-in after a 401 asks the user in the browser. `initialize` waits
+    /// for them (the handshake has that long), and so does a step-up (`forbidden`: the user is
+    /// asked to grant what this very request needs, and it is sent again once they have).
+    async fn unless_the_user_is_asked(
+        &self,
+        sign_in: &SignIn,
+        mut signing: tokio::task::JoinHandle<Result<bool, AuthError>>,
+        sent: &Sent,
+        forbidden: bool,
+    ) -> Option<Result<bool, AuthError>> {
+        let waited = |joined: Result<Result<bool, AuthError>, tokio::task::JoinError>| {
+            joined.unwrap_or_else(|error| Err(AuthError::Refused(format!("the sign-in ended: {error}"))))
+        };
+        if sent.is("initialize") || forbidden {
+            return Some(waited(signing.await));
+        }
+        loop {
+            tokio::select! {
+                joined = &mut signing => return Some(waited(joined)),
+                () = tokio::time::sleep(ASKING_LOOK) => {
+                    if sign_in.asking_the_user() {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 
     /// Sends `request`; `None`, once `sent` is failed, when the server cannot be reached.

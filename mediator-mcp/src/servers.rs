@@ -151,6 +151,21 @@ impl Servers {
     pub fn enabled(&self) -> impl Iterator<Item = &ServerConfig> {
         self.servers.iter().filter(|server| !server.disabled)
     }
+
+    /// The environment variables the file names as a client secret (`oauth.client_secret_env`),
+    /// of every entry, disabled or not: the gateway's own, which no server it starts inherits.
+    pub fn secret_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for server in &self.servers {
+            if let Transport::Http { oauth, .. } = &server.transport
+                && let Some(name) = &oauth.client_secret_env
+                && !names.contains(name)
+            {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
 }
 
 impl fmt::Display for Transport {

@@ -24,6 +24,9 @@ struct World {
     issuer_path: String,
     /// A `resource` the metadata names instead of the server's own URL.
     resource_override: Option<String>,
+    /// The resource metadata leaves out `resource`, the authorization server's `issuer`.
+    without_resource: bool,
+    without_issuer: bool,
     challenges: HashMap<String, String>,
     access: HashSet<String>,
     refresh: HashSet<String>,
@@ -32,6 +35,10 @@ struct World {
     token_resources: Vec<String>,
     /// `initialize` requests the protected server accepted.
     initializes: u32,
+    /// Refresh tokens already used once: one used again revokes every token (reuse detection,
+    /// as OAuth 2.1 §4.3.1 asks of a server that rotates them).
+    spent: HashSet<String>,
+    revocations: u32,
 }
 
 type Shared = Arc<Mutex<World>>;
@@ -60,21 +67,30 @@ async fn start() -> (Shared, String) {
 async fn resource_metadata(State(world): State<Shared>) -> Json<Value> {
     let world = world.lock().unwrap();
     let resource = world.resource_override.clone().unwrap_or_else(|| format!("{}/mcp", world.base));
-    Json(json!({"resource": resource, "authorization_servers": [format!("{}{}", world.base, world.issuer_path)]}))
+    let mut metadata =
+        json!({"resource": resource, "authorization_servers": [format!("{}{}", world.base, world.issuer_path)]});
+    if world.without_resource {
+        metadata.as_object_mut().unwrap().remove("resource");
+    }
+    Json(metadata)
 }
 
 async fn server_metadata(State(world): State<Shared>, headers: HeaderMap, uri: axum::http::Uri) -> Json<Value> {
     let _ = headers;
     let world = world.lock().unwrap();
     let issuer = format!("{}{}", world.base, uri.path().trim_start_matches("/.well-known/oauth-authorization-server"));
-    Json(json!({
+    let mut metadata = json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/authorize"),
         "token_endpoint": format!("{issuer}/token"),
         "registration_endpoint": format!("{issuer}/register"),
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["none"],
-    }))
+    });
+    if world.without_issuer {
+        metadata.as_object_mut().unwrap().remove("issuer");
+    }
+    Json(metadata)
 }
 
 async fn register(Json(request): Json<Value>) -> (StatusCode, Json<Value>) {
@@ -107,10 +123,17 @@ async fn token(State(world): State<Shared>, Form(form): Form<HashMap<String, Str
             }
         }
         "refresh_token" => {
-            // Rotated: a refresh token is good once.
-            if !world.refresh.remove(&form["refresh_token"]) {
+            // Rotated: a refresh token is good once, and one used again revokes the family.
+            let used = form["refresh_token"].clone();
+            if !world.refresh.remove(&used) {
+                if world.spent.contains(&used) {
+                    world.access.clear();
+                    world.refresh.clear();
+                    world.revocations += 1;
+                }
                 return refused("invalid_grant");
             }
+            world.spent.insert(used);
         }
         _ => return refused("unsupported_grant_type"),
     }
@@ -206,6 +229,30 @@ async fn signs_in_refreshes_a_rotated_token_and_signs_in_again_once_the_refresh_
     assert!(world.lock().unwrap().access.contains(&kept.access_token), "{kept:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_signed_in_to_one_server_do_not_revoke_each_others_sign_in() {
+    let (world, server) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CredentialStore::at(dir.path().join("credentials.json"));
+    sign_in(&server, &store).login().await.unwrap();
+    // Two runs started after the sign-in, each holding the same tokens (about to expire), as two
+    // processes reading the credentials file at their start would.
+    let (first, second) = (sign_in(&server, &store), sign_in(&server, &store));
+
+    // Both refresh at once: one does, the other waits for it and uses what it got.
+    let (a, b) = tokio::join!(first.authorization(), second.authorization());
+    // One after the other: the second still holds the refresh token the first has spent.
+    let c = first.authorization().await;
+    let d = second.authorization().await;
+
+    let world = world.lock().unwrap();
+    assert_eq!(world.revocations, 0, "a spent refresh token was used again");
+    for used in [a, b, c, d] {
+        let used = used.expect("signed in");
+        assert!(world.access.contains(used.trim_start_matches("Bearer ")), "{used} is still good");
+    }
+}
+
 #[tokio::test]
 async fn metadata_that_changed_is_followed_on_the_next_sign_in() {
     let (world, server) = start().await;
@@ -238,6 +285,24 @@ async fn no_token_is_made_for_a_resource_that_is_not_the_server() {
     let world = world.lock().unwrap();
     assert!(world.authorizations.is_empty() && world.token_resources.is_empty());
     assert!(store.all().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn metadata_without_its_resource_or_its_issuer_is_refused() {
+    for missing in ["resource", "issuer"] {
+        let (world, server) = start().await;
+        {
+            let mut world = world.lock().unwrap();
+            world.without_resource = missing == "resource";
+            world.without_issuer = missing == "issuer";
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let store = CredentialStore::at(dir.path().join("credentials.json"));
+        let error = sign_in(&server, &store).login().await.expect_err(missing).to_string();
+        assert!(error.contains(&format!("names no {missing}")), "{missing}: {error}");
+        let world = world.lock().unwrap();
+        assert!(world.authorizations.is_empty() && world.token_resources.is_empty(), "{missing}");
+    }
 }
 
 #[tokio::test]
@@ -365,6 +430,69 @@ async fn a_gateway_serves_on_while_the_user_signs_in_and_lists_the_tools_once_th
     // One sign-in, one connection: the wait was not taken for a server that hangs.
     let world = world.lock().unwrap();
     assert_eq!((world.authorizations.len(), world.initializes), (1, 1));
+    drop(client);
+    gateway.abort();
+}
+
+#[tokio::test]
+async fn a_call_refused_once_signed_in_is_answered_at_once_with_how_to_sign_in() {
+    use tool_mediator_mcp::remote::Remote;
+    use tool_mediator_mcp::{LinkSettings, ProxyOptions, ServerSpec, Upstream};
+
+    let (world, server) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = CredentialStore::at(dir.path().join("credentials.json"));
+    sign_in(&server, &store).login().await.unwrap();
+    // The gateway's sign-in, whose user is away: the browser opens, nobody signs in.
+    let away = |_: &str| true;
+    let sign_in = Arc::new(
+        SignIn::new(server.parse().unwrap(), SignInOptions::default(), Some(store.clone())).unwrap().with_browser(away),
+    );
+    let remote = Remote { url: server.parse().unwrap(), headers: Vec::new(), sign_in: Some(sign_in.clone()) };
+    let spec = ServerSpec {
+        settings: LinkSettings { name: "locked".into(), sign_in: Some(sign_in.clone()), ..LinkSettings::default() },
+        start: Arc::new(move || Some(Upstream::from(remote.clone()))),
+        scope: tool_mediator_mcp::servers::Scope::Shared,
+        entry: None,
+    };
+    let options = ProxyOptions::new(
+        Arc::new(tool_mediator::Mediator::builder().build()),
+        tool_mediator::session::SessionPolicy::default(),
+    );
+    let (input, gateway_in) = tokio::io::duplex(1 << 16);
+    let (gateway_out, output) = tokio::io::duplex(1 << 16);
+    let gateway = tokio::spawn(tool_mediator_mcp::serve(
+        options,
+        vec![spec],
+        tool_mediator_mcp::Client { input: gateway_in, output: gateway_out, gone: std::future::pending::<()>() },
+    ));
+    let mut client = Client { input, output: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(output)) };
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let answer = client.ask(1, "initialize", params).await;
+    assert!(answer["result"]["protocolVersion"].is_string(), "{answer}");
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let names = client.tool_names(2).await;
+    let locked = names.iter().find(|name| name.contains("locked_status")).expect("signed in").clone();
+
+    // The authorization server revokes everything: the next call meets a 401, its refresh is
+    // refused, and the user is asked to sign in again. The call does not wait for them.
+    {
+        let mut world = world.lock().unwrap();
+        world.access.clear();
+        world.refresh.clear();
+    }
+    let asked = std::time::Instant::now();
+    let called = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.ask(3, "tools/call", json!({"name": locked, "arguments": {}})),
+    )
+    .await
+    .expect("answered at once, not after the browser's five minutes");
+    assert!(asked.elapsed() < std::time::Duration::from_secs(10));
+    let said = called.to_string();
+    assert!(said.contains("asks you to sign in") && said.contains("tool-mediator auth login"), "{called}");
+    assert!(sign_in.asking_the_user(), "the sign-in goes on meanwhile");
     drop(client);
     gateway.abort();
 }

@@ -10,6 +10,8 @@ use clap::{Args, Subcommand};
 use tool_mediator_mcp::auth::{CredentialStore, KeptIn, SignIn, SignInOptions};
 use tool_mediator_mcp::servers::{Servers, Transport};
 
+use tool_mediator::screen::printable;
+
 use crate::flags::SignInArgs;
 use crate::output;
 
@@ -18,10 +20,12 @@ pub enum AuthCommand {
     /// Sign in to a remote MCP server now: discovery, registration, the browser (or client
     /// credentials); the tokens are kept for the proxy and the gateway.
     ///
-    /// Exit codes: 0 signed in; 1 sign-in failed or the server did not ask for it; 2 bad usage.
+    /// Exit codes: 0 signed in and kept; 1 sign-in failed, the sign-in could not be kept (the
+    /// credentials file or the platform's store refused it), or the server did not ask for it;
+    /// 2 bad usage.
     Login(LoginArgs),
     /// The servers signed in to: the authorization server, the client, the scopes, when the
-    /// token expires. Never a token.
+    /// token expires. Never a token; control characters a server sent are shown escaped.
     Status,
     /// Forget the sign-in to a server (every sign-in with `--all`).
     Logout(LogoutArgs),
@@ -67,8 +71,12 @@ pub async fn run(command: AuthCommand) -> Result<ExitCode> {
                 .with_context(|| format!("cannot sign in to {}", tool_mediator::http::shown(&url)))?;
             match sign_in.login().await {
                 Ok(credentials) => {
-                    let scope =
-                        credentials.scope.as_deref().map(|scope| format!(" (scope: {scope})")).unwrap_or_default();
+                    // The scope is the authorization server's word: shown, never acted on.
+                    let scope = credentials
+                        .scope
+                        .as_deref()
+                        .map(|scope| format!(" (scope: {})", printable(scope)))
+                        .unwrap_or_default();
                     let key = SignIn::key(&url);
                     eprintln!(
                         "signed in to {}{scope}; kept in {}",
@@ -78,7 +86,13 @@ pub async fn run(command: AuthCommand) -> Result<ExitCode> {
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(error) => {
-                    eprintln!("tool-mediator: cannot sign in to {}: {error}", tool_mediator::http::shown(&url));
+                    // Errors quote what servers said (a refusal's description, a field of their
+                    // metadata): escapes in it are shown, not run by the terminal.
+                    eprintln!(
+                        "tool-mediator: cannot sign in to {}: {}",
+                        tool_mediator::http::shown(&url),
+                        printable(&error.to_string())
+                    );
                     Ok(ExitCode::from(1))
                 }
             }
@@ -98,10 +112,14 @@ pub async fn run(command: AuthCommand) -> Result<ExitCode> {
                 };
                 let refresh = if held.refresh_token.is_some() { ", refreshable" } else { "" };
                 let scope = held.scope.as_deref().filter(|scope| !scope.is_empty()).unwrap_or("none");
+                // What servers said (the issuer, a client id it registered, the scope) is
+                // shown with its escapes written out, never run by the terminal.
                 out.push_str(&format!(
-                    "{server}\n  authorization server: {}\n  client: {}\n  scope: {scope}\n  {expiry}{refresh}\n  kept in {}\n",
-                    held.issuer,
-                    held.client.id,
+                    "{}\n  authorization server: {}\n  client: {}\n  scope: {}\n  {expiry}{refresh}\n  kept in {}\n",
+                    printable(server),
+                    printable(&held.issuer),
+                    printable(&held.client.id),
+                    printable(scope),
                     kept_in(&store, server)
                 ));
             }

@@ -51,7 +51,7 @@ pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
     for warning in &servers.warnings {
         tracing::warn!("{warning}");
     }
-    let specs: Vec<ServerSpec> = servers.enabled().map(ServerSpec::from_config).collect();
+    let specs = ServerSpec::of_servers(&servers);
     if specs.is_empty() {
         anyhow::bail!("{}: every server is disabled", path.display());
     }

@@ -109,8 +109,9 @@ async fn gateway_lock(path: &std::path::Path) -> Result<Lock> {
         tracing::warn!("{warning}");
     }
     let mut listed = Vec::new();
+    let withheld = servers.secret_variables();
     for server in servers.enabled() {
-        let spec = ServerSpec::from_config(server);
+        let spec = ServerSpec::from_config(server, &withheld);
         let upstream = (spec.start)().expect("a servers file's server can always be started");
         let probed = probe::probe_tools(upstream)
             .await

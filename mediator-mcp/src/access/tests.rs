@@ -47,7 +47,14 @@ impl SigningKey {
 
     /// `claims`, signed.
     pub(crate) fn sign(&self, claims: &Value) -> String {
-        let header = Header { kid: Some(self.kid.clone()), typ: Some("at+jwt".into()), ..Header::new(self.algorithm) };
+        self.sign_with(claims, |_| {})
+    }
+
+    /// `claims`, signed under the usual header as `change` changes it.
+    fn sign_with(&self, claims: &Value, change: impl FnOnce(&mut Header)) -> String {
+        let mut header =
+            Header { kid: Some(self.kid.clone()), typ: Some("at+jwt".into()), ..Header::new(self.algorithm) };
+        change(&mut header);
         jsonwebtoken::encode(&header, claims, &self.private).unwrap()
     }
 }
@@ -221,6 +228,48 @@ async fn expired_foreign_tampered_and_unsigned_tokens_are_refused() {
         refused("the Authorization header is not a bearer token")
     );
     assert_eq!(resource.admit(Some(&bearer("not-a-jwt"))).await, refused("the token is not a JWT"));
+}
+
+#[tokio::test]
+async fn a_token_of_another_type_with_critical_extensions_or_without_a_subject_is_refused() {
+    let key = SigningKey::es256("es");
+    let issuer = TestIssuer::start(&[&key]).await;
+    let resource = resource(&issuer);
+    let good = issuer.claims(AUDIENCE, 300);
+    let refused = |why: &'static str| Err(Refusal::InvalidToken(why));
+
+    // RFC 9068 §4: an access token says so in its type; an ID token ("JWT") or one that says
+    // nothing is not one.
+    let typed = |typ: Option<&str>| key.sign_with(&good, |header| header.typ = typ.map(str::to_owned));
+    assert!(resource.admit(Some(&bearer(&typed(Some("application/at+jwt"))))).await.is_ok());
+    assert!(resource.admit(Some(&bearer(&typed(Some("AT+JWT"))))).await.is_ok(), "a media type's case");
+    for other in [Some("JWT"), Some("id_token+jwt"), None] {
+        assert_eq!(
+            resource.admit(Some(&bearer(&typed(other)))).await,
+            refused("the token is not an access token (its typ is not at+jwt)"),
+            "{other:?}"
+        );
+    }
+
+    // RFC 7515 §4.1.11: an extension marked critical that is not understood here (none is).
+    let critical = key.sign_with(&good, |header| header.crit = Some(vec!["exp".into()]));
+    assert_eq!(
+        resource.admit(Some(&bearer(&critical))).await,
+        refused("the token has critical header parameters this resource does not understand")
+    );
+
+    // RFC 9068 §2.2: `sub` is required; two tokens without one would share a session.
+    let mut anonymous = good.clone();
+    anonymous.as_object_mut().unwrap().remove("sub");
+    assert_eq!(
+        resource.admit(Some(&bearer(&key.sign(&anonymous)))).await,
+        refused("the token lacks a claim it must have (sub)")
+    );
+    anonymous["sub"] = json!("");
+    assert_eq!(
+        resource.admit(Some(&bearer(&key.sign(&anonymous)))).await,
+        refused("the token lacks a claim it must have (sub)")
+    );
 }
 
 #[tokio::test]

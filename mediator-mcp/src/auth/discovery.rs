@@ -60,20 +60,24 @@ pub async fn discover(web: &Web, server: &Url, hinted: Option<&str>) -> Result<D
         // The 2025-03-26 revision: the server's origin is its authorization server.
         return legacy(web, server).await;
     };
-    let resource = match &metadata.resource {
-        Some(resource) => {
-            // A resource that is not this server would have tokens made for another one.
-            let named = web.parse(resource, "the resource of the protected resource metadata")?;
-            if !covers(&named, server) {
-                return Err(AuthError::ResourceMismatch {
-                    named: tool_mediator::http::shown(&named),
-                    server: tool_mediator::http::shown(server),
-                });
-            }
-            resource.clone()
-        }
-        None => canonical(server),
+    // RFC 9728 §2 requires `resource`, and §3.3 that it be the resource asked about: metadata
+    // without it vouches for nothing.
+    let Some(resource) = &metadata.resource else {
+        return Err(AuthError::Discovery {
+            what: "protected resource metadata".into(),
+            at: tool_mediator::http::shown(server),
+            reason: "it names no resource (RFC 9728 requires one, naming this server)".into(),
+        });
     };
+    // A resource that is not this server would have tokens made for another one.
+    let named = web.parse(resource, "the resource of the protected resource metadata")?;
+    if !covers(&named, server) {
+        return Err(AuthError::ResourceMismatch {
+            named: tool_mediator::http::shown(&named),
+            server: tool_mediator::http::shown(server),
+        });
+    }
+    let resource = resource.clone();
     let issuer = metadata.authorization_servers.first().ok_or_else(|| AuthError::Discovery {
         what: "protected resource metadata".into(),
         at: tool_mediator::http::shown(server),
@@ -102,7 +106,10 @@ async fn legacy(web: &Web, server: &Url) -> Result<Discovered, AuthError> {
     let issuer = origin.as_str().trim_end_matches('/').to_owned();
     let metadata = first_found(web, &server_metadata_urls(&origin)).await?;
     let metadata = match metadata {
-        Some(metadata) => metadata,
+        Some(metadata) => {
+            check_issuer(&metadata, &issuer)?;
+            metadata
+        }
         None => ServerMetadata {
             issuer: None,
             authorization_endpoint: Some(format!("{issuer}/authorize")),
@@ -191,7 +198,14 @@ fn covers(named: &Url, server: &Url) -> bool {
 /// The metadata must be the issuer's own (RFC 8414 §3.3): metadata served under one issuer's
 /// name for another would send the user to a server they did not choose.
 fn check_issuer(metadata: &ServerMetadata, expected: &str) -> Result<(), AuthError> {
-    let Some(issuer) = &metadata.issuer else { return Ok(()) };
+    // RFC 8414 §2 requires `issuer`: metadata without it could be anyone's.
+    let Some(issuer) = &metadata.issuer else {
+        return Err(AuthError::Discovery {
+            what: "authorization server metadata".into(),
+            at: expected.to_owned(),
+            reason: "it names no issuer (RFC 8414 requires one, the issuer asked)".into(),
+        });
+    };
     if issuer.trim_end_matches('/') == expected.trim_end_matches('/') {
         return Ok(());
     }
@@ -254,5 +268,8 @@ mod tests {
         .unwrap();
         assert!(check_issuer(&metadata, "https://auth.test").is_err());
         assert!(check_issuer(&metadata, "https://evil.test/").is_ok());
+        let anonymous: ServerMetadata =
+            serde_json::from_value(serde_json::json!({"token_endpoint": "https://auth.test/token"})).unwrap();
+        assert!(check_issuer(&anonymous, "https://auth.test").is_err(), "no issuer is no match");
     }
 }

@@ -155,7 +155,8 @@ fn tokens(answer: Answer, refresh_token: Option<&str>, asked: Option<&str>) -> R
             .refresh_token()
             .map(|token| token.secret().clone())
             .or_else(|| refresh_token.map(str::to_owned)),
-        expires_at: answer.expires_in().map(|within| (now + within).as_secs()),
+        // An expiry past what a clock can count (`expires_in` of 2^64-1) is no expiry said.
+        expires_at: answer.expires_in().and_then(|within| now.checked_add(within)).map(|at| at.as_secs()),
         scope: answer
             .scopes()
             .map(|granted| granted.iter().map(|scope| scope.as_str()).collect::<Vec<_>>().join(" "))
@@ -183,5 +184,26 @@ impl<'c> oauth2::AsyncHttpClient<'c> for OAuthHttp {
                 .map_err(|error| super::WebError::Body(error.to_string()))?;
             answer.body(body).map_err(|error| super::WebError::Body(error.to_string()))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(json: &str) -> Answer {
+        Ok(serde_json::from_str::<BasicTokenResponse>(json).unwrap())
+    }
+
+    #[test]
+    fn an_expiry_that_does_not_fit_is_taken_as_unknown() {
+        // The code grant, the refresh and client credentials all read their answer here.
+        let absurd = answer(r#"{"access_token": "a", "token_type": "Bearer", "expires_in": 18446744073709551615}"#);
+        let read = tokens(absurd, Some("kept-refresh"), None).unwrap();
+        assert_eq!(read.expires_at, None);
+        assert_eq!(read.refresh.as_deref(), Some("kept-refresh"));
+        let usual = answer(r#"{"access_token": "a", "token_type": "Bearer", "expires_in": 60}"#);
+        let at = tokens(usual, None, None).unwrap().expires_at.unwrap();
+        assert!(at > super::super::now() && at <= super::super::now() + 60, "{at}");
     }
 }

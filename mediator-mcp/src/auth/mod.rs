@@ -33,7 +33,7 @@ pub use discovery::canonical;
 // Where an issuer publishes its metadata: the gateway finds the keys of the tokens it takes there too.
 pub(crate) use discovery::server_metadata_urls;
 pub use registration::TokenAuth;
-pub use store::{CredentialStore, Credentials, KeptIn, STORE_ENV, StoreError};
+pub use store::{CredentialStore, Credentials, KeptIn, STORE_ENV, StoreError, StoreLock};
 use tool_mediator_core::sync::lock;
 
 /// An answer from a server taking part in sign-in is read up to this size.
@@ -45,6 +45,8 @@ pub const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
 const SIGN_INS_IN_A_ROW: u32 = 3;
 /// A token this close to its expiry is refreshed before it is used, in seconds.
 const EXPIRY_MARGIN: u64 = 60;
+/// How long a refresh waits for another process's, holding the credentials file, to end.
+const STORE_LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// How to get tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -78,11 +80,15 @@ pub struct SignInOptions {
 
 impl SignInOptions {
     fn client_secret(&self) -> Result<Option<String>, AuthError> {
-        let Some(name) = &self.client_secret_env else { return Ok(None) };
-        match std::env::var(name) {
-            Ok(secret) if !secret.is_empty() => Ok(Some(secret)),
-            _ => Err(AuthError::Config(format!("the environment variable {name} (the client secret) is not set"))),
-        }
+        self.client_secret_env.as_deref().map(secret_from).transpose()
+    }
+}
+
+/// The client secret in the environment variable `name`.
+fn secret_from(name: &str) -> Result<String, AuthError> {
+    match std::env::var(name) {
+        Ok(secret) if !secret.is_empty() => Ok(secret),
+        _ => Err(AuthError::Config(format!("the environment variable {name} (the client secret) is not set"))),
     }
 }
 
@@ -121,6 +127,8 @@ pub enum AuthError {
     Web(#[from] WebError),
     #[error("cannot listen for the sign-in's redirect on 127.0.0.1: {0}")]
     Listen(#[from] std::io::Error),
+    #[error("signed in, but the sign-in cannot be kept: {0}")]
+    NotKept(StoreError),
 }
 
 /// An HTTP exchange of sign-in that failed.
@@ -266,6 +274,9 @@ pub struct SignIn {
     web: Web,
     store: Option<CredentialStore>,
     held: Mutex<Option<Credentials>>,
+    /// The access token of the sign-in whose refresh the server refused: the store may still
+    /// hold it, and it is not taken from there again.
+    spent: Mutex<Option<String>>,
     /// One sign-in or refresh at a time; the others wait and use what it got.
     flow: tokio::sync::Mutex<()>,
     in_a_row: AtomicU32,
@@ -302,6 +313,7 @@ impl SignIn {
             web: Web::new()?,
             store,
             held: Mutex::new(held),
+            spent: Mutex::new(None),
             flow: tokio::sync::Mutex::new(()),
             in_a_row: AtomicU32::new(0),
             asking: AtomicBool::new(false),
@@ -334,9 +346,7 @@ impl SignIn {
         let expiring = {
             let held = lock(&self.held);
             let held = held.as_ref()?;
-            let expiring =
-                held.expires_at.is_some_and(|at| at <= now() + EXPIRY_MARGIN) && held.refresh_token.is_some();
-            if !expiring {
+            if !(expiring(held) && held.refresh_token.is_some()) {
                 return Some(format!("Bearer {}", held.access_token));
             }
             held.access_token.clone()
@@ -396,6 +406,7 @@ impl SignIn {
         }
         if let Some(kept) = self.kept()
             && Some(format!("Bearer {}", kept.access_token)).as_deref() != used
+            && lock(&self.spent).as_ref() != Some(&kept.access_token)
         {
             *lock(&self.held) = Some(kept);
             return Ok(true);
@@ -423,7 +434,9 @@ impl SignIn {
             return Err(AuthError::TooMany);
         }
         let credentials = self.sign_in(challenge, scope).await?;
-        self.keep(credentials);
+        if let Err(error) = self.keep(credentials) {
+            tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
+        }
         Ok(true)
     }
 
@@ -462,7 +475,8 @@ impl SignIn {
         .ok_or(AuthError::NotOAuth(status.as_u16()))?;
         let _flow = self.flow.lock().await;
         let credentials = self.sign_in(&challenge, challenge.scope.clone()).await?;
-        self.keep(credentials.clone());
+        // Signing in ahead of time is for the runs to come: one that cannot be kept failed.
+        self.keep(credentials.clone()).map_err(AuthError::NotKept)?;
         Ok(credentials)
     }
 
@@ -549,35 +563,74 @@ impl SignIn {
     }
 
     /// Refreshes `held`'s tokens, keeping the new ones (and the new refresh token, when the
-    /// server rotates it).
+    /// server rotates it). Under the credentials file's lock, read again first: another process
+    /// that refreshed meanwhile has spent `held`'s refresh token, and a server that detects
+    /// reuse would revoke both processes' sign-ins if it were sent again.
     async fn refresh(&self, held: Credentials) -> Result<(), AuthError> {
+        let locked = self.lock_store().await;
+        let kept = locked.as_ref().and_then(|locked| match locked.get(&self.key) {
+            Ok(kept) => kept,
+            Err(error) => {
+                tracing::warn!("the kept sign-ins cannot be read: {error}");
+                None
+            }
+        });
+        let held = match kept {
+            Some(kept) if kept.refresh_token != held.refresh_token || kept.access_token != held.access_token => {
+                if kept.access_token != held.access_token && !expiring(&kept) {
+                    *lock(&self.held) = Some(kept);
+                    return Ok(());
+                }
+                // Refreshed elsewhere, and about to expire again: refreshed with its newer token.
+                kept
+            }
+            _ => held,
+        };
         let refresh_token = held.refresh_token.as_deref().ok_or_else(|| AuthError::Token("no refresh token".into()))?;
         let token_endpoint = self.web.parse(&held.token_endpoint, "the token endpoint")?;
-        let tokens = grant::refresh(
-            &self.web,
-            &held.client,
-            &token_endpoint,
-            refresh_token,
-            &held.resource,
-            held.scope.as_deref(),
-        )
-        .await;
+        let client = held.client.with_secret(&self.options)?;
+        let tokens =
+            grant::refresh(&self.web, &client, &token_endpoint, refresh_token, &held.resource, held.scope.as_deref())
+                .await;
         let tokens = match tokens {
             Ok(tokens) => tokens,
             Err(error) => {
-                // A refused refresh token is spent: forgotten, so the next refusal signs in.
+                // A refused refresh token is spent: forgotten, so the next refusal signs in
+                // (and not taken again from the store, which still holds it).
                 *lock(&self.held) = None;
+                *lock(&self.spent) = Some(held.access_token);
                 return Err(error);
             }
         };
-        self.keep(Credentials {
+        let credentials = Credentials {
             access_token: tokens.access,
             refresh_token: tokens.refresh,
             expires_at: tokens.expires_at,
             scope: tokens.scope,
             ..held
-        });
+        };
+        if let Some(locked) = &locked
+            && let Err(error) = locked.put(&self.key, credentials.clone())
+        {
+            tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
+        }
+        *lock(&self.held) = Some(credentials);
         Ok(())
+    }
+
+    /// The credentials file's lock, waited for on a thread of its own; `None` without a store,
+    /// or when it cannot be had (said: the refresh goes on without it).
+    async fn lock_store(&self) -> Option<StoreLock> {
+        let store = self.store.clone()?;
+        let waited = tokio::time::timeout(STORE_LOCK_WAIT, tokio::task::spawn_blocking(move || store.lock())).await;
+        let why = match waited {
+            Ok(Ok(Ok(locked))) => return Some(locked),
+            Ok(Ok(Err(error))) => error.to_string(),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!("another process held it for {}s", STORE_LOCK_WAIT.as_secs()),
+        };
+        tracing::warn!("refreshing the sign-in to {} without the credentials file's lock: {why}", self.shown);
+        None
     }
 
     /// What the store holds for this server (another process may have signed in).
@@ -585,14 +638,21 @@ impl SignIn {
         self.store.as_ref()?.get(&self.key).ok().flatten()
     }
 
-    fn keep(&self, credentials: Credentials) {
-        if let Some(store) = &self.store
-            && let Err(error) = store.put(&self.key, credentials.clone())
-        {
-            tracing::warn!("the sign-in to {} is kept for this run only: {error}", self.shown);
-        }
+    /// Holds `credentials` for this run, and keeps them in the store; whether the store took
+    /// them.
+    fn keep(&self, credentials: Credentials) -> Result<(), StoreError> {
+        let kept = match &self.store {
+            Some(store) => store.put(&self.key, credentials.clone()),
+            None => Ok(()),
+        };
         *lock(&self.held) = Some(credentials);
+        kept
     }
+}
+
+/// Whether `credentials`' access token expires within [`EXPIRY_MARGIN`].
+fn expiring(credentials: &Credentials) -> bool {
+    credentials.expires_at.is_some_and(|at| at <= now() + EXPIRY_MARGIN)
 }
 
 /// Clears [`SignIn::asking_the_user`] when the browser sign-in it was set for ends.

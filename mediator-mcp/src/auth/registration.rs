@@ -22,6 +22,10 @@ pub enum TokenAuth {
 pub struct Client {
     pub id: String,
     pub secret: Option<String>,
+    /// The environment variable the secret is read from, when the user gave it so
+    /// (`client_secret_env`): the secret is then never kept, only read again when needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env: Option<String>,
     pub token_auth: TokenAuth,
     /// The redirect URI it was registered with (a loopback one), when registered here.
     pub redirect_uri: Option<String>,
@@ -33,6 +37,22 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The secret never reaches a log.
         f.debug_struct("Client").field("id", &self.id).field("token_auth", &self.token_auth).finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// The client with its secret, read again from the environment when it lives there (a
+    /// kept sign-in holds none of it): the variable kept with it, else the one `options` names
+    /// for this client id (a sign-in kept before the variable's name was).
+    pub(super) fn with_secret(&self, options: &SignInOptions) -> Result<Client, AuthError> {
+        if self.secret.is_some() || self.registered {
+            return Ok(self.clone());
+        }
+        let configured = options.client_secret_env.as_deref().filter(|_| options.client_id.as_ref() == Some(&self.id));
+        match self.secret_env.as_deref().or(configured) {
+            Some(name) => Ok(Client { secret: Some(super::secret_from(name)?), ..self.clone() }),
+            None => Ok(self.clone()),
+        }
     }
 }
 
@@ -52,7 +72,14 @@ pub async fn client(
             None => TokenAuth::None,
             Some(_) => preferred_secret_auth(server),
         };
-        return Ok(Client { id: id.clone(), secret, token_auth, redirect_uri: None, registered: false });
+        return Ok(Client {
+            id: id.clone(),
+            secret_env: secret.as_ref().and(options.client_secret_env.clone()),
+            secret,
+            token_auth,
+            redirect_uri: None,
+            registered: false,
+        });
     }
     if let Some(url) = &options.client_metadata_url
         && server.client_id_metadata_document_supported
@@ -60,6 +87,7 @@ pub async fn client(
         return Ok(Client {
             id: url.clone(),
             secret: None,
+            secret_env: None,
             token_auth: TokenAuth::None,
             redirect_uri: None,
             registered: false,
@@ -81,6 +109,7 @@ pub fn machine(server: &ServerMetadata, options: &SignInOptions) -> Result<Clien
     Ok(Client {
         id: id.clone(),
         secret: Some(secret),
+        secret_env: options.client_secret_env.clone(),
         token_auth: preferred_secret_auth(server),
         redirect_uri: None,
         registered: false,
@@ -143,6 +172,7 @@ async fn register(web: &Web, server: &ServerMetadata, redirect_uri: &str) -> Res
     Ok(Client {
         id: registered.client_id,
         secret: registered.client_secret,
+        secret_env: None,
         token_auth,
         redirect_uri: Some(redirect_uri.to_owned()),
         registered: true,

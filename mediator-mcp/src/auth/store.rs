@@ -63,6 +63,16 @@ impl Credentials {
         }
     }
 
+    /// What is kept of a sign-in: a client secret the user gave in the environment stays there.
+    /// A client not registered here has no secret but the user's (a file written before
+    /// `secret_env` was kept holds one without it: it goes at the next write).
+    fn kept_part(mut self) -> Credentials {
+        if self.client.secret_env.is_some() || !self.client.registered {
+            self.client.secret = None;
+        }
+        self
+    }
+
     /// What the file keeps of a sign-in whose secrets are in the platform's store.
     fn without_secrets(mut self) -> Credentials {
         self.access_token.clear();
@@ -175,9 +185,26 @@ impl CredentialStore {
     }
 
     /// Keeps `credentials` for `server`, replacing what was kept: the secrets in the platform's
-    /// store when there is one, else in the file. The platform's store is asked before the file
-    /// is locked: it may take its time (a prompt to unlock it).
+    /// store when there is one, else in the file; a client secret the user keeps in the
+    /// environment (`client_secret_env`) in neither. The platform's store is asked before the
+    /// file is locked: it may take its time (a prompt to unlock it).
     pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        self.put_under(None, server, credentials)
+    }
+
+    /// Holds the file against every other process's change (and every other holder's in this
+    /// one) until the returned lock is dropped: for a refresh, read again and written under it,
+    /// so that two processes never both spend one refresh token. Waits for the lock.
+    pub fn lock(&self) -> Result<StoreLock, StoreError> {
+        let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
+        kept::private_dir(dir).map_err(|error| self.error(error))?;
+        let file = kept::lock(&dir.join(LOCK_FILE)).map_err(|error| self.error(error))?;
+        Ok(StoreLock { store: self.clone(), _file: file })
+    }
+
+    /// [`put`](Self::put), under `held` when the caller holds the lock already.
+    fn put_under(&self, held: Option<&StoreLock>, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        let credentials = credentials.kept_part();
         let in_platform = self.platform
             && match platform::put(server, &credentials.secrets()) {
                 Ok(()) => true,
@@ -188,7 +215,7 @@ impl CredentialStore {
                 Err(PlatformError::Refused(reason)) => return Err(StoreError::Platform(reason)),
             };
         let mut left_behind = false;
-        self.change(|file| {
+        self.change(held, |file| {
             let server = server.to_owned();
             if in_platform {
                 file.servers.insert(server.clone(), credentials.without_secrets());
@@ -211,7 +238,7 @@ impl CredentialStore {
     /// its entry there stays until it can be).
     pub fn remove(&self, server: &str) -> Result<bool, StoreError> {
         let mut in_platform = false;
-        let removed = self.change(|file| {
+        let removed = self.change(None, |file| {
             in_platform = file.in_platform_store.remove(server);
             Ok(file.servers.remove(server).is_some() || in_platform)
         })?;
@@ -271,11 +298,17 @@ impl CredentialStore {
         })
     }
 
-    /// Reads, changes and writes the file under the lock; whether `change` changed anything.
-    fn change(&self, change: impl FnOnce(&mut File1) -> Result<bool, StoreError>) -> Result<bool, StoreError> {
-        let dir = self.path.parent().ok_or_else(|| self.error("no directory"))?;
-        kept::private_dir(dir).map_err(|error| self.error(error))?;
-        let lock = kept::lock(&dir.join("credentials.lock")).map_err(|error| self.error(error))?;
+    /// Reads, changes and writes the file under the lock (`held`, or taken now); whether
+    /// `change` changed anything.
+    fn change(
+        &self,
+        held: Option<&StoreLock>,
+        change: impl FnOnce(&mut File1) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let lock = match held {
+            Some(_) => None,
+            None => Some(self.lock()?),
+        };
         let mut file = self.read()?;
         if !change(&mut file)? {
             return Ok(false);
@@ -286,6 +319,34 @@ impl CredentialStore {
         kept::replace(&self.path, text.as_bytes(), kept::Mode::Private).map_err(|error| self.error(error))?;
         drop(lock);
         Ok(true)
+    }
+}
+
+/// The lock file beside the credentials file.
+const LOCK_FILE: &str = "credentials.lock";
+
+/// The credentials file held by this holder alone ([`CredentialStore::lock`]); released when
+/// dropped.
+pub struct StoreLock {
+    store: CredentialStore,
+    _file: std::fs::File,
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLock").field("path", &self.store.path).finish_non_exhaustive()
+    }
+}
+
+impl StoreLock {
+    /// The sign-in kept for `server` now.
+    pub fn get(&self, server: &str) -> Result<Option<Credentials>, StoreError> {
+        self.store.get(server)
+    }
+
+    /// Keeps `credentials` for `server`, as [`CredentialStore::put`] does, under this lock.
+    pub fn put(&self, server: &str, credentials: Credentials) -> Result<(), StoreError> {
+        self.store.put_under(Some(self), server, credentials)
     }
 }
 
@@ -302,6 +363,7 @@ mod tests {
             client: Client {
                 id: "id".into(),
                 secret: Some("client-secret".into()),
+                secret_env: None,
                 token_auth: TokenAuth::ClientSecretBasic,
                 redirect_uri: None,
                 registered: true,
@@ -335,6 +397,25 @@ mod tests {
             let mode = fs::metadata(store.path().parent().unwrap()).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         }
+    }
+
+    #[test]
+    fn a_client_secret_from_the_environment_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CredentialStore::at(dir.path().join("credentials.json"));
+        let mut given = credentials("t");
+        given.client.secret_env = Some("TRACKER_SECRET".into());
+        store.put("x", given).unwrap();
+        let text = fs::read_to_string(store.path()).unwrap();
+        assert!(!text.contains("client-secret") && text.contains("TRACKER_SECRET"), "{text}");
+        let kept = store.get("x").unwrap().unwrap();
+        assert_eq!((kept.client.secret, kept.client.secret_env.as_deref()), (None, Some("TRACKER_SECRET")));
+
+        // A configured client kept before the variable's name was.
+        let mut configured = credentials("t");
+        configured.client.registered = false;
+        store.put("y", configured).unwrap();
+        assert!(!fs::read_to_string(store.path()).unwrap().contains("client-secret"));
     }
 
     #[cfg(unix)]

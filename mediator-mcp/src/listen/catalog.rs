@@ -143,7 +143,7 @@ impl Front {
         for warning in &servers.warnings {
             tracing::warn!("{warning}");
         }
-        let specs: Vec<ServerSpec> = servers.enabled().map(ServerSpec::from_config).collect();
+        let specs = ServerSpec::of_servers(servers);
         if specs.is_empty() {
             return tracing::warn!("{}: every server is disabled; the servers as they were go on", path.display());
         }
