@@ -193,6 +193,11 @@ const ERROR_BODY: u64 = 64 * 1024;
 const SIGN_IN_TRIES: u32 = 3;
 /// How often a request whose refusal started a sign-in looks whether the user is asked now.
 const ASKING_LOOK: Duration = Duration::from_millis(50);
+/// How long a request waits for a sign-in that asks the user in the browser: long enough for an
+/// authorization server that approves at once (a session already signed in there, single
+/// sign-on), far shorter than a user typing a password; past it the request is told how to
+/// sign in, and the sign-in goes on.
+const ASKING_GRACE: Duration = Duration::from_secs(10);
 
 /// Connections refused in a row after which a server that answered before is taken as gone.
 const GONE_AFTER: u32 = 3;
@@ -450,7 +455,8 @@ impl Shared {
     }
 
     /// What `signing` (the sign-in, refresh or step-up a refusal of `sent` started) comes to;
-    /// `None` as soon as a sign-in after a 401 asks the user in the browser. `initialize` waits
+    /// `None` when a sign-in after a 401 asks the user in the browser and is not done within
+    /// [`ASKING_GRACE`]. `initialize` waits
     /// for them (the handshake has that long), and so does a step-up (`forbidden`: the user is
     /// asked to grant what this very request needs, and it is sent again once they have).
     async fn unless_the_user_is_asked(
@@ -466,12 +472,16 @@ impl Shared {
         if sent.is("initialize") || forbidden {
             return Some(waited(signing.await));
         }
+        let mut asked_since = None;
         loop {
             tokio::select! {
                 joined = &mut signing => return Some(waited(joined)),
                 () = tokio::time::sleep(ASKING_LOOK) => {
                     if sign_in.asking_the_user() {
-                        return None;
+                        let since = *asked_since.get_or_insert_with(tokio::time::Instant::now);
+                        if since.elapsed() >= ASKING_GRACE {
+                            return None;
+                        }
                     }
                 }
             }
