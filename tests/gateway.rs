@@ -800,6 +800,59 @@ fn a_shared_server_that_hangs_under_listen_is_ended_and_started_again() {
     within(60, "a new session reaches the new server", &mut || whoami(&mut fresh) == "a");
 }
 
+/// A view narrowed in the servers file reaches the sessions already open in it: the server it
+/// no longer shows and the tool it now excludes leave the session's list, and calls to them are
+/// refused; what it still shows goes on.
+#[test]
+fn narrowing_a_view_reaches_the_sessions_open_in_it() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let time = json!({"command": peers.bin("mcp-server-time").display().to_string()});
+    let servers =
+        |view: Value| json!({"mcpServers": {"a": named(&peers, "a", &[]), "time": time}, "views": {"team": view}});
+    let config = servers_file(dir.path(), servers(json!({"servers": {"a": {}, "time": {}}})));
+    let config = config.display().to_string();
+    let listening = Listening::start(&peers, "gateway", &["--config", &config, "--no-disclosure"]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let url = format!("{}/team", listening.url());
+    let mut session = runtime.block_on(HttpSession::open(&url));
+    let mut list = |session: &mut HttpSession| {
+        let answer =
+            answer_in(&runtime.block_on(session.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))));
+        let tools = answer["result"]["tools"].as_array().cloned().unwrap_or_default();
+        let mut names: Vec<String> = tools.iter().filter_map(|tool| tool["name"].as_str().map(str::to_owned)).collect();
+        names.sort();
+        names
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while list(&mut session) != ["convert_time", "echo", "get_current_time", "sleep", "whoami"] {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "both servers' tools: {:?}\n{}",
+            list(&mut session),
+            listening.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    servers_file(dir.path(), servers(json!({"servers": {"time": {"exclude": ["convert_time"]}}})));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while list(&mut session) != ["get_current_time"] {
+        assert!(std::time::Instant::now() < deadline, "narrowed: {:?}\n{}", list(&mut session), listening.log());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let mut call = |name: &str, arguments: Value| {
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+        answer_in(&runtime.block_on(session.post(&call)))
+    };
+    for (name, arguments) in [("whoami", json!({})), ("convert_time", json!({}))] {
+        let refused = call(name, arguments);
+        assert!(refused["error"].is_object() || refused["result"]["isError"] == true, "{name}: {refused}");
+    }
+    let time = call("get_current_time", json!({"timezone": "UTC"}));
+    assert!(time["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("UTC"), "{time}");
+}
+
 #[test]
 fn a_remote_server_that_goes_away_leaves_and_comes_back_when_it_is_there_again() {
     let peers = peers();

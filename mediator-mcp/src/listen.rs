@@ -403,6 +403,9 @@ struct Session {
     view: Option<String>,
     subject: Option<String>,
     metrics: Arc<operations::Metrics>,
+    /// What its proxy may show of each server, told again when the servers file narrows its
+    /// view (`None`: the proxy stateless requests share, started again instead).
+    shown: Option<tokio::sync::watch::Sender<Arc<crate::options::ShownServers>>>,
 }
 
 /// Ends, every so often, the sessions idle for longer than the options allow.
@@ -750,7 +753,8 @@ impl Front {
         let id =
             session_id().map_err(|_| Refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session id"))?;
         let servers = self.servers_of(view.as_deref());
-        let (session, pending) = self.new_session(false, view, caller.subject.clone());
+        let (shown, following) = tokio::sync::watch::channel(Arc::new(catalog::shown_of(&servers)));
+        let (session, pending) = self.new_session(false, view, caller.subject.clone(), Some(shown));
         {
             let mut sessions = lock(&self.sessions);
             // Checked again under the lock the stop drains the sessions with: none opens after.
@@ -762,7 +766,8 @@ impl Front {
             }
             sessions.insert(id.clone(), session.clone());
         }
-        self.start(&session, pending, id.clone(), Some(initialize.clone()), self.proxy.clone(), servers);
+        let options = ProxyOptions { shown: Some(following), ..self.proxy.clone() };
+        self.start(&session, pending, id.clone(), Some(initialize.clone()), options, servers);
         Ok((id, session))
     }
 
@@ -773,6 +778,7 @@ impl Front {
         shared: bool,
         view: Option<String>,
         subject: Option<String>,
+        shown: Option<tokio::sync::watch::Sender<Arc<crate::options::ShownServers>>>,
     ) -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
         let (input, pending) = mpsc::channel::<Vec<u8>>(STREAM_QUEUE);
         let (ended, _) = tokio::sync::watch::channel(false);
@@ -790,6 +796,7 @@ impl Front {
             view,
             subject,
             metrics: self.metrics.clone(),
+            shown,
         });
         (session, pending)
     }

@@ -45,7 +45,21 @@ pub struct ProxyOptions {
     /// client was spared, in bytes and tokens: what they listed less what the client was shown
     /// (the HTTP front's metrics read it).
     pub savings: Option<Arc<crate::savings::Savings>>,
+    /// What the client may see of each server as its settings change while it runs (a view of
+    /// the servers file narrowed): a server it no longer names leaves the client's lists, a
+    /// tool its lists no longer let through too. `None`: the settings the servers started with.
+    pub shown: Option<tokio::sync::watch::Receiver<Arc<ShownServers>>>,
 }
+
+/// What the client may see of a server: the tools its `include` and `exclude` let through.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shown {
+    pub include: Option<Vec<String>>,
+    pub exclude: Vec<String>,
+}
+
+/// What the client may see of each server, by name; a server not named, nothing.
+pub type ShownServers = std::collections::HashMap<String, Shown>;
 
 /// The default [`ProxyOptions::max_message_bytes`]: 64 MiB.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -69,6 +83,7 @@ impl ProxyOptions {
             withheld_env: Arc::new([]),
             ends_on_signals: true,
             savings: None,
+            shown: None,
         }
     }
 }

@@ -196,7 +196,11 @@ where
 
     let (to_client, client_queue) = Outbox::new(OUTBOX_BYTES);
     let settings = servers.iter().map(|server| server.settings.clone()).collect();
+    let shown = options.shown.clone();
     let router = Router::new(options, settings, to_client);
+    if let Some(shown) = shown {
+        tokio::spawn(Router::follow_shown(Arc::downgrade(&router), shown));
+    }
     let client_writer = tokio::spawn({
         let router = router.clone();
         async move { router.to_client.write_lines(client_out, client_queue).await }

@@ -1,7 +1,8 @@
 //! What a front serves, as its servers file last said: every server as a session starts (or
 //! connects to) it, the views, and the servers sessions share. A gateway's servers file is read
 //! again when it changes: a session opened after serves what it says now; one opened before
-//! keeps the servers it had, less those removed or changed (their tools leave its list); a
+//! keeps the servers it had, less those removed or changed (their tools leave its list), and
+//! sees of them only what its view shows now (a view narrowed applies at once); a
 //! shared server whose entry is unchanged goes on as it was. A file that cannot be used changes
 //! nothing, and says why with its place.
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use super::Front;
 use crate::access::Views;
+use crate::options::{Shown, ShownServers};
 use crate::proxy::ServerSpec;
 use crate::servers::{Scope, Servers, View};
 use crate::upstream::Upstream;
@@ -92,6 +94,16 @@ impl Catalog {
         }
     }
 
+    /// What a session of `view` may see of each server now: nothing of a server the view no
+    /// longer shows, nor of any when the view itself is gone.
+    pub(super) fn shown_to(&self, view: Option<&str>) -> ShownServers {
+        let servers = match view {
+            Some(view) => self.views.servers(view).map(<[ServerSpec]>::to_vec).unwrap_or_default(),
+            None => self.servers.clone(),
+        };
+        shown_of(&servers)
+    }
+
     /// `servers` each started for its own, rather than connected to the pool: the stateless
     /// revision's proxy's. Each is known by the name it gave the pool (unless the file sets its
     /// `source`): a server that speaks only an earlier revision is asked no handshake by this
@@ -117,6 +129,15 @@ impl Catalog {
     pub(super) fn shared(&self) -> impl Iterator<Item = &Arc<SharedServer>> {
         self.pool.iter().map(|(_, shared)| shared)
     }
+}
+
+/// What a session started with `servers` may see of each.
+pub(super) fn shown_of(servers: &[ServerSpec]) -> ShownServers {
+    let shown = |server: &ServerSpec| Shown {
+        include: server.settings.include.clone(),
+        exclude: server.settings.exclude.clone(),
+    };
+    servers.iter().map(|server| (server.settings.name.clone(), shown(server))).collect()
 }
 
 /// Reads the servers file at `path` again whenever it changes, until the front stops.
@@ -153,6 +174,19 @@ impl Front {
             previous.shared().filter(|shared| !next.shared().any(|kept| Arc::ptr_eq(kept, shared))).cloned().collect();
         let names: Vec<&str> = next.servers.iter().map(|server| server.settings.name.as_str()).collect();
         tracing::info!("{}: read again; serving {}", path.display(), names.join(", "));
+        // A session already open sees what its view shows now: a server or a tool the view no
+        // longer shows leaves its lists (one the view adds is for the sessions opened after).
+        let open: Vec<Arc<super::Session>> = lock(&self.sessions).values().cloned().collect();
+        for session in open {
+            if let Some(shown) = &session.shown {
+                let now = next.shown_to(session.view.as_deref());
+                shown.send_if_modified(|before| {
+                    let changed = **before != now;
+                    *before = Arc::new(now);
+                    changed
+                });
+            }
+        }
         *lock(&self.catalog) = Arc::new(next);
         let grace = self.proxy.grace;
         for shared in retired {

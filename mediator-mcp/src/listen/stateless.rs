@@ -359,7 +359,7 @@ impl Front {
         }
         let catalog = self.catalog();
         let servers = catalog.unpooled(catalog.servers_of(view.as_deref()));
-        let (session, pending) = self.new_session(true, view.clone(), None);
+        let (session, pending) = self.new_session(true, view.clone(), None, None);
         let mut options = self.proxy.clone();
         // Any replica answers a call by name, whichever of them listed a category's tools.
         if options.policy.calls_follow_disclosure {

@@ -101,8 +101,8 @@ pub(crate) struct Link {
     /// proxy's one server) "the MCP server".
     pub(crate) label: String,
     pub(super) source: Option<String>,
-    include: Option<HashSet<String>>,
-    exclude: HashSet<String>,
+    /// Which of its tools the client may see, as the settings (a view) say now.
+    filter: Mutex<Filter>,
     /// The running server's input; `None` while it is down.
     outbox: Mutex<Option<Arc<Outbox>>>,
     pub(super) pending: Mutex<Pending<Waiter>>,
@@ -131,6 +131,25 @@ pub(crate) struct Link {
     fault: Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
     /// Signing in to it, for a remote server that may ask.
     sign_in: Option<Arc<crate::auth::SignIn>>,
+}
+
+/// Which of a server's tools the client may see.
+#[derive(Debug, Default, PartialEq)]
+struct Filter {
+    include: Option<HashSet<String>>,
+    exclude: HashSet<String>,
+    /// Nothing at all: the server is not the client's any more.
+    withdrawn: bool,
+}
+
+impl Filter {
+    fn of(include: Option<Vec<String>>, exclude: Vec<String>) -> Filter {
+        Filter {
+            include: include.map(|names| names.into_iter().collect()),
+            exclude: exclude.into_iter().collect(),
+            withdrawn: false,
+        }
+    }
 }
 
 /// Where a running server's handshake stands.
@@ -162,8 +181,7 @@ impl Link {
         let label = label_of(&settings.name);
         Link {
             index,
-            include: settings.include.map(|names| names.into_iter().collect()),
-            exclude: settings.exclude.into_iter().collect(),
+            filter: Mutex::new(Filter::of(settings.include, settings.exclude)),
             fallback_source: Mutex::new(settings.name.clone()),
             pending: Mutex::new(Pending::gone_with(format!("{label} has not started"))),
             label,
@@ -336,7 +354,28 @@ impl Link {
 
     /// Whether the settings let `tool` through (by the server's name for it).
     pub(super) fn admits(&self, tool: &Tool) -> bool {
-        self.include.as_ref().is_none_or(|names| names.contains(&tool.name)) && !self.exclude.contains(&tool.name)
+        let filter = lock(&self.filter);
+        !filter.withdrawn
+            && filter.include.as_ref().is_none_or(|names| names.contains(&tool.name))
+            && !filter.exclude.contains(&tool.name)
+    }
+
+    /// The client may see nothing of it any more (its view no longer shows it).
+    pub(super) fn is_withdrawn(&self) -> bool {
+        lock(&self.filter).withdrawn
+    }
+
+    /// The settings say now that the client may see the tools `shown` lets through (`None`:
+    /// nothing of this server); whether that changed.
+    pub(super) fn narrow(&self, shown: Option<&crate::options::Shown>) -> bool {
+        let next = match shown {
+            Some(shown) => Filter::of(shown.include.clone(), shown.exclude.clone()),
+            None => Filter { withdrawn: true, ..Filter::default() },
+        };
+        let mut filter = lock(&self.filter);
+        let changed = *filter != next;
+        *filter = next;
+        changed
     }
 
     /// The override source: as set, else the server's own name, else the fallback.

@@ -3,6 +3,8 @@
 //! server of each tool.
 
 use super::*;
+use crate::options::ShownServers;
+use tokio::sync::watch;
 
 /// What the proxy keeps of the server's last listing: a fingerprint of its tools as written,
 /// to take in only a list that changed, and the rest of its first page's result (cache hints,
@@ -388,6 +390,46 @@ impl Router {
     }
 
     /// Lists server `link` again; the session tells the client if what it sees changed.
+    /// Follows what the client may see of each server ([`ProxyOptions::shown`]) until the
+    /// settings or the router go.
+    pub(crate) async fn follow_shown(router: Weak<Router>, mut shown: watch::Receiver<Arc<ShownServers>>) {
+        while shown.changed().await.is_ok() {
+            let Some(router) = router.upgrade() else { return };
+            let now = shown.borrow_and_update().clone();
+            router.narrow(&now).await;
+        }
+    }
+
+    /// The client may see `shown` of each server now: a server it no longer names leaves the
+    /// lists (and its requests are refused), one whose tools it narrowed is taken in again
+    /// through them; the client hears that its lists changed.
+    async fn narrow(self: &Arc<Self>, shown: &ShownServers) {
+        let mut changed = false;
+        for link in &self.links {
+            if !link.narrow(shown.get(&link.name)) {
+                continue;
+            }
+            changed = true;
+            // Taken in again through the new filter, however the server lists.
+            *lock(&link.listing) = None;
+            if link.is_withdrawn() {
+                tracing::info!("{} left this session's view; its tools leave the list", link.label);
+                self.session.forget(link.index);
+            } else if self.serving(link) {
+                tracing::info!("{}'s tools in this session's view changed; listing them again", link.label);
+                self.relist(link).await;
+            }
+        }
+        if changed {
+            self.catalog_changed();
+            for what in ["prompts", "resources"] {
+                if let Some(line) = lock(&self.protocol).other_list_changed(what) {
+                    self.to_client(line);
+                }
+            }
+        }
+    }
+
     pub(super) async fn relist(self: &Arc<Self>, link: &Link) {
         if let Err(failure) = self.list_upstream(link, None).await {
             self.warnings

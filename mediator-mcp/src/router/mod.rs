@@ -148,6 +148,7 @@ impl Router {
     /// server is given it as the client sends it).
     fn serving(&self, link: &Link) -> bool {
         link.is_up()
+            && !link.is_withdrawn()
             && match link.joining() {
                 Joining::Done => true,
                 Joining::UnderWay => false,
@@ -231,6 +232,11 @@ impl Router {
 
     /// Whether the request went to `link`; if not, the client has its error answer.
     fn forward(&self, link: &Link, id: Id, purpose: Purpose, line: String) -> bool {
+        if link.is_withdrawn() {
+            let reason = format!("{} is not in this session's view any more", link.label);
+            self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &reason));
+            return false;
+        }
         let line = link.in_its_revision(line);
         if lock(&self.tasks).take_cancelled(&id) {
             return false;
