@@ -1889,6 +1889,31 @@ fn the_example_configuration_names_every_key_at_its_default() {
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
+/// A cache is only asked for the language model's answers (and a remote override collection):
+/// `config` says when the one configured sits idle, so `--cache-url` alone is not mistaken for
+/// a faster run.
+#[test]
+fn config_says_the_cache_is_idle_without_a_language_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().to_str().unwrap();
+    let env = [("HOME", home), ("XDG_CONFIG_HOME", home)];
+    let config = |text: &str| {
+        fs::write(dir.path().join("tool-mediator.toml"), text).unwrap();
+        let output = tool_mediator_tests::run_with(dir.path(), &["config"], None, &env);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let idle = "# the cache is idle: no language model (llm_provider) or remote override collection \
+                (overrides_url) is configured, and nothing else is cached";
+    let text = config("cache_url = \"redis://127.0.0.1:6379/0\"\n");
+    assert!(text.contains("# the cache is on redis://127.0.0.1:6379/0"), "{text}");
+    assert!(text.contains(idle), "{text}");
+    assert!(config("").contains(idle), "a cache directory is idle too");
+    let text = config("cache_url = \"redis://127.0.0.1:6379/0\"\nllm_provider = \"openai-compatible\"\n");
+    assert!(!text.contains("idle"), "{text}");
+    assert!(!config("overrides_url = \"https://overrides.example/index.json\"\n").contains("idle"));
+}
+
 #[test]
 fn auth_status_and_logout_never_print_a_token() {
     let dir = tempfile::tempdir().unwrap();
