@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator};
+use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator, counted};
 
 use crate::config::Setup;
 use crate::flags::{ChainArgs, InputArgs, confidence};
@@ -349,17 +349,18 @@ fn report_llm(llm: &tool_mediator::llm::LlmTransformer, report: bool) {
     if !planned.is_empty() {
         for (number, request) in planned.iter().enumerate() {
             eprintln!(
-                "dry run: request {} of {}: {} tools, {} bytes, about {} tokens:\n{}",
+                "dry run: request {} of {}: {}, {} bytes, about {} tokens:\n{}",
                 number + 1,
                 planned.len(),
-                request.tools,
+                counted(request.tools, "tool", "tools"),
                 request.bytes,
                 request.estimated_tokens,
                 serde_json::to_string_pretty(&request.body).unwrap_or_default()
             );
         }
         let tokens: usize = planned.iter().map(|request| request.estimated_tokens).sum();
-        eprintln!("dry run: {} requests, about {tokens} input tokens; nothing was sent", planned.len());
+        let requests = counted(planned.len(), "request", "requests");
+        eprintln!("dry run: {requests}, about {tokens} input tokens; nothing was sent");
         return;
     }
     if report {
@@ -368,8 +369,12 @@ fn report_llm(llm: &tool_mediator::llm::LlmTransformer, report: bool) {
             .estimated_cost_usd
             .map_or("unknown (no price for this model)".to_owned(), |cost| format!("${cost:.4}"));
         eprintln!(
-            "llm: {} requests ({} failed), {} input and {} output tokens, estimated cost {cost}, {} answers refused",
-            usage.requests, usage.failed_requests, usage.input_tokens, usage.output_tokens, usage.refused_answers
+            "llm: {} ({} failed), {} input and {} output tokens, estimated cost {cost}, {} refused",
+            counted(usage.requests, "request", "requests"),
+            usage.failed_requests,
+            usage.input_tokens,
+            usage.output_tokens,
+            counted(usage.refused_answers, "answer", "answers")
         );
     }
 }

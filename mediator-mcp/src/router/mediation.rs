@@ -217,7 +217,10 @@ impl Router {
             }
             let source = link.source(self.source.as_ref());
             if known.is_none() {
-                tracing::info!("mediating the tools of `{source}` ({} tools)", tools.len());
+                tracing::info!(
+                    "mediating the tools of `{source}` ({})",
+                    tool_mediator::counted(tools.len(), "tool", "tools")
+                );
             }
             let context = ToolContext::new(source, SourceType::Api);
             self.session.take_in_from(link.index, &context, tools).await;
