@@ -96,6 +96,57 @@ fn the_built_in_overrides_apply_outside_the_checkout_unless_turned_off() {
     assert_eq!(enhance(&[])["tools"][1]["_meta"][PROVENANCE_KEY]["enhancedBy"], "rules");
 }
 
+/// `fetch.json` saved from mcp-server-fetch is source `fetch` by its name, and no shipped
+/// override file is for it: the run says which sources there are and how to choose one. A
+/// saved `tools/list` result that names its server is that server's source by itself.
+#[test]
+fn a_manifest_no_override_file_is_for_says_which_sources_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().to_str().unwrap();
+    let env = [("HOME", home), ("XDG_CONFIG_HOME", home)];
+    fs::copy(real_manifest("fetch.json"), dir.path().join("fetch.json")).unwrap();
+    let enhance = |args: &[&str]| {
+        let output = tool_mediator_tests::run_with(dir.path(), args, None, &env);
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    let output = enhance(&["enhance", "fetch.json"]);
+    let hint = "hint: fetch.json: no override file is for source `fetch` (taken from the file's name); there \
+                are override files for `example.com`, `mcp-fetch` and `secure-filesystem-server`: choose one \
+                with --source (`--source mcp-fetch`?)";
+    assert_eq!(stderr(&output).trim_end(), hint);
+    assert_eq!(json_out(&output)["tools"][0].get("title"), None, "the mcp-fetch override is not applied");
+    // In the report, once.
+    let output = enhance(&["enhance", "fetch.json", "--report"]);
+    assert_eq!(stderr(&output).matches(hint).count(), 1, "{}", stderr(&output));
+    // Chosen, the hint is gone and the override applies.
+    let output = enhance(&["enhance", "fetch.json", "--source", "mcp-fetch"]);
+    assert!(!stderr(&output).contains("hint:"), "{}", stderr(&output));
+    assert_eq!(json_out(&output)["tools"][0]["title"], "Fetch a web page");
+    // No overrides at all: nothing to hint at.
+    let output = enhance(&["enhance", "fetch.json", "--no-builtin-overrides"]);
+    assert!(!stderr(&output).contains("hint:"), "{}", stderr(&output));
+
+    // The result as the server sent it names the server, either way the protocol allows.
+    let tools: Value = serde_json::from_str(&fs::read_to_string(real_manifest("fetch.json")).unwrap()).unwrap();
+    for named in [
+        json!({"serverInfo": {"name": "mcp-fetch", "version": "1.26.0"}, "tools": tools["tools"]}),
+        json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcp-fetch"}}, "tools": tools["tools"]}),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"serverInfo": {"name": "mcp-fetch"}, "tools": tools["tools"]}}),
+    ] {
+        fs::write(dir.path().join("saved.json"), named.to_string()).unwrap();
+        let output = enhance(&["enhance", "saved.json", "--report"]);
+        assert!(stderr(&output).contains("(source `mcp-fetch`)"), "{}", stderr(&output));
+        assert!(!stderr(&output).contains("hint:"), "{}", stderr(&output));
+        let written = json_out(&output);
+        let fetch = written.pointer("/tools/0").or_else(|| written.pointer("/result/tools/0")).unwrap();
+        assert_eq!(fetch["title"], "Fetch a web page", "{named}");
+        // `--source` still wins.
+        let output = enhance(&["enhance", "saved.json", "--source", "other"]);
+        assert!(stderr(&output).contains("no override file is for source `other` (taken from --source)"));
+    }
+}
+
 #[test]
 fn real_manifests_keep_every_tool_and_every_untouched_field() {
     // What changed, tool by tool, in a golden a reviewer can read; a manifest nothing changed

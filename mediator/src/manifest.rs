@@ -68,6 +68,10 @@ impl fmt::Display for Origin {
     }
 }
 
+/// The `_meta` key under which a result of the stateless protocol revision (2026-07-28) names
+/// the server that answered it.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
 impl Origin {
     /// The default source: the file name without its extension.
     pub fn default_source(&self) -> String {
@@ -94,6 +98,18 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The name of the server whose `tools/list` result this is, when the result says it beside
+    /// its tools: `serverInfo.name`, or `_meta["io.modelcontextprotocol/serverInfo"].name` (the
+    /// stateless revision's). An MCP server's override source is its name.
+    pub fn server_name(&self) -> Option<&str> {
+        let result = match &self.envelope {
+            Envelope::Object(object) => object,
+            Envelope::JsonRpc(response) => response.get("result")?.as_object()?,
+            Envelope::Array | Envelope::Lines => return None,
+        };
+        named(result.get("serverInfo")).or_else(|| named(result.get("_meta")?.get(SERVER_INFO_KEY)))
+    }
+
     /// Where tool `index`'s field `field` is written: a JSON pointer into the document, or the
     /// line of a JSON Lines file. `field` is a pointer relative to the tool, without its leading
     /// `/`, its segments already escaped (`inputSchema/properties/a~1b/description`); its first
@@ -411,6 +427,11 @@ impl<T: Serialize> Serialize for Around<'_, T> {
     }
 }
 
+/// The `name` of a `serverInfo` object, when it is a string with something in it.
+fn named(info: Option<&Value>) -> Option<&str> {
+    info?.get("name")?.as_str().filter(|name| !name.trim().is_empty())
+}
+
 /// A JSON object's members in order, their values left as text: a tool before its dialect is
 /// known, or an envelope before its tools are taken out.
 type Members<'a> = Vec<(String, &'a RawValue)>;
@@ -680,6 +701,26 @@ mod tests {
         );
         assert_eq!(parse(json!({"tools": [{"name": "a"}]})).place_of(0, ""), pointer("/tools/0"));
         assert_eq!(parse(json!({"tools": [{"name": "a"}]})).place_of(0, "name"), pointer("/tools/0/name"));
+    }
+
+    #[test]
+    fn a_tools_list_result_names_its_server() {
+        let tools = json!([{"name": "fetch"}]);
+        let name = |value: Value| parse(value).server_name().map(str::to_owned);
+        assert_eq!(name(json!({"serverInfo": {"name": "mcp-fetch"}, "tools": tools})).as_deref(), Some("mcp-fetch"));
+        let stateless = json!({"_meta": {SERVER_INFO_KEY: {"name": "mcp-fetch", "version": "1"}}, "tools": tools});
+        assert_eq!(name(stateless).as_deref(), Some("mcp-fetch"));
+        let response = json!({"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {"name": "git"}, "tools": tools}});
+        assert_eq!(name(response).as_deref(), Some("git"));
+        for nameless in [
+            json!({"tools": tools}),
+            json!(tools),
+            json!({"serverInfo": {"name": ""}, "tools": tools}),
+            json!({"serverInfo": {"name": 7}, "tools": tools}),
+            json!({"_meta": {"serverInfo": {"name": "elsewhere"}}, "tools": tools}),
+        ] {
+            assert_eq!(name(nameless.clone()), None, "{nameless}");
+        }
     }
 
     #[test]

@@ -121,18 +121,27 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         _ => None,
     };
     let mut diffs = Vec::new();
+    let mut hinted = HashSet::new();
     for (position, manifest) in manifests.iter_mut().enumerate() {
         let dialect = args.to.map(dialect_of).unwrap_or(manifest.dialect);
         let mediator = setup.mediator(args.min_confidence, dialect);
-        let context = setup.context(&manifest.origin);
+        let context = setup.context(manifest);
         // The text to compare with is written before the tools go into the chain, which takes
         // them without a copy.
         let before = compare.then(|| manifest.original_text());
         let enhancement = mediator.enhance_with_report(std::mem::take(&mut manifest.tools), &context).await;
         log_events(&manifest.origin, &enhancement.events);
+        // Said once per source: a directory of manifests from one server is one mistake.
+        let hint = setup.unmatched_source_hint(manifest).filter(|_| hinted.insert(context.source.clone()));
         if args.report {
             // Tool names and the source come from the manifest and its file's name.
-            eprint!("{}", output::printable_lines(&report(manifest, &context.source, &enhancement, &mediator)));
+            let mut report = report(manifest, &context.source, &enhancement, &mediator);
+            if let Some(hint) = &hint {
+                let _ = writeln!(report, "  {hint}");
+            }
+            eprint!("{}", output::printable_lines(&report));
+        } else if let Some(hint) = &hint {
+            eprintln!("{}", tool_mediator::screen::printable(hint));
         }
         // Unchanged: every tool written as it was read, in the dialect it was read in.
         let unchanged =
@@ -337,7 +346,7 @@ pub async fn enhance_one(
     }
     let setup = Setup::from_args(chain_args, task).await?;
     let (mut manifest, _) = manifest::read(origins.into_iter().next().expect("one input"), input.max_input_size)?;
-    let context = setup.context(&manifest.origin);
+    let context = setup.context(&manifest);
     let enhanced = setup.mediator(0.0, manifest.dialect).enhance(std::mem::take(&mut manifest.tools), &context).await;
     Ok((manifest, enhanced))
 }
