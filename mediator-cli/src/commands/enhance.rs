@@ -50,9 +50,11 @@ pub struct EnhanceArgs {
     #[arg(long)]
     pub no_provenance: bool,
 
-    /// Print what changed and by which transformer, and everything refused, on stderr.
-    #[arg(long)]
-    pub report: bool,
+    /// Print what changed and by which transformer, and everything refused, on stderr:
+    /// `--report` (or `--report=full`) a line per changed tool, `--report=summary` each
+    /// manifest's counts only.
+    #[arg(long, value_enum, value_name = "DETAIL", num_args = 0..=1, require_equals = true, default_missing_value = "full")]
+    pub report: Option<ReportArg>,
 
     /// Write nothing; exit 1 and print a diff when a file would change. For CI.
     #[arg(long, conflicts_with_all = ["output", "in_place", "diff"])]
@@ -61,6 +63,15 @@ pub struct EnhanceArgs {
     /// Write nothing; print a diff of what would change.
     #[arg(long, conflicts_with_all = ["output", "in_place"])]
     pub diff: bool,
+}
+
+/// How much `--report` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportArg {
+    /// Each manifest's counts, a line per changed tool, event and weak tool.
+    Full,
+    /// Each manifest's counts only (and a hint about its source).
+    Summary,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -133,9 +144,9 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         log_events(&manifest.origin, &enhancement.events);
         // Said once per source: a directory of manifests from one server is one mistake.
         let hint = setup.unmatched_source_hint(manifest).filter(|_| hinted.insert(context.source.clone()));
-        if args.report {
+        if let Some(detail) = args.report {
             // Tool names and the source come from the manifest and its file's name.
-            let mut report = report(manifest, &context.source, &enhancement, &mediator);
+            let mut report = report(manifest, &context.source, &enhancement, &mediator, detail);
             if let Some(hint) = &hint {
                 let _ = writeln!(report, "  {hint}");
             }
@@ -171,7 +182,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     }
 
     if let Some(llm) = setup.finish() {
-        report_llm(llm, args.report);
+        report_llm(llm, args.report.is_some());
     }
     if let Some(writing) = writing {
         writing.finish()?;
@@ -255,8 +266,15 @@ fn log_events(origin: &Origin, events: &[ChainEvent]) {
 }
 
 /// What `--report` prints: a summary line, one line per changed tool, one per event, and the
-/// weak tools left weak with why.
-pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement, mediator: &Mediator) -> String {
+/// weak tools left weak with why; `--report=summary`, the summary line, with the events and the
+/// weak tools counted on it.
+pub fn report(
+    manifest: &Manifest,
+    source: &str,
+    enhancement: &Enhancement,
+    mediator: &Mediator,
+    detail: ReportArg,
+) -> String {
     let mut out = String::new();
     let mut counts = [0usize; 4];
     let mut lines = String::new();
@@ -303,34 +321,52 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement, medi
             tool.confidence
         );
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{} (source `{source}`): {} tools, {} renamed, {} described, {} schemas changed, {} hidden",
+        "{} (source `{source}`): {}, {} renamed, {} described, {}, {} hidden",
         manifest.origin,
-        enhancement.tools.len(),
+        counted(enhancement.tools.len(), "tool", "tools"),
         counts[0],
         counts[1],
-        counts[2],
+        counted(counts[2], "schema changed", "schemas changed"),
         counts[3]
     );
+    let weak = tool_mediator::llm::left_weak(mediator, enhancement);
+    if detail == ReportArg::Summary {
+        if !enhancement.events.is_empty() {
+            let events = counted(enhancement.events.len(), "event", "events");
+            let _ = write!(out, "; {events} (--report=full lists them)");
+        }
+        if !weak.is_empty() {
+            let _ = write!(out, "; {} left weak: {}", counted(weak.len(), "weak tool", "weak tools"), reasons(&weak));
+        }
+        out.push('\n');
+        return out;
+    }
+    out.push('\n');
     out.push_str(&lines);
     for event in &enhancement.events {
         let _ = writeln!(out, "  ! {event}");
     }
-    let weak = tool_mediator::llm::left_weak(mediator, enhancement);
     if !weak.is_empty() {
-        let mut reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-        for tool in &weak {
-            *reasons.entry(tool.why.to_string()).or_default() += 1;
-        }
-        let reasons: Vec<String> = reasons.into_iter().map(|(why, count)| format!("{count} because {why}")).collect();
-        let _ = writeln!(out, "  {} weak tools left weak: {}", weak.len(), reasons.join(", "));
+        let weak_tools = counted(weak.len(), "weak tool", "weak tools");
+        let _ = writeln!(out, "  {weak_tools} left weak: {}", reasons(&weak));
         for tool in &weak {
             let said: Vec<String> = tool.weaknesses.iter().map(ToString::to_string).collect();
             let _ = writeln!(out, "  ~ {}: {} ({})", tool.tool, said.join("; "), tool.why);
         }
     }
     out
+}
+
+/// Why the weak tools were left weak, counted: `2 because no language model is configured`.
+fn reasons(weak: &[tool_mediator::llm::LeftWeak]) -> String {
+    let mut reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for tool in weak {
+        *reasons.entry(tool.why.to_string()).or_default() += 1;
+    }
+    let reasons: Vec<String> = reasons.into_iter().map(|(why, count)| format!("{count} because {why}")).collect();
+    reasons.join(", ")
 }
 
 /// Reads the one manifest a command takes and runs it through the chain; the manifest comes
