@@ -1597,6 +1597,45 @@ fn pin_errors_name_the_file_and_place_and_exit_2() {
     assert!(stderr(&output).contains(&format!("{}: `/tools/add`: a digest is", odd.display())), "{}", stderr(&output));
 }
 
+/// The top-level help names every exit code the program ends with, and the proxy's and the
+/// gateway's long lists of flags are grouped under headings.
+#[test]
+fn the_help_names_every_exit_code_and_groups_the_proxys_flags() {
+    let top = stdout(&run(&["-h"], None));
+    let codes = top.split("Exit codes:").nth(1).unwrap_or_else(|| panic!("no exit codes in:\n{top}"));
+    for said in ["0 success", "1 ", "2 bad usage", "130", "143", "129", "SIGINT", "SIGTERM", "SIGHUP"] {
+        assert!(codes.contains(said), "the exit codes do not say `{said}`:\n{top}");
+    }
+    for (command, flags) in [
+        (
+            "proxy",
+            &[
+                ("Sources and transformers:", "--source "),
+                ("The language model:", "--llm "),
+                ("Cache and configuration:", "--cache-url "),
+                ("What clients see:", "--disclosure-mode "),
+                ("Pinning and poisoning:", "--trust-on-first-use"),
+                ("Limits:", "--request-timeout "),
+                ("A remote server (--url):", "--oauth-client-id "),
+                ("Serving clients over HTTP (--listen):", "--token-env "),
+            ][..],
+        ),
+        (
+            "gateway",
+            &[("What clients see:", "--disclosure-mode "), ("Serving clients over HTTP (--listen):", "--listen ")][..],
+        ),
+    ] {
+        let help = stdout(&run(&[command, "-h"], None));
+        for (heading, flag) in flags {
+            let section = help.split(&format!("\n{heading}\n")).nth(1).unwrap_or_else(|| {
+                panic!("`{command} -h` has no heading `{heading}`:\n{help}");
+            });
+            let section = section.split("\n\n").next().unwrap();
+            assert!(section.contains(flag), "`{command} -h`: {flag} is not under {heading}:\n{help}");
+        }
+    }
+}
+
 /// The subcommands `tool-mediator [SUBCOMMAND] --help` lists (`help` aside), read from the
 /// binary itself, so a new subcommand is checked without editing these tests.
 fn listed_subcommands(parent: &[&str]) -> Vec<String> {
