@@ -57,6 +57,11 @@ impl Protocol {
         self.revision = Some(revision.to_owned());
     }
 
+    /// Whether the client speaks the stateless revision (and hears of changes on streams).
+    pub(super) fn is_stateless(&self) -> bool {
+        self.stateless
+    }
+
     pub(super) fn batches_allowed(&self) -> bool {
         self.revision.as_deref() == Some(BATCHING_REVISION)
     }
