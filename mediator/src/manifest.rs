@@ -508,13 +508,33 @@ enum Problem<'a> {
 }
 
 /// One tool read in `dialect`, with how it was written.
+/// What a tool that is not an object is told, in every front door.
+pub const NOT_AN_OBJECT: &str = "a tool must be an object";
+/// What a tool without a string `name` is told, in every front door.
+pub const NAMELESS: &str = "a tool needs a string `name`";
+
+/// What is wrong with the MCP tool `tool` before its fields are read, in the words a manifest's
+/// reader uses: it is not an object, or it has no string `name`. `None` leaves the rest to
+/// reading it as a [`Tool`].
+pub fn shape_problem(tool: &RawValue) -> Option<&'static str> {
+    match shallow(tool) {
+        Ok(None) => Some(NOT_AN_OBJECT),
+        Ok(Some(members)) if !has_string_name(&members) => Some(NAMELESS),
+        Ok(Some(_)) | Err(_) => None,
+    }
+}
+
+fn has_string_name(members: &Members<'_>) -> bool {
+    members.iter().any(|(key, value)| key == "name" && value.get().starts_with('"'))
+}
+
 fn read_tool<'a>(
     item: Option<Members<'a>>,
     dialect: Dialect,
     key_lists: &mut KeyLists,
 ) -> Result<(Tool, Layout), Problem<'a>> {
     let Some(mut members) = item else {
-        return Err(Problem::Here("a tool must be an object".into()));
+        return Err(Problem::Here(NOT_AN_OBJECT.into()));
     };
     let mut layout = Layout { keys: key_lists.of(&members), ..Layout::default() };
     let fields = match dialect {
@@ -538,8 +558,8 @@ fn read_tool<'a>(
             rename(function, "parameters", "inputSchema")
         }
     };
-    if !fields.iter().any(|(key, value)| key == "name" && value.get().starts_with('"')) {
-        return Err(Problem::Here("a tool needs a string `name`".into()));
+    if !has_string_name(&fields) {
+        return Err(Problem::Here(NAMELESS.into()));
     }
     let mut fields = Fields { members: fields.into_iter(), value: None, last: None };
     match Tool::deserialize(serde::de::value::MapAccessDeserializer::new(&mut fields)) {
@@ -721,6 +741,18 @@ mod tests {
         ] {
             assert_eq!(name(nameless.clone()), None, "{nameless}");
         }
+    }
+
+    /// The Node binding reads tools one by one and refuses them in these words, as the CLI does.
+    #[test]
+    fn a_tool_without_a_string_name_or_not_an_object_is_told_so_in_one_set_of_words() {
+        let problem = |text: &str| shape_problem(serde_json::from_str::<&RawValue>(text).unwrap());
+        assert_eq!(problem(r#""gt_usr""#), Some(NOT_AN_OBJECT));
+        assert_eq!(problem(r#"{"description": "no name"}"#), Some(NAMELESS));
+        assert_eq!(problem(r#"{"name": 7}"#), Some(NAMELESS));
+        assert_eq!(problem(r#"{"name": "a", "inputSchema": 5}"#), None, "the rest is the tool's reader's");
+        let error = Manifest::parse(r#"[{"description": "no name"}]"#, Origin::File("m.json".into())).unwrap_err();
+        assert_eq!(error.to_string(), format!("m.json: `/0`: {NAMELESS}"));
     }
 
     #[test]
