@@ -562,6 +562,33 @@ fn a_tool_that_names_another_servers_tool_is_reported_and_with_quarantine_left_o
     assert_eq!(names, ["send_email"], "left out: {said}");
 }
 
+/// A legacy client's first listing waits for its servers' tools, which come in one by one: the
+/// changes are announced as one `list_changed` at most, after the listing (one per server
+/// followed it, issue 42).
+#[test]
+fn a_first_listing_that_showed_every_server_is_not_followed_by_a_list_changed_per_server() {
+    let peers = peers();
+    let python = peers.bin("python").display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let server = |name: &str| {
+        let tools = json!([{"name": name, "description": "Does one thing, described well enough.",
+                            "inputSchema": {"type": "object", "properties": {}}}]);
+        json!({"command": python, "args": ["-c", inline_server(tools)]})
+    };
+    let config = servers_file(
+        dir.path(),
+        json!({"mcpServers": {"a": server("get_user"), "b": server("list_orders"), "c": server("send_mail")}}),
+    );
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &["--no-disclosure"]);
+    assert_eq!(gateway.tool_names(), ["get_user", "list_orders", "send_mail"], "{}", gateway.log());
+    let mut heard = 0;
+    while gateway.notified("notifications/tools/list_changed", std::time::Duration::from_secs(2)) {
+        heard += 1;
+    }
+    assert!(heard <= 1, "{heard} list_changed for the servers the first listing waited for{}", gateway.log());
+    assert_eq!(gateway.tool_names(), ["get_user", "list_orders", "send_mail"], "{}", gateway.log());
+}
+
 /// The gateway over stdio, spoken to line by line: a request waits for its answer (for a while),
 /// notifications are kept as they come. Its stderr goes to `gateway.log` in `dir`.
 struct Lines {
@@ -816,7 +843,7 @@ fn narrowing_a_view_reaches_the_sessions_open_in_it() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let url = format!("{}/team", listening.url());
     let mut session = runtime.block_on(HttpSession::open(&url));
-    let mut list = |session: &mut HttpSession| {
+    let list = |session: &mut HttpSession| {
         let answer =
             answer_in(&runtime.block_on(session.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))));
         let tools = answer["result"]["tools"].as_array().cloned().unwrap_or_default();

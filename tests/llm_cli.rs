@@ -53,11 +53,7 @@ async fn the_second_run_asks_nothing() {
     assert!(first.status.success(), "{}", stderr(&first));
     let document: Value = serde_json::from_slice(&first.stdout).unwrap();
     assert_eq!(document["tools"][0]["name"], "change_screen");
-    assert!(
-        stderr(&first).contains("llm: 1 requests (0 failed), 100 input and 20 output tokens"),
-        "{}",
-        stderr(&first)
-    );
+    assert!(stderr(&first).contains("llm: 1 request (0 failed), 100 input and 20 output tokens"), "{}", stderr(&first));
     let second = enhance(&server, dir.path(), &cache, &[]);
     assert!(second.status.success());
     assert_eq!(first.stdout, second.stdout);
@@ -121,7 +117,7 @@ async fn dry_run_sends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let output = enhance(&server, dir.path(), &dir.path().join("cache"), &["--dry-run"]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stderr(&output).contains("dry run: 1 requests"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("dry run: 1 request,"), "{}", stderr(&output));
     assert!(stderr(&output).contains("TOOLS-BEGIN"));
     assert_eq!(server.received_requests().await.unwrap().len(), 0);
 }

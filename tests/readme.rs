@@ -635,7 +635,8 @@ fn options(help: &str) -> BTreeMap<String, Vec<String>> {
                 .split([' ', ','])
                 .take_while(|word| word.starts_with('-') || word.is_empty())
                 .filter(|word| !word.is_empty())
-                .map(str::to_owned)
+                // An optional value: `--report[=<DETAIL>]`.
+                .map(|word| word.split("[=").next().unwrap().to_owned())
                 .collect();
             for name in &current {
                 options.entry(name.clone()).or_default();

@@ -23,15 +23,20 @@ use crate::flags::{CacheArgs, ConfigArgs};
 
 /// Make LLM tool definitions usable: spell out cryptic names, write missing descriptions,
 /// repair schemas, apply curated overrides.
-///
-/// Exit codes: 0 success; 1 `--check` found a file that would change; 2 bad usage, bad input,
-/// or a file that could not be read or written.
 #[derive(Debug, Parser)]
-#[command(name = "tool-mediator", version, max_term_width = 100)]
+#[command(name = "tool-mediator", version, max_term_width = 100, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// Shown after `-h` as well as `--help`: the first thing a script's author looks for.
+const EXIT_CODES: &str = "\
+Exit codes: 0 success; 1 a check found something (`enhance --check` a file that would change,
+`--locked` a pinned tool that changed, `lint` findings at `--fail-on`, `review --check` a tool
+held back), a sign-in failed, or the proxy's server exited first; 2 bad usage, bad input, or a
+file that could not be read or written; 130, 143, 129 interrupted by SIGINT, SIGTERM or SIGHUP
+(128 + the signal's number; a run writing files replaces all of them or none).";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

@@ -9,7 +9,7 @@ use tool_mediator::llm::{LlmTransformer, Provider, Task};
 use tool_mediator::{ChainOptions, Mediator, MediatorConfig, NameRules, SourceType, ToolContext, Transformers};
 
 use crate::flags::{CacheArgs, ChainArgs, ClientProfileArg, ConfigArgs, LlmArg, SourceTypeArg};
-use crate::manifest::{Dialect, Origin};
+use crate::manifest::{Dialect, Manifest, Origin};
 
 /// Reads the configuration file: `--config`, else the one [`MediatorConfig::discover`] finds,
 /// else the defaults. Returns the file it read.
@@ -145,10 +145,60 @@ impl Setup {
         self.transformers.llm()
     }
 
-    /// The context for a manifest: `--source`, else the file's name without extension.
-    pub fn context(&self, origin: &Origin) -> ToolContext {
-        let source = self.source.clone().unwrap_or_else(|| origin.default_source());
-        ToolContext::new(source, self.source_type)
+    /// The context for a manifest: `--source`, else the server a `tools/list` result names,
+    /// else the file's name without extension.
+    pub fn context(&self, manifest: &Manifest) -> ToolContext {
+        ToolContext::new(self.source_of(manifest).0, self.source_type)
+    }
+
+    /// A manifest's override source, and where it was taken from.
+    fn source_of(&self, manifest: &Manifest) -> (String, &'static str) {
+        if let Some(source) = &self.source {
+            return (source.clone(), "--source");
+        }
+        match (manifest.server_name(), &manifest.origin) {
+            (Some(name), _) => (name.to_owned(), "the server's name in the file"),
+            (None, Origin::File(_)) => (manifest.origin.default_source(), "the file's name"),
+            (None, Origin::Stdin) => (manifest.origin.default_source(), "standard input's default"),
+        }
+    }
+
+    /// When no override file is for the manifest's source: a hint naming the sources there are
+    /// override files for, and `--source`. Nothing when there are no overrides at all.
+    pub fn unmatched_source_hint(&self, manifest: &Manifest) -> Option<String> {
+        let overrides = self.transformers.overrides()?;
+        let (source, from) = self.source_of(manifest);
+        if overrides.for_source(&source).is_some() {
+            return None;
+        }
+        let sources = overrides.sources();
+        const SHOWN: usize = 8;
+        let mut listed: Vec<String> = sources.iter().take(SHOWN).map(|source| format!("`{source}`")).collect();
+        if sources.len() > SHOWN {
+            listed.push(format!("{} more", sources.len() - SHOWN));
+        }
+        // `fetch.json` saved from mcp-server-fetch is most likely for `mcp-fetch`.
+        let wanted = source.to_ascii_lowercase();
+        let near = (wanted.len() >= 3)
+            .then(|| sources.iter().find(|known| known.contains(wanted.as_str()) || wanted.contains(known.as_str())))
+            .flatten()
+            .map(|known| format!(" (`--source {known}`?)"))
+            .unwrap_or_default();
+        Some(format!(
+            "hint: {}: no override file is for source `{source}` (taken from {from}); there are override files \
+             for {}: choose one with --source{near}",
+            manifest.origin,
+            list(&listed)
+        ))
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 

@@ -12,6 +12,7 @@
 //!
 //! The mediator (`tool-mediator`) re-exports all of it.
 
+mod counted;
 pub mod error;
 pub mod json;
 mod naming;
@@ -24,10 +25,11 @@ pub mod testing;
 mod tool;
 mod transformer;
 
+pub use counted::counted;
 pub use error::with_causes;
 pub use json::Json;
 pub use naming::{NameRules, SharedNames};
-pub use place::{Place, offset_of_json_error};
+pub use place::{Place, about_file, offset_of_json_error};
 pub use selection::{FilterCriteria, categorize, consumer_tools, filter};
 pub use tool::{
     Changes, EnhancedTool, Expansion, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED,

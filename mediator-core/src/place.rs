@@ -49,6 +49,20 @@ impl Place {
     }
 }
 
+/// An error about the file at `path`, worded the one way the program words them: `FILE:PLACE:
+/// message` for what is wrong in it; for a file that cannot be read or written at all (no place,
+/// and a message `cannot read: CAUSE` or `cannot write: CAUSE`), `cannot read FILE: CAUSE`.
+pub fn about_file(path: &std::path::Path, place: Option<&Place>, message: &str) -> String {
+    if place.is_none() {
+        for verb in ["cannot read", "cannot write"] {
+            if let Some(cause) = message.strip_prefix(verb).and_then(|rest| rest.strip_prefix(": ")) {
+                return format!("{verb} {}: {cause}", path.display());
+            }
+        }
+    }
+    format!("{}{}: {message}", path.display(), place.map(ToString::to_string).unwrap_or_default())
+}
+
 /// The byte offset in `text` where serde_json stopped reading it (0 for an error with no place).
 pub fn offset_of_json_error(text: &str, error: &serde_json::Error) -> usize {
     if error.line() == 0 {
@@ -112,5 +126,16 @@ mod tests {
         assert_eq!(format!("a.json{}", Place::Pointer("/tools/0".into())), "a.json: `/tools/0`");
         assert_eq!(at(3, 14).in_words(), "line 3, column 14");
         assert_eq!(Place::Pointer("/tools/0".into()).in_words(), "`/tools/0`");
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_at_all_is_named_after_the_verb() {
+        use super::about_file;
+        use std::path::Path;
+        let path = Path::new("servers.json");
+        assert_eq!(about_file(path, None, "cannot read: gone"), "cannot read servers.json: gone");
+        assert_eq!(about_file(path, None, "cannot write: full"), "cannot write servers.json: full");
+        assert_eq!(about_file(path, None, "not UTF-8 text"), "servers.json: not UTF-8 text");
+        assert_eq!(about_file(path, Some(&at(2, 3)), "cannot read: odd"), "servers.json:2:3: cannot read: odd");
     }
 }

@@ -33,7 +33,6 @@ use crate::servers::{Scope, ServerConfig, Servers, Transport};
 use crate::signals::stop_signal;
 use crate::supervisor::Supervisor;
 use crate::upstream::{Server, ServerEnd, StartError, Upstream};
-use tool_mediator_core::error::with_causes;
 
 /// How a proxy run ended.
 #[derive(Debug)]
@@ -181,11 +180,7 @@ where
                 Ok(started) => Some(started),
                 Err(error) if restart.is_none() => return Err(error.into()),
                 Err(error) => {
-                    tracing::warn!(
-                        "cannot start {}: {}",
-                        crate::router::label_of(&server.settings.name),
-                        with_causes(&error)
-                    );
+                    tracing::warn!("{}", error.starting(&crate::router::label_of(&server.settings.name)));
                     None
                 }
             },

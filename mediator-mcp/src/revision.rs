@@ -58,7 +58,7 @@ impl Protocol {
         self.revision = Some(revision.to_owned());
     }
 
-    /// Whether the client speaks the stateless revision.
+    /// Whether the client speaks the stateless revision (and hears of changes on streams).
     pub(super) fn is_stateless(&self) -> bool {
         self.stateless
     }

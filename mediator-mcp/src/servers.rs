@@ -111,7 +111,7 @@ pub enum Transport {
 /// Why a servers file cannot be used: the file, the place in it (none when it cannot be read at
 /// all), what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", path.display(), place.as_ref().map(ToString::to_string).unwrap_or_default())]
+#[error("{}", tool_mediator_core::about_file(path, place.as_ref(), message))]
 pub struct ServersError {
     pub path: PathBuf,
     pub place: Option<Place>,
@@ -142,7 +142,7 @@ impl Servers {
         let text = read_regular(path, MAX_FILE_SIZE).map_err(|error| ServersError {
             path: path.to_owned(),
             place: None,
-            message: format!("cannot read it: {}", std::io::Error::from(error)),
+            message: format!("cannot read: {}", std::io::Error::from(error)),
         })?;
         Servers::parse(&text, path, |name| std::env::var(name).ok())
     }
@@ -556,7 +556,8 @@ mod tests {
     fn a_file_that_cannot_be_read_is_named_without_a_place() {
         let error = Servers::read(Path::new("/no/such/servers.json")).unwrap_err();
         assert_eq!(error.place, None);
-        assert!(error.to_string().starts_with("/no/such/servers.json: cannot read it: "), "{error}");
+        assert!(error.to_string().starts_with("cannot read /no/such/servers.json: "), "{error}");
+        assert_eq!(error.to_string().matches("cannot read").count(), 1, "{error}");
     }
 
     /// Regression (issue 42): a fifo at the servers file froze the gateway, which reads the

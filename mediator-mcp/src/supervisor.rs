@@ -8,7 +8,6 @@ use crate::lines::{Outbox, read_lines};
 use crate::options::OUTBOX_BYTES;
 use crate::router::{Link, Router};
 use crate::upstream::{Server, ServerEnd, Started, Upstream};
-use tool_mediator_core::error::with_causes;
 
 /// The longest a server waits to be started again: the delay doubles from
 /// [`ProxyOptions::restart`] up to this.
@@ -72,7 +71,7 @@ impl Supervisor {
                 None if self.restart.is_none() => return last,
                 None => {}
                 Some(Err(error)) => {
-                    let reason = format!("cannot start {label}: {}", with_causes(&error));
+                    let reason = error.starting(&label);
                     tracing::warn!("{reason}");
                     self.router.server_gone(&self.link, reason);
                 }

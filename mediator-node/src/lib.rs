@@ -364,7 +364,13 @@ fn read_tools(text: &str) -> Result<Vec<Tool>> {
         fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> std::result::Result<Vec<Tool>, A::Error> {
             let mut tools = Vec::with_capacity(items.size_hint().unwrap_or(0));
             self.0.set(Some(0));
-            while let Some(tool) = items.next_element()? {
+            // Each tool is checked as a manifest's are first, so an error says what the CLI says.
+            while let Some(item) = items.next_element::<&'de serde_json::value::RawValue>()? {
+                if let Some(problem) = tool_mediator::manifest::shape_problem(item) {
+                    return Err(serde::de::Error::custom(problem));
+                }
+                let tool = serde_json::from_str::<Tool>(item.get())
+                    .map_err(|error| serde::de::Error::custom(tool_mediator::json::message(&error)))?;
                 tools.push(tool);
                 self.0.set(Some(tools.len()));
             }

@@ -98,8 +98,16 @@ describe('errors', () => {
   test('a malformed tool is named by its JSON pointer', async () => {
     const mediator = await Mediator.create({ source: 'example.com' })
     await assert.rejects(mediator.enhance([seedTools[0], { description: 'no name' }]), {
-      message: 'tools: `/1`: missing field `name`',
+      message: 'tools: `/1`: a tool needs a string `name`',
     })
+    // In the words the CLI prints for the same tools in a file (which it names where the
+    // binding says `tools`).
+    const file = join(scratch, 'malformed.json')
+    for (const tools of [[seedTools[0], { description: 'no name' }], [{ name: 7 }], [seedTools[0], 'gt_usr']]) {
+      writeFileSync(file, JSON.stringify(tools))
+      const expected = cliError(['enhance', file]).replace(file, 'tools')
+      await assert.rejects(mediator.enhance(tools), { message: expected })
+    }
     await assert.rejects(mediator.enhance([{ name: 'x', _meta: [] }]), /tools: `\/0`: invalid type: `_meta` must be an object/)
     await assert.rejects(mediator.enhance('gt_usr'), TypeError)
     await assert.rejects(mediator.enhance(seedTools, { source: '' }), /context.source/)

@@ -463,6 +463,12 @@ impl Transformers {
         self.cache.as_ref()
     }
 
+    /// The override set applied now (the built-in files, a remote collection and the user's
+    /// directories, layered), when there are any overrides at all.
+    pub fn overrides(&self) -> Option<Arc<OverrideSet>> {
+        self.overrides.as_ref().map(|live| live.current())
+    }
+
     /// A chain of these transformers (the language model's answers cached when there is a
     /// cache) whose output names follow `names`.
     pub fn mediator(&self, names: NameRules, min_confidence: f64) -> Mediator {

@@ -53,6 +53,6 @@ pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 // The tool model, from the core: its public paths here stay as they were.
 pub use tool_mediator_core::{
     Answer, Changes, EnhancedTool, Expansion, FilterCriteria, Json, NameRules, PROVENANCE_KEY, Place, SourceType, Tool,
-    ToolContext, ToolPatch, ToolTransformer, TransformError, UNCATEGORIZED, UNENHANCED, categorize, consumer_tools,
-    error, filter, json, schema, sync, with_causes,
+    ToolContext, ToolPatch, ToolTransformer, TransformError, UNCATEGORIZED, UNENHANCED, about_file, categorize,
+    consumer_tools, counted, error, filter, json, schema, sync, with_causes,
 };

@@ -68,6 +68,10 @@ impl fmt::Display for Origin {
     }
 }
 
+/// The `_meta` key under which a result of the stateless protocol revision (2026-07-28) names
+/// the server that answered it.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
 impl Origin {
     /// The default source: the file name without its extension.
     pub fn default_source(&self) -> String {
@@ -94,6 +98,18 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The name of the server whose `tools/list` result this is, when the result says it beside
+    /// its tools: `serverInfo.name`, or `_meta["io.modelcontextprotocol/serverInfo"].name` (the
+    /// stateless revision's). An MCP server's override source is its name.
+    pub fn server_name(&self) -> Option<&str> {
+        let result = match &self.envelope {
+            Envelope::Object(object) => object,
+            Envelope::JsonRpc(response) => response.get("result")?.as_object()?,
+            Envelope::Array | Envelope::Lines => return None,
+        };
+        named(result.get("serverInfo")).or_else(|| named(result.get("_meta")?.get(SERVER_INFO_KEY)))
+    }
+
     /// Where tool `index`'s field `field` is written: a JSON pointer into the document, or the
     /// line of a JSON Lines file. `field` is a pointer relative to the tool, without its leading
     /// `/`, its segments already escaped (`inputSchema/properties/a~1b/description`); its first
@@ -411,6 +427,11 @@ impl<T: Serialize> Serialize for Around<'_, T> {
     }
 }
 
+/// The `name` of a `serverInfo` object, when it is a string with something in it.
+fn named(info: Option<&Value>) -> Option<&str> {
+    info?.get("name")?.as_str().filter(|name| !name.trim().is_empty())
+}
+
 /// A JSON object's members in order, their values left as text: a tool before its dialect is
 /// known, or an envelope before its tools are taken out.
 type Members<'a> = Vec<(String, &'a RawValue)>;
@@ -487,13 +508,33 @@ enum Problem<'a> {
 }
 
 /// One tool read in `dialect`, with how it was written.
+/// What a tool that is not an object is told, in every front door.
+pub const NOT_AN_OBJECT: &str = "a tool must be an object";
+/// What a tool without a string `name` is told, in every front door.
+pub const NAMELESS: &str = "a tool needs a string `name`";
+
+/// What is wrong with the MCP tool `tool` before its fields are read, in the words a manifest's
+/// reader uses: it is not an object, or it has no string `name`. `None` leaves the rest to
+/// reading it as a [`Tool`].
+pub fn shape_problem(tool: &RawValue) -> Option<&'static str> {
+    match shallow(tool) {
+        Ok(None) => Some(NOT_AN_OBJECT),
+        Ok(Some(members)) if !has_string_name(&members) => Some(NAMELESS),
+        Ok(Some(_)) | Err(_) => None,
+    }
+}
+
+fn has_string_name(members: &Members<'_>) -> bool {
+    members.iter().any(|(key, value)| key == "name" && value.get().starts_with('"'))
+}
+
 fn read_tool<'a>(
     item: Option<Members<'a>>,
     dialect: Dialect,
     key_lists: &mut KeyLists,
 ) -> Result<(Tool, Layout), Problem<'a>> {
     let Some(mut members) = item else {
-        return Err(Problem::Here("a tool must be an object".into()));
+        return Err(Problem::Here(NOT_AN_OBJECT.into()));
     };
     let mut layout = Layout { keys: key_lists.of(&members), ..Layout::default() };
     let fields = match dialect {
@@ -517,8 +558,8 @@ fn read_tool<'a>(
             rename(function, "parameters", "inputSchema")
         }
     };
-    if !fields.iter().any(|(key, value)| key == "name" && value.get().starts_with('"')) {
-        return Err(Problem::Here("a tool needs a string `name`".into()));
+    if !has_string_name(&fields) {
+        return Err(Problem::Here(NAMELESS.into()));
     }
     let mut fields = Fields { members: fields.into_iter(), value: None, last: None };
     match Tool::deserialize(serde::de::value::MapAccessDeserializer::new(&mut fields)) {
@@ -680,6 +721,38 @@ mod tests {
         );
         assert_eq!(parse(json!({"tools": [{"name": "a"}]})).place_of(0, ""), pointer("/tools/0"));
         assert_eq!(parse(json!({"tools": [{"name": "a"}]})).place_of(0, "name"), pointer("/tools/0/name"));
+    }
+
+    #[test]
+    fn a_tools_list_result_names_its_server() {
+        let tools = json!([{"name": "fetch"}]);
+        let name = |value: Value| parse(value).server_name().map(str::to_owned);
+        assert_eq!(name(json!({"serverInfo": {"name": "mcp-fetch"}, "tools": tools})).as_deref(), Some("mcp-fetch"));
+        let stateless = json!({"_meta": {SERVER_INFO_KEY: {"name": "mcp-fetch", "version": "1"}}, "tools": tools});
+        assert_eq!(name(stateless).as_deref(), Some("mcp-fetch"));
+        let response = json!({"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {"name": "git"}, "tools": tools}});
+        assert_eq!(name(response).as_deref(), Some("git"));
+        for nameless in [
+            json!({"tools": tools}),
+            json!(tools),
+            json!({"serverInfo": {"name": ""}, "tools": tools}),
+            json!({"serverInfo": {"name": 7}, "tools": tools}),
+            json!({"_meta": {"serverInfo": {"name": "elsewhere"}}, "tools": tools}),
+        ] {
+            assert_eq!(name(nameless.clone()), None, "{nameless}");
+        }
+    }
+
+    /// The Node binding reads tools one by one and refuses them in these words, as the CLI does.
+    #[test]
+    fn a_tool_without_a_string_name_or_not_an_object_is_told_so_in_one_set_of_words() {
+        let problem = |text: &str| shape_problem(serde_json::from_str::<&RawValue>(text).unwrap());
+        assert_eq!(problem(r#""gt_usr""#), Some(NOT_AN_OBJECT));
+        assert_eq!(problem(r#"{"description": "no name"}"#), Some(NAMELESS));
+        assert_eq!(problem(r#"{"name": 7}"#), Some(NAMELESS));
+        assert_eq!(problem(r#"{"name": "a", "inputSchema": 5}"#), None, "the rest is the tool's reader's");
+        let error = Manifest::parse(r#"[{"description": "no name"}]"#, Origin::File("m.json".into())).unwrap_err();
+        assert_eq!(error.to_string(), format!("m.json: `/0`: {NAMELESS}"));
     }
 
     #[test]

@@ -239,6 +239,31 @@ async fn several_sources_are_one_set_each_call_reaching_its_own_source() {
     assert!(matches!(session.route_call("get_user", no_args()).await, Route::Upstream { source: 0, .. }));
 }
 
+/// A transport hears of changes late (the events are read on a task of their own): the
+/// generation counts the changes, so one it already announced is not announced again.
+#[tokio::test]
+async fn each_change_of_the_listing_is_a_new_generation() {
+    let names = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
+    let session = Session::of_sources(rules(), context(), names, SessionPolicy::default());
+    let mut events = session.subscribe();
+    let tools = |names: &[&str]| names.iter().map(|name| Tool::new(*name)).collect::<Vec<_>>();
+    session.take_in_from(0, &ToolContext::new("a", SourceType::Api), tools(&["get_user"])).await;
+    session.page(None).unwrap();
+    let first = session.generation();
+    session.take_in_from(1, &ToolContext::new("b", SourceType::Api), tools(&["list_orders"])).await;
+    session.take_in_from(2, &ToolContext::new("c", SourceType::Api), tools(&["send_mail"])).await;
+    let mut heard = 0;
+    while events.try_recv().is_ok() {
+        heard += 1;
+    }
+    assert_eq!(heard, 2, "two servers' tools came in after the first page");
+    assert_eq!(session.generation(), first + 2);
+    assert_eq!(session.page(None).unwrap().tools().len(), 3);
+    assert_eq!(session.generation(), first + 2, "a listing of what is there changes nothing");
+    session.take_in_from(2, &ToolContext::new("c", SourceType::Api), tools(&["send_mail"])).await;
+    assert_eq!(session.generation(), first + 2, "the same tools again change nothing");
+}
+
 #[tokio::test]
 async fn a_client_that_never_lists_again_searches_calls_expands_and_never_finds_a_hidden_tool() {
     let file = OverrideFile::parse(

@@ -1,14 +1,21 @@
 // tests/package/run copies this beside the README's Node example (page-server.mts) in a project
-// outside the checkout that installed the packed @tool-mediator/node, type-checks both, and runs
-// this: the MCP TypeScript SDK's client starts the example as written (`node page-server.mts`),
-// lists its tools and calls one. It prints one JSON line; the script compares it.
+// outside the checkout that installed the packed @tool-mediator/node, compiles both with tsc, and
+// runs this: the MCP TypeScript SDK's client starts the example in this very Node (as written,
+// `node page-server.mts`, or the file given as the first argument: `dist/page-server.mjs`, what
+// tsc wrote for Node.js 20), lists its tools and calls one. It prints one JSON line; the script
+// compares it.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { McpError } from '@modelcontextprotocol/sdk/types.js'
 
 const client = new Client({ name: 'tool-mediator-package-check', version: '1.0.0' })
 await client.connect(
-  new StdioClientTransport({ command: process.execPath, args: ['page-server.mts'], cwd: process.cwd(), stderr: 'inherit' }),
+  new StdioClientTransport({
+    command: process.execPath,
+    args: [process.argv[2] ?? 'page-server.mts'],
+    cwd: process.cwd(),
+    stderr: 'inherit',
+  }),
 )
 const { tools } = await client.listTools()
 const called = await client.callTool({ name: 'get_user', arguments: { userId: 7 } })

@@ -47,6 +47,14 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
             effective.cache_prefix
         )?;
     }
+    // The cache keeps the model's answers and a fetched collection, nothing else.
+    if effective.llm_provider.is_none() && effective.overrides_url.is_none() {
+        writeln!(
+            text,
+            "# the cache is idle: no language model (llm_provider) or remote override collection \
+             (overrides_url) is configured, and nothing else is cached"
+        )?;
+    }
     if effective.builtin_overrides {
         writeln!(
             text,

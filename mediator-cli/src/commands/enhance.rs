@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator};
+use tool_mediator::{ChainEvent, EnhancedTool, Enhancement, Mediator, counted};
 
 use crate::config::Setup;
 use crate::flags::{ChainArgs, InputArgs, confidence};
@@ -50,9 +50,11 @@ pub struct EnhanceArgs {
     #[arg(long)]
     pub no_provenance: bool,
 
-    /// Print what changed and by which transformer, and everything refused, on stderr.
-    #[arg(long)]
-    pub report: bool,
+    /// Print what changed and by which transformer, and everything refused, on stderr:
+    /// `--report` (or `--report=full`) a line per changed tool, `--report=summary` each
+    /// manifest's counts only.
+    #[arg(long, value_enum, value_name = "DETAIL", num_args = 0..=1, require_equals = true, default_missing_value = "full")]
+    pub report: Option<ReportArg>,
 
     /// Write nothing; exit 1 and print a diff when a file would change. For CI.
     #[arg(long, conflicts_with_all = ["output", "in_place", "diff"])]
@@ -61,6 +63,15 @@ pub struct EnhanceArgs {
     /// Write nothing; print a diff of what would change.
     #[arg(long, conflicts_with_all = ["output", "in_place"])]
     pub diff: bool,
+}
+
+/// How much `--report` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportArg {
+    /// Each manifest's counts, a line per changed tool, event and weak tool.
+    Full,
+    /// Each manifest's counts only (and a hint about its source).
+    Summary,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -121,18 +132,27 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         _ => None,
     };
     let mut diffs = Vec::new();
+    let mut hinted = HashSet::new();
     for (position, manifest) in manifests.iter_mut().enumerate() {
         let dialect = args.to.map(dialect_of).unwrap_or(manifest.dialect);
         let mediator = setup.mediator(args.min_confidence, dialect);
-        let context = setup.context(&manifest.origin);
+        let context = setup.context(manifest);
         // The text to compare with is written before the tools go into the chain, which takes
         // them without a copy.
         let before = compare.then(|| manifest.original_text());
         let enhancement = mediator.enhance_with_report(std::mem::take(&mut manifest.tools), &context).await;
         log_events(&manifest.origin, &enhancement.events);
-        if args.report {
+        // Said once per source: a directory of manifests from one server is one mistake.
+        let hint = setup.unmatched_source_hint(manifest).filter(|_| hinted.insert(context.source.clone()));
+        if let Some(detail) = args.report {
             // Tool names and the source come from the manifest and its file's name.
-            eprint!("{}", output::printable_lines(&report(manifest, &context.source, &enhancement, &mediator)));
+            let mut report = report(manifest, &context.source, &enhancement, &mediator, detail);
+            if let Some(hint) = &hint {
+                let _ = writeln!(report, "  {hint}");
+            }
+            eprint!("{}", output::printable_lines(&report));
+        } else if let Some(hint) = &hint {
+            eprintln!("{}", tool_mediator::screen::printable(hint));
         }
         // Unchanged: every tool written as it was read, in the dialect it was read in.
         let unchanged =
@@ -162,7 +182,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
     }
 
     if let Some(llm) = setup.finish() {
-        report_llm(llm, args.report);
+        report_llm(llm, args.report.is_some());
     }
     if let Some(writing) = writing {
         writing.finish()?;
@@ -246,8 +266,15 @@ fn log_events(origin: &Origin, events: &[ChainEvent]) {
 }
 
 /// What `--report` prints: a summary line, one line per changed tool, one per event, and the
-/// weak tools left weak with why.
-pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement, mediator: &Mediator) -> String {
+/// weak tools left weak with why; `--report=summary`, the summary line, with the events and the
+/// weak tools counted on it.
+pub fn report(
+    manifest: &Manifest,
+    source: &str,
+    enhancement: &Enhancement,
+    mediator: &Mediator,
+    detail: ReportArg,
+) -> String {
     let mut out = String::new();
     let mut counts = [0usize; 4];
     let mut lines = String::new();
@@ -294,34 +321,52 @@ pub fn report(manifest: &Manifest, source: &str, enhancement: &Enhancement, medi
             tool.confidence
         );
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{} (source `{source}`): {} tools, {} renamed, {} described, {} schemas changed, {} hidden",
+        "{} (source `{source}`): {}, {} renamed, {} described, {}, {} hidden",
         manifest.origin,
-        enhancement.tools.len(),
+        counted(enhancement.tools.len(), "tool", "tools"),
         counts[0],
         counts[1],
-        counts[2],
+        counted(counts[2], "schema changed", "schemas changed"),
         counts[3]
     );
+    let weak = tool_mediator::llm::left_weak(mediator, enhancement);
+    if detail == ReportArg::Summary {
+        if !enhancement.events.is_empty() {
+            let events = counted(enhancement.events.len(), "event", "events");
+            let _ = write!(out, "; {events} (--report=full lists them)");
+        }
+        if !weak.is_empty() {
+            let _ = write!(out, "; {} left weak: {}", counted(weak.len(), "weak tool", "weak tools"), reasons(&weak));
+        }
+        out.push('\n');
+        return out;
+    }
+    out.push('\n');
     out.push_str(&lines);
     for event in &enhancement.events {
         let _ = writeln!(out, "  ! {event}");
     }
-    let weak = tool_mediator::llm::left_weak(mediator, enhancement);
     if !weak.is_empty() {
-        let mut reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-        for tool in &weak {
-            *reasons.entry(tool.why.to_string()).or_default() += 1;
-        }
-        let reasons: Vec<String> = reasons.into_iter().map(|(why, count)| format!("{count} because {why}")).collect();
-        let _ = writeln!(out, "  {} weak tools left weak: {}", weak.len(), reasons.join(", "));
+        let weak_tools = counted(weak.len(), "weak tool", "weak tools");
+        let _ = writeln!(out, "  {weak_tools} left weak: {}", reasons(&weak));
         for tool in &weak {
             let said: Vec<String> = tool.weaknesses.iter().map(ToString::to_string).collect();
             let _ = writeln!(out, "  ~ {}: {} ({})", tool.tool, said.join("; "), tool.why);
         }
     }
     out
+}
+
+/// Why the weak tools were left weak, counted: `2 because no language model is configured`.
+fn reasons(weak: &[tool_mediator::llm::LeftWeak]) -> String {
+    let mut reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for tool in weak {
+        *reasons.entry(tool.why.to_string()).or_default() += 1;
+    }
+    let reasons: Vec<String> = reasons.into_iter().map(|(why, count)| format!("{count} because {why}")).collect();
+    reasons.join(", ")
 }
 
 /// Reads the one manifest a command takes and runs it through the chain; the manifest comes
@@ -337,7 +382,7 @@ pub async fn enhance_one(
     }
     let setup = Setup::from_args(chain_args, task).await?;
     let (mut manifest, _) = manifest::read(origins.into_iter().next().expect("one input"), input.max_input_size)?;
-    let context = setup.context(&manifest.origin);
+    let context = setup.context(&manifest);
     let enhanced = setup.mediator(0.0, manifest.dialect).enhance(std::mem::take(&mut manifest.tools), &context).await;
     Ok((manifest, enhanced))
 }
@@ -349,17 +394,18 @@ fn report_llm(llm: &tool_mediator::llm::LlmTransformer, report: bool) {
     if !planned.is_empty() {
         for (number, request) in planned.iter().enumerate() {
             eprintln!(
-                "dry run: request {} of {}: {} tools, {} bytes, about {} tokens:\n{}",
+                "dry run: request {} of {}: {}, {} bytes, about {} tokens:\n{}",
                 number + 1,
                 planned.len(),
-                request.tools,
+                counted(request.tools, "tool", "tools"),
                 request.bytes,
                 request.estimated_tokens,
                 serde_json::to_string_pretty(&request.body).unwrap_or_default()
             );
         }
         let tokens: usize = planned.iter().map(|request| request.estimated_tokens).sum();
-        eprintln!("dry run: {} requests, about {tokens} input tokens; nothing was sent", planned.len());
+        let requests = counted(planned.len(), "request", "requests");
+        eprintln!("dry run: {requests}, about {tokens} input tokens; nothing was sent");
         return;
     }
     if report {
@@ -368,8 +414,12 @@ fn report_llm(llm: &tool_mediator::llm::LlmTransformer, report: bool) {
             .estimated_cost_usd
             .map_or("unknown (no price for this model)".to_owned(), |cost| format!("${cost:.4}"));
         eprintln!(
-            "llm: {} requests ({} failed), {} input and {} output tokens, estimated cost {cost}, {} answers refused",
-            usage.requests, usage.failed_requests, usage.input_tokens, usage.output_tokens, usage.refused_answers
+            "llm: {} ({} failed), {} input and {} output tokens, estimated cost {cost}, {} refused",
+            counted(usage.requests, "request", "requests"),
+            usage.failed_requests,
+            usage.input_tokens,
+            usage.output_tokens,
+            counted(usage.refused_answers, "answer", "answers")
         );
     }
 }

@@ -59,7 +59,11 @@ fn lint(dir: &Path, profile: ClientProfileArg) -> Result<ExitCode> {
         text.push('\n');
     }
     output::print(&text)?;
-    eprintln!("{files} override files checked, {} problems", findings.len());
+    eprintln!(
+        "{} checked, {}",
+        tool_mediator::counted(files, "override file", "override files"),
+        tool_mediator::counted(findings.len(), "problem", "problems")
+    );
     Ok(if findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 

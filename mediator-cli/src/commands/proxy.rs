@@ -30,11 +30,11 @@ pub struct ProxyArgs {
     pub mediation: MediationArgs,
 
     /// A remote MCP server's Streamable HTTP endpoint, instead of a command to start.
-    #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command")]
+    #[arg(long, value_name = "URL", value_parser = http_url, conflicts_with = "command", help_heading = crate::flags::REMOTE)]
     pub url: Option<reqwest::Url>,
 
     /// A header for every request to the remote server (`--header "Authorization: Bearer $T"`).
-    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url")]
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header, requires = "url", help_heading = crate::flags::REMOTE)]
     pub headers: Vec<(String, String)>,
 
     #[command(flatten)]
@@ -46,12 +46,12 @@ pub struct ProxyArgs {
     /// With `--listen`: `shared`, one server (process or connection) for every client session,
     /// or `session`, one started for each, for a server that keeps per-user state.
     /// (A servers file says it per server, as `"scope"`.)
-    #[arg(long, value_name = "SCOPE", default_value = "shared", value_parser = scope, requires = "listen")]
+    #[arg(long, value_name = "SCOPE", default_value = "shared", value_parser = scope, requires = "listen", help_heading = crate::flags::LISTEN)]
     pub server_scope: Scope,
 
     /// What trust on first use pins this server's tools under, and `review` calls it: by
     /// default its command line, or its URL without user, password, query or fragment.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = crate::flags::TRUST)]
     pub name: Option<String>,
 
     /// The MCP server's command and its arguments: everything from the first word that is not

@@ -65,7 +65,7 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     let chosen: DisclosureMode = args.mode.map_or(settings.disclosure_mode, DisclosureMode::from);
     let (threshold, whole_below) = (settings.grouping_threshold.max(2), settings.whole_below);
     let mediator = Arc::new(setup.mediator(0.0, Dialect::Mcp));
-    let context = setup.context(&manifest.origin);
+    let context = setup.context(&manifest);
     // Enhanced once, then listed in each mode; only one mode's listing is held at a time.
     let mut enhanced = Some(mediator.enhance(std::mem::take(&mut manifest.tools), &context).await);
     setup.finish();

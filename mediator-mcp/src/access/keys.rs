@@ -109,7 +109,11 @@ impl IssuerKeys {
         let mut held = lock(&self.held);
         match fetched {
             Ok((keys, issued_as)) => {
-                tracing::info!("{} keys of the issuer {} fetched", keys.len(), self.issuer);
+                tracing::info!(
+                    "{} of the issuer {} fetched",
+                    tool_mediator::counted(keys.len(), "key", "keys"),
+                    self.issuer
+                );
                 held.keys = keys;
                 held.issued_as = issued_as;
                 held.tried = Some((Instant::now(), true));

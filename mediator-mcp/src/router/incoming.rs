@@ -160,7 +160,8 @@ impl Router {
             return items.iter().for_each(|item| self.take(side, Line::Whole(&mut item.get().as_bytes().to_vec())));
         }
         self.warnings.warn(side.warning(Unread::Batch), || {
-            format!("{} sent a JSON-RPC batch of {} messages; refused", side.name(), items.len())
+            let messages = tool_mediator::counted(items.len(), "message", "messages");
+            format!("{} sent a JSON-RPC batch of {messages}; refused", side.name())
         });
         if let Some(answer) = jsonrpc::batch_refusal(items) {
             self.send_back(side, answer);

@@ -84,10 +84,27 @@ impl Router {
                 Err(broadcast::error::RecvError::Closed) => return,
             }
             let Some(router) = router.upgrade() else { return };
-            let lines = lock(&router.protocol).list_changed();
-            for line in lines {
-                router.to_client(line);
+            let stateless = lock(&router.protocol).is_stateless();
+            // Streams of the stateless revision are many clients' (one router behind the HTTP
+            // front): one client's listing is no reason to keep another waiting.
+            if stateless || lock(&router.heard).changed(router.session.generation()) {
+                router.announce_tool_changes();
             }
+        }
+    }
+
+    fn announce_tool_changes(&self) {
+        let lines = lock(&self.protocol).list_changed();
+        for line in lines {
+            self.to_client(line);
+        }
+    }
+
+    /// A listing was answered (or failed): the changes that came meanwhile are announced.
+    fn listing_ended(&self) {
+        let now = self.session.generation();
+        if lock(&self.heard).listing_ended(now) && !lock(&self.protocol).is_stateless() {
+            self.announce_tool_changes();
         }
     }
 
@@ -219,7 +236,10 @@ impl Router {
             }
             let source = link.source(self.source.as_ref());
             if known.is_none() {
-                tracing::info!("mediating the tools of `{source}` ({} tools)", tools.len());
+                tracing::info!(
+                    "mediating the tools of `{source}` ({})",
+                    tool_mediator::counted(tools.len(), "tool", "tools")
+                );
             }
             let context = ToolContext::new(source, SourceType::Api);
             self.session.take_in_from(link.index, &context, tools).await;
@@ -284,6 +304,9 @@ impl Router {
 
     pub(super) async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
         let stateless = meta.as_ref().is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
+        // Changes heard while it is answered are announced after it, as one.
+        lock(&self.heard).listing_started();
+        let _listing = ClientListing(&self);
         // A review since the last look is seen by the listing that follows it.
         if cursor.is_none() {
             self.notice_reviews().await;
@@ -616,4 +639,13 @@ pub(super) struct ListResult<'a> {
     next_cursor: Option<&'a str>,
     #[serde(flatten)]
     rest: &'a Map<String, Value>,
+}
+/// A `tools/list` being answered: when it has been (or has failed), the changes that came
+/// meanwhile are announced, after its answer.
+struct ClientListing<'a>(&'a Router);
+
+impl Drop for ClientListing<'_> {
+    fn drop(&mut self) {
+        self.0.listing_ended();
+    }
 }

@@ -32,6 +32,7 @@ use tool_mediator_core::sync::lock;
 use tool_mediator_core::{SourceType, Tool, ToolContext};
 
 mod aggregate;
+mod heard;
 mod incoming;
 mod link;
 mod mediation;
@@ -94,6 +95,8 @@ pub(super) struct Router {
     tool_tasks: Arc<tokio::sync::Semaphore>,
     tasks: Mutex<Tasks>,
     session: Arc<Session>,
+    /// What the client was shown of the tool list, for announcing only what it was not.
+    heard: Mutex<heard::Heard>,
     protocol: Mutex<Protocol>,
     /// The client's handshake (`initialize` or `server/discover` and its params), replayed to a
     /// server that starts again.
@@ -127,6 +130,7 @@ impl Router {
             warnings: Warnings::default(),
             tool_tasks: Arc::new(tokio::sync::Semaphore::new(TOOL_TASKS)),
             tasks: Mutex::default(),
+            heard: Mutex::default(),
             protocol: Mutex::default(),
             handshake: Mutex::default(),
             catalog: Mutex::default(),

@@ -91,9 +91,9 @@ impl Router {
             tracing::info!(
                 "{}",
                 printable(&format!(
-                    "first use of {}: its {} tools are pinned in {}",
+                    "first use of {}: its {} pinned in {}",
                     server_named(link),
-                    verdicts.len(),
+                    tool_mediator::counted(verdicts.len(), "tool is", "tools are"),
                     trust.file.path().display()
                 ))
             );

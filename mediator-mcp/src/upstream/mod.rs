@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
 use crate::remote::{Remote, RemoteError};
+use tool_mediator_core::error::with_causes;
 
 /// The MCP server behind the proxy.
 pub enum Upstream {
@@ -61,6 +62,20 @@ impl std::fmt::Display for ServerEnd {
         match self {
             ServerEnd::Exited(status) => write!(f, "{status}"),
             ServerEnd::Disconnected(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl StartError {
+    /// Why the server `label` names (`the MCP server `github``) could not start, with every
+    /// cause, saying "cannot start" once.
+    pub fn starting(&self, label: &str) -> String {
+        match self {
+            StartError::Spawn { program, source } if label == crate::router::label_of("") => {
+                format!("cannot start the MCP server `{program}`: {source}")
+            }
+            StartError::Spawn { program, source } => format!("cannot start {label} (`{program}`): {source}"),
+            other => format!("cannot start {label}: {}", with_causes(other)),
         }
     }
 }
@@ -290,5 +305,15 @@ mod tests {
             panic!("no such program")
         };
         assert_eq!(error.to_string(), "cannot start the MCP server `/nonexistent/mcp-server`");
+        // Said once, with the server's name and its program, not `cannot start X: cannot start Y`.
+        let said = error.starting("the MCP server `github`");
+        assert!(said.starts_with("cannot start the MCP server `github` (`/nonexistent/mcp-server`): "), "{said}");
+        assert_eq!(said.matches("cannot start").count(), 1, "{said}");
+        let said = error.starting("the MCP server");
+        assert!(said.starts_with("cannot start the MCP server `/nonexistent/mcp-server`: "), "{said}");
+        assert_eq!(
+            StartError::Once("the server".into()).starting("the MCP server `a`"),
+            "cannot start the MCP server `a`: the server can be started only once, and was"
+        );
     }
 }

@@ -157,7 +157,8 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
             Ok(fresh) => fresh,
             Err(error) if answers.is_empty() => return Err(error),
             Err(error) => {
-                tracing::warn!("`{}` failed for {} tools; they fall through: {error}", self.inner.name(), misses.len());
+                let failed = crate::counted(misses.len(), "tool; it falls", "tools; they fall");
+                tracing::warn!("`{}` failed for {failed} through: {error}", self.inner.name());
                 return Ok(answers);
             }
         };

@@ -525,15 +525,16 @@ impl ToolTransformer for LlmTransformer {
             // The one warning for the deadline; the stage itself did not fail: its unanswered
             // tools are declined and go on down the chain, with no second warning there.
             tracing::warn!(
-                "the language model did not answer within {}; {late} tools fell through to the rules",
-                seconds(self.deadline)
+                "the language model did not answer within {}; {} fell through to the rules",
+                seconds(self.deadline),
+                crate::counted(late, "tool", "tools")
             );
         } else if answers.is_empty() && !failures.is_empty() {
             let (_, error) = failures.swap_remove(0);
             return Err(Box::new(error));
         }
         for (count, error) in failures {
-            tracing::warn!("{count} tools fall through: {error}");
+            tracing::warn!("{} through: {error}", crate::counted(count, "tool falls", "tools fall"));
         }
         Ok(answers)
     }

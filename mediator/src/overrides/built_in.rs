@@ -74,6 +74,7 @@ mod tests {
         assert!(set.for_source("example.com").is_some_and(|tools| tools.contains_key("gt_usr")));
         assert!(set.for_source("secure-filesystem-server").is_some());
         assert!(set.for_source("other.org").is_none());
+        assert_eq!(set.sources(), ["example.com", "mcp-fetch", "secure-filesystem-server"]);
         assert!(set.files().iter().all(|path| path.to_string_lossy().starts_with(BUILT_IN_PREFIX)));
     }
 }

@@ -221,6 +221,15 @@ impl OverrideSet {
         self.files.extend(later.files);
     }
 
+    /// The sources there are overrides for, in name order: `example.com`, and a wildcard as
+    /// written (`*.example.com`), lowercase.
+    pub fn sources(&self) -> Vec<String> {
+        let mut sources: Vec<String> = self.exact.keys().cloned().collect();
+        sources.extend(self.wildcards.keys().map(|suffix| format!("*{suffix}")));
+        sources.sort();
+        sources
+    }
+
     /// The files loaded, in load order.
     pub fn files(&self) -> &[PathBuf] {
         &self.files

@@ -43,7 +43,7 @@ const MAX_DEPTH: usize = 256;
 /// Why the pins file cannot be used: the file, the place in it (none when it cannot be read or
 /// written at all), what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", path.display(), place.as_ref().map(ToString::to_string).unwrap_or_default())]
+#[error("{}", tool_mediator_core::about_file(path, place.as_ref(), message))]
 pub struct PinsError {
     pub path: PathBuf,
     pub place: Option<Place>,
@@ -118,7 +118,7 @@ impl PinsFile {
     fn text(&self) -> Result<Option<String>, PinsError> {
         match fs::symlink_metadata(&self.path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(self.error(None, format!("cannot read it: {error}"))),
+            Err(error) => return Err(self.error(None, format!("cannot read: {error}"))),
             Ok(metadata) if metadata.file_type().is_symlink() => {
                 return Err(self.error(None, "a link; pins are not read or written through one".to_owned()));
             }
@@ -130,7 +130,7 @@ impl PinsFile {
         // A link or a fifo put there since it was looked at is not opened either.
         let (file, metadata) = match crate::read::open_regular(&self.path, crate::read::Links::Refused) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            other => other.map_err(|error| self.error(None, format!("cannot read it: {error}")))?,
+            other => other.map_err(|error| self.error(None, format!("cannot read: {error}")))?,
         };
         crate::read::read_text_from(file, metadata.len(), &self.path, MAX_FILE_SIZE).map(Some).map_err(|error| {
             match error {
@@ -142,16 +142,16 @@ impl PinsFile {
 
     /// Writes `pins` whole, replacing the file ([`kept::replace`]); it keeps its mode.
     fn write(&self, pins: &Pins) -> Result<(), PinsError> {
-        let text = to_text(pins).map_err(|error| self.error(None, format!("cannot write it: {error}")))?;
+        let text = to_text(pins).map_err(|error| self.error(None, format!("cannot write: {error}")))?;
         kept::replace(&self.path, text.as_bytes(), kept::Mode::Kept)
-            .map_err(|error| self.error(None, format!("cannot write it: {error}")))
+            .map_err(|error| self.error(None, format!("cannot write: {error}")))
     }
 }
 
 /// What a read error says past the path it names (the error's own path is this file's).
 fn cause_of(error: &crate::read::ReadError) -> String {
     match error {
-        crate::read::ReadError::Io { source, .. } => format!("cannot read it: {source}"),
+        crate::read::ReadError::Io { source, .. } => format!("cannot read: {source}"),
         crate::read::ReadError::TooLarge { limit, .. } => {
             format!("larger than the limit of {}", crate::read::Bytes(*limit))
         }

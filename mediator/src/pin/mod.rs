@@ -43,7 +43,7 @@ pub enum Standing {
 /// Why a lock file cannot be used: the file, the place in it (none when it cannot be read at
 /// all), what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", path.display(), place.as_ref().map(ToString::to_string).unwrap_or_default())]
+#[error("{}", tool_mediator_core::about_file(path, place.as_ref(), message))]
 pub struct LockError {
     pub path: PathBuf,
     pub place: Option<Place>,
@@ -91,7 +91,7 @@ impl Lock {
     /// the JSON pointer (a member that is not what a lock holds).
     pub fn read(path: &Path) -> Result<Lock, LockError> {
         let error = |place: Option<Place>, message: String| LockError { path: path.to_owned(), place, message };
-        let text = crate::read::read_settings(path).map_err(|read| error(None, format!("cannot read it: {read}")))?;
+        let text = crate::read::read_settings(path).map_err(|read| error(None, format!("cannot read: {read}")))?;
         let document = tool_mediator_core::json::from_str(&text).map_err(|parse| {
             error(Some(Place::of_json_error(&text, &parse)), tool_mediator_core::json::message(&parse))
         })?;
@@ -184,9 +184,9 @@ mod tests {
         let missing = Lock::read(&dir.path().join("gone.json")).unwrap_err();
         assert_eq!(missing.place, None);
         assert!(!missing.to_string().contains("``"), "{missing}");
-        assert!(
-            missing.to_string().starts_with(&format!("{}: cannot read it", dir.path().join("gone.json").display()))
-        );
+        let said = missing.to_string();
+        assert!(said.starts_with(&format!("cannot read {}: ", dir.path().join("gone.json").display())), "{said}");
+        assert_eq!(said.matches("cannot read").count(), 1, "{said}");
         assert_eq!(
             shown("{\"tools\": {\"add\": 1}}"),
             "lock: `/tools/add`: a digest is `sha256:` and 64 hexadecimal digits"

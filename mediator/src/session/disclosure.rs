@@ -144,8 +144,8 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
         category => category.replace(['_', '-'], " "),
     };
     let description = format!(
-        "Work with {topic} ({} tools: {}). Call this to see them; they can then be called by name.",
-        members.len(),
+        "Work with {topic} ({}: {}). Call this to see them; they can then be called by name.",
+        crate::counted(members.len(), "tool", "tools"),
         shown.join(", ")
     );
     let mut tool =
@@ -209,7 +209,7 @@ pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = T
     let total = members.len();
     let topic = category.replace(['_', '-'], " ");
     let Described { text: entries, tools } = describe(members, EXPANDED_TOOLS);
-    let text = format!("{total} tools for {topic}; call them by name:\n{entries}");
+    let text = format!("{} for {topic}; call them by name:\n{entries}", crate::counted(total, "tool", "tools"));
     let note = (tools.len() < total).then(|| {
         format!(
             "Described here: {} of {total}. All {total} are now in tools/list and can be called by name; \

@@ -260,6 +260,13 @@ impl Session {
         self.events.subscribe()
     }
 
+    /// Counts the real changes of what the client sees: each [`ListChanged`] follows a new
+    /// generation, so a transport that reads the events late can tell one it already announced
+    /// (the session is at the generation it announced then) from a newer change.
+    pub fn generation(&self) -> u64 {
+        self.state().generation
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         tool_mediator_core::sync::lock(&self.state)
     }
