@@ -134,7 +134,7 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
                 Some(answer) => match self.inner.admits(&tools[index], &answer) {
                     Ok(()) => answers.push(answer),
                     Err(reason) => {
-                        refused.push(format!("`{}`: {reason}", crate::screen::printable(&tools[index].name)));
+                        refused.push(format!("`{}`: {reason}", tools[index].name));
                         misses.push(index);
                     }
                 },
@@ -157,7 +157,7 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
             Ok(fresh) => fresh,
             Err(error) if answers.is_empty() => return Err(error),
             Err(error) => {
-                let failed = crate::counted(misses.len(), "tool; it falls", "tools; they fall");
+                let failed = tool_mediator_core::counted(misses.len(), "tool; it falls", "tools; they fall");
                 tracing::warn!("`{}` failed for {failed} through: {error}", self.inner.name());
                 return Ok(answers);
             }

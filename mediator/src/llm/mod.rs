@@ -527,14 +527,14 @@ impl ToolTransformer for LlmTransformer {
             tracing::warn!(
                 "the language model did not answer within {}; {} fell through to the rules",
                 seconds(self.deadline),
-                crate::counted(late, "tool", "tools")
+                tool_mediator_core::counted(late, "tool", "tools")
             );
         } else if answers.is_empty() && !failures.is_empty() {
             let (_, error) = failures.swap_remove(0);
             return Err(Box::new(error));
         }
         for (count, error) in failures {
-            tracing::warn!("{} through: {error}", crate::counted(count, "tool falls", "tools fall"));
+            tracing::warn!("{} through: {error}", tool_mediator_core::counted(count, "tool falls", "tools fall"));
         }
         Ok(answers)
     }

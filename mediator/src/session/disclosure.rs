@@ -145,7 +145,7 @@ pub fn category_tool(name: &str, category: &str, members: &[&EnhancedTool]) -> T
     };
     let description = format!(
         "Work with {topic} ({}: {}). Call this to see them; they can then be called by name.",
-        crate::counted(members.len(), "tool", "tools"),
+        tool_mediator_core::counted(members.len(), "tool", "tools"),
         shown.join(", ")
     );
     let mut tool =
@@ -209,7 +209,8 @@ pub fn expansion_result(category: &str, members: impl ExactSizeIterator<Item = T
     let total = members.len();
     let topic = category.replace(['_', '-'], " ");
     let Described { text: entries, tools } = describe(members, EXPANDED_TOOLS);
-    let text = format!("{} for {topic}; call them by name:\n{entries}", crate::counted(total, "tool", "tools"));
+    let text =
+        format!("{} for {topic}; call them by name:\n{entries}", tool_mediator_core::counted(total, "tool", "tools"));
     let note = (tools.len() < total).then(|| {
         format!(
             "Described here: {} of {total}. All {total} are now in tools/list and can be called by name; \

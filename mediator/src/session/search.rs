@@ -25,7 +25,7 @@ pub(super) fn search_tool(count: usize) -> Tool {
     let description = format!(
         "Find the tools for a task among {}: say what you want to do in a few words. Returns the \
          best matches with their descriptions and input schemas; call them by name.",
-        crate::counted(count, "tool", "tools")
+        tool_mediator_core::counted(count, "tool", "tools")
     );
     let schema = json!({
         "type": "object",
@@ -143,8 +143,10 @@ fn search_result(query: &str, found: Vec<Tool>) -> Value {
     let names: Vec<String> = found.iter().map(|tool| tool.name.clone()).collect();
     let Described { text: entries, tools } = describe(found.into_iter(), total);
     let names = &names[tools.len()..];
-    let text =
-        format!("{} for `{query}`, best first; call them by name:\n{entries}", crate::counted(total, "tool", "tools"));
+    let text = format!(
+        "{} for `{query}`, best first; call them by name:\n{entries}",
+        tool_mediator_core::counted(total, "tool", "tools")
+    );
     let note = (!names.is_empty()).then(|| {
         format!(
             "Described here: {} of {total} (about {} KiB at most). The others found can be called by name too: {}.",
