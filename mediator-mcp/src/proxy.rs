@@ -312,17 +312,21 @@ mod tests {
                         "oauth": {"client_id": "id", "client_secret_env": "TRACKER_SECRET"}},
             "off": {"url": "https://off.test/mcp", "disabled": true,
                     "oauth": {"client_id": "id", "client_secret_env": "OFF_SECRET"}},
+            "github": {"url": "https://api.github.test/mcp",
+                       "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}", "X-Team": "${TEAM:-core}"}},
             "files": {"command": "files-server"},
             "given": {"command": "given-server", "env": {"TRACKER_SECRET": "${TRACKER_SECRET}"}}
         }}"#;
         let servers = Servers::parse(text, std::path::Path::new("servers.json"), |name| {
-            (name == "TRACKER_SECRET").then(|| "s3cret".to_owned())
+            ["TRACKER_SECRET", "GITHUB_TOKEN"].contains(&name).then(|| "s3cret".to_owned())
         })
         .unwrap();
         let specs = ServerSpec::of_servers(&servers);
         let files = specs.iter().find(|spec| spec.settings.name == "files").unwrap();
         assert_eq!(env_of(files, "TRACKER_SECRET"), Some(None), "withheld");
         assert_eq!(env_of(files, "OFF_SECRET"), Some(None), "a disabled entry's secret too");
+        assert_eq!(env_of(files, "GITHUB_TOKEN"), Some(None), "a remote server's header's variable too");
+        assert_eq!(env_of(files, "TEAM"), Some(None));
         // One the file gives a server on purpose stays.
         let given = specs.iter().find(|spec| spec.settings.name == "given").unwrap();
         assert_eq!(env_of(given, "TRACKER_SECRET"), Some(Some("s3cret".to_owned())));

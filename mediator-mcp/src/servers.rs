@@ -37,6 +37,9 @@ pub struct Servers {
     pub views: Vec<View>,
     /// What was ignored, each naming the file and the place.
     pub warnings: Vec<String>,
+    /// The environment variables the `headers` of its `url` servers name (`${VAR}`): a remote
+    /// server's credentials, which no server it starts inherits.
+    pub header_variables: Vec<String>,
 }
 
 /// What one kind of client sees: some of the servers, and of each perhaps fewer tools.
@@ -126,13 +129,13 @@ impl Servers {
             place: Some(Place::of_json_error(text, &error)),
             message: tool_mediator_core::json::message(&error),
         })?;
-        let mut reader = Reader { path, env: &env, warnings: Vec::new() };
+        let mut reader = Reader { path, env: &env, warnings: Vec::new(), header_variables: Vec::new() };
         let servers = reader.document(&document)?;
         let views = match document.get("views").filter(|views| !views.is_null()) {
             Some(views) => reader.views(views, &servers)?,
             None => Vec::new(),
         };
-        Ok(Servers { servers, views, warnings: reader.warnings })
+        Ok(Servers { servers, views, warnings: reader.warnings, header_variables: reader.header_variables })
     }
 
     /// Reads the servers file at `path`, variables from the environment. Only a regular file is
@@ -152,10 +155,11 @@ impl Servers {
         self.servers.iter().filter(|server| !server.disabled)
     }
 
-    /// The environment variables the file names as a client secret (`oauth.client_secret_env`),
-    /// of every entry, disabled or not: the gateway's own, which no server it starts inherits.
+    /// The environment variables the file names as a remote server's credentials (its
+    /// `oauth.client_secret_env`, and those its `headers` name), of every entry, disabled or
+    /// not: the gateway's own, which no server it starts inherits (unless its own `env` gives it).
     pub fn secret_variables(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
+        let mut names: Vec<String> = self.header_variables.clone();
         for server in &self.servers {
             if let Transport::Http { oauth, .. } = &server.transport
                 && let Some(name) = &oauth.client_secret_env
@@ -181,6 +185,7 @@ struct Reader<'a, E> {
     path: &'a Path,
     env: &'a E,
     warnings: Vec<String>,
+    header_variables: Vec<String>,
 }
 
 impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
@@ -273,6 +278,12 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
                 Err(error) => return Err(self.error(&format!("{at}/url"), format!("`{url}`: {error}"))),
             };
             let headers = self.variables(entry, at, "headers", !disabled)?;
+            let named = entry.get("headers").and_then(Value::as_object).into_iter().flatten();
+            for name in named.filter_map(|(_, value)| value.as_str()).flat_map(variables_in) {
+                if !self.header_variables.iter().any(|known| known == name) {
+                    self.header_variables.push(name.to_owned());
+                }
+            }
             Transport::Http { url, headers, oauth: self.sign_in(entry, at)? }
         } else {
             let command =
@@ -434,6 +445,15 @@ impl<E: Fn(&str) -> Option<String>> Reader<'_, E> {
 const STDIO_KEYS: [&str; 6] = ["type", "transport", "command", "args", "env", "cwd"];
 const HTTP_KEYS: [&str; 5] = ["type", "transport", "url", "headers", "oauth"];
 const SETTINGS: [&str; 5] = ["source", "include", "exclude", "disabled", "scope"];
+
+/// The variables `text` names (`${NAME}`, `${NAME:-default}`).
+fn variables_in(text: &str) -> impl Iterator<Item = &str> {
+    text.split("${").skip(1).filter_map(|rest| {
+        let inner = &rest[..rest.find('}')?];
+        let name = inner.split_once(":-").map_or(inner, |(name, _)| name);
+        (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(name)
+    })
+}
 
 /// `text` with each `${NAME}` replaced by the variable's value, or by `default` in
 /// `${NAME:-default}` when the variable is unset or empty. An unset variable without a default
