@@ -1,6 +1,8 @@
 //! `tool-mediator tokens`: what the first `tools/list` costs a model, with and without
 //! progressive disclosure, counted with a real tokenizer (o200k_base).
 
+mod counting;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -8,7 +10,6 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use serde_json::{Value, json};
-use tool_mediator::Tool;
 use tool_mediator::llm::Task;
 use tool_mediator::session::{DisclosureMode, Session, SessionPolicy};
 
@@ -71,7 +72,6 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
     setup.finish();
 
     let bpe = tiktoken_rs::o200k_base_singleton();
-    let count = |text: &str| bpe.encode_ordinary(text).len();
     /// One mode's first listing: how many entries, the tokens in all and, for the listings a
     /// report shows tool by tool, per entry.
     struct Measured {
@@ -79,10 +79,6 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
         listed: usize,
         total: usize,
         each: Vec<(String, usize)>,
-    }
-    #[derive(serde::Serialize)]
-    struct Listing<'a> {
-        tools: &'a [Tool],
     }
     let mut measured = Vec::new();
     // `off`, which lists every tool, last: it takes the enhanced list rather than a copy.
@@ -96,16 +92,14 @@ pub async fn run(args: TokensArgs) -> Result<ExitCode> {
         session.take_in_enhanced(tools.unwrap_or_default());
         let tools = session.page(None)?.into_tools();
         drop(session);
-        let total = count(&serde_json::to_string(&Listing { tools: &tools })?);
+        // The listing as a model reads it, and each tool, in one reading.
+        let counted = counting::listing(bpe, &tools)?;
         let each = if mode == DisclosureMode::Off || mode == chosen {
-            tools
-                .iter()
-                .map(|tool| Ok((tool.name.clone(), count(&serde_json::to_string(tool)?))))
-                .collect::<Result<_>>()?
+            tools.iter().map(|tool| tool.name.clone()).zip(counted.each).collect()
         } else {
             Vec::new()
         };
-        measured.push(Measured { mode, listed: tools.len(), total, each });
+        measured.push(Measured { mode, listed: tools.len(), total: counted.total, each });
     }
     measured.sort_by_key(|measured| DisclosureMode::ALL.iter().position(|mode| *mode == measured.mode));
     let plain_total = measured[0].total;
