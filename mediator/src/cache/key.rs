@@ -6,14 +6,16 @@
 //!
 //! The secret is `TOOL_MEDIATOR_CACHE_KEY` when set (what replicas on several machines share),
 //! else a key made once for this user and kept in `cache.key` in the platform's configuration
-//! directory, outside the cache (mode 0600, created new, never through a link).
+//! directory, outside the cache (mode 0600, in a directory of the user's alone, never written or
+//! read through a link).
 
 use std::fmt;
-use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+
+use crate::{kept, read};
 
 /// The environment variable that holds the secret the records are written under.
 pub const KEY_VARIABLE: &str = "TOOL_MEDIATOR_CACHE_KEY";
@@ -23,6 +25,9 @@ pub(super) const TAG: usize = 32;
 
 /// Bytes of a key file, at most (64 hex digits and a line end, with room to spare).
 const KEY_FILE_LIMIT: u64 = 1024;
+
+/// The lock beside the key file, held while a key is made.
+const LOCK_FILE: &str = "cache.key.lock";
 
 /// The secret a cache's records are written under. Its `Debug` shows nothing of it.
 #[derive(Clone)]
@@ -87,35 +92,31 @@ impl CacheKey {
         dirs::config_dir().map(|dir| dir.join("tool-mediator").join("cache.key"))
     }
 
-    /// The key kept in `path`, made (32 random bytes, as hex) when there is none: written to a
-    /// file of its own first and linked into place, so a reader never sees half a key and a
-    /// key another process made at the same time is the one both use.
+    /// The key kept in `path`, made (32 random bytes, as hex) when there is none: under the
+    /// directory's lock, so two processes that start together keep one key, and written whole
+    /// to a new file renamed into place ([`crate::kept`]).
     pub fn kept_in(path: &Path) -> Result<CacheKey, KeyError> {
         let failed = |message: String| KeyError { path: path.to_owned(), message };
-        match read_key(path) {
-            Ok(key) => return Ok(key),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(failed(error.to_string())),
+        let read = || match read_key(path) {
+            Ok(key) => Ok(Some(key)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(failed(error.to_string())),
+        };
+        if let Some(key) = read()? {
+            return Ok(key);
         }
         let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        create_private_dir(dir).map_err(|error| failed(format!("cannot create its directory: {error}")))?;
+        kept::private_dir(dir).map_err(|error| failed(format!("cannot create its directory: {error}")))?;
+        let _turn = kept::lock(&dir.join(LOCK_FILE)).map_err(|error| failed(format!("cannot lock it: {error}")))?;
+        // Another process may have made it while this one waited for its turn.
+        if let Some(key) = read()? {
+            return Ok(key);
+        }
         let fresh = CacheKey::random();
         let hex: String = fresh.0.iter().map(|byte| format!("{byte:02x}")).collect();
-        let draft = dir.join(format!(".cache.key.{}.{}", std::process::id(), fastrand::u64(..)));
-        let written = create_new_private(&draft).and_then(|mut file| {
-            file.write_all(format!("{hex}\n").as_bytes())?;
-            file.sync_all()
-        });
-        let linked = written.and_then(|()| std::fs::hard_link(&draft, path));
-        let _ = std::fs::remove_file(&draft);
-        match linked {
-            Ok(()) => Ok(fresh),
-            // Another process made it first: its key is the one.
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                read_key(path).map_err(|error| failed(error.to_string()))
-            }
-            Err(error) => Err(failed(format!("cannot write it: {error}"))),
-        }
+        kept::replace(path, format!("{hex}\n").as_bytes(), kept::Mode::Private)
+            .map_err(|error| failed(format!("cannot write it: {error}")))?;
+        Ok(fresh)
     }
 
     fn mac(&self) -> Hmac<Sha256> {
@@ -144,18 +145,12 @@ impl CacheKey {
     }
 }
 
-/// Reads the key in `path`: a regular file (not followed if a link), of hex digits.
+/// Reads the key in `path`: a regular file (never through a link), of hex digits.
 fn read_key(path: &Path) -> std::io::Result<CacheKey> {
-    let invalid = |message: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, message.to_owned());
-    let mut file = open_no_follow(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(invalid("is not a regular file"));
-    }
-    let mut text = String::new();
-    std::io::Read::by_ref(&mut file).take(KEY_FILE_LIMIT + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > KEY_FILE_LIMIT {
-        return Err(invalid(&format!("is longer than {KEY_FILE_LIMIT} bytes")));
-    }
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
+    let (file, metadata) = read::open_regular(path, read::Links::Refused)?;
+    let text =
+        read::read_text_from(file, metadata.len(), path, KEY_FILE_LIMIT).map_err(|error| invalid(error.to_string()))?;
     let hex = text.trim();
     let bytes: Option<Vec<u8>> = hex
         .len()
@@ -164,44 +159,8 @@ fn read_key(path: &Path) -> std::io::Result<CacheKey> {
         .flatten();
     match bytes {
         Some(bytes) if bytes.len() >= 16 => Ok(CacheKey(bytes)),
-        _ => Err(invalid("does not hold a key (at least 32 hex digits); remove it and a new one is made")),
+        _ => Err(invalid("does not hold a key (at least 32 hex digits); remove it and a new one is made".into())),
     }
-}
-
-#[cfg(unix)]
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
-}
-
-#[cfg(not(unix))]
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "is a link"));
-    }
-    std::fs::File::open(path)
-}
-
-#[cfg(unix)]
-fn create_new_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)
-}
-
-#[cfg(not(unix))]
-fn create_new_private(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new().write(true).create_new(true).open(path)
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
 }
 
 #[cfg(test)]
@@ -232,7 +191,9 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         }
-        assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1, "no draft left behind");
+        let left: Vec<_> =
+            std::fs::read_dir(path.parent().unwrap()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "the key and its lock, no draft: {left:?}");
     }
 
     #[cfg(unix)]
