@@ -723,23 +723,30 @@ impl Drop for Lines {
     }
 }
 
-#[test]
-fn a_server_that_hangs_is_found_by_a_ping_ended_and_started_again_while_the_others_answer() {
-    let peers = peers();
-    let dir = tempfile::tempdir().unwrap();
-    let hang = dir.path().join("hang");
+/// A servers file in `dir` of `named.py a` behind `faults.py --hang-while HANG` (it answers
+/// nothing while the file HANG is there) and mcp-server-time; HANG and the file.
+fn hanging_and_time(peers: &Peers, dir: &Path) -> (PathBuf, PathBuf) {
+    let hang = dir.join("hang");
     let faults = root().join("tests/peers/faults.py").display().to_string();
-    let named_a = named(&peers, "a", &[]);
+    let named_a = named(peers, "a", &[]);
     let mut args = vec![json!(faults), json!("--hang-while"), json!(hang.display().to_string()), json!("--")];
     args.push(named_a["command"].clone());
     args.extend(named_a["args"].as_array().unwrap().iter().cloned());
     let config = servers_file(
-        dir.path(),
+        dir,
         json!({"mcpServers": {
             "a": {"command": peers.bin("python").display().to_string(), "args": args},
             "time": {"command": peers.bin("mcp-server-time").display().to_string()},
         }}),
     );
+    (hang, config)
+}
+
+#[test]
+fn a_server_that_hangs_is_found_by_a_ping_ended_and_started_again_while_the_others_answer() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let (hang, config) = hanging_and_time(&peers, dir.path());
     // Python servers take a second or two to start on a busy machine: 5 s to answer.
     let extra = ["--no-disclosure", "--request-timeout", "5s", "--restart-delay", "200ms"];
     let mut gateway = Lines::start(&peers, dir.path(), &config, &extra);
@@ -782,19 +789,7 @@ fn a_server_that_hangs_is_found_by_a_ping_ended_and_started_again_while_the_othe
 fn a_shared_server_that_hangs_under_listen_is_ended_and_started_again() {
     let peers = peers();
     let dir = tempfile::tempdir().unwrap();
-    let hang = dir.path().join("hang");
-    let faults = root().join("tests/peers/faults.py").display().to_string();
-    let named_a = named(&peers, "a", &[]);
-    let mut args = vec![json!(faults), json!("--hang-while"), json!(hang.display().to_string()), json!("--")];
-    args.push(named_a["command"].clone());
-    args.extend(named_a["args"].as_array().unwrap().iter().cloned());
-    let config = servers_file(
-        dir.path(),
-        json!({"mcpServers": {
-            "a": {"command": peers.bin("python").display().to_string(), "args": args},
-            "time": {"command": peers.bin("mcp-server-time").display().to_string()},
-        }}),
-    );
+    let (hang, config) = hanging_and_time(&peers, dir.path());
     let config = config.display().to_string();
     let extra = ["--config", &config, "--no-disclosure", "--request-timeout", "5s", "--restart-delay", "200ms"];
     let listening = Listening::start_with_env(&peers, "gateway", &extra, &[("TOOL_MEDIATOR_LOG", "info")]);
