@@ -496,11 +496,17 @@ for line in sys.stdin:
 
 /// Starts the gateway over stdio, lists its tools once, and ends it: the names, and its stderr.
 fn list_through(peers: &Peers, config: &Path, extra: &[&str]) -> (Vec<String>, String) {
+    list_through_with(peers, config, extra, &[])
+}
+
+/// [`list_through`] with these environment variables set for the gateway.
+fn list_through_with(peers: &Peers, config: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Vec<String>, String) {
     use std::io::{BufRead as _, Read as _, Write as _};
     let command = gateway(config, extra);
     let mut child = peers
         .command(&command[0])
         .args(&command[1..])
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1305,7 +1311,6 @@ async fn over_http_an_override_file_changed_reaches_open_sessions_and_new_ones_a
 
 #[test]
 fn a_remote_servers_client_secret_never_reaches_a_stdio_servers_environment() {
-    use std::io::{BufRead as _, Write as _};
     let peers = peers();
     let python = peers.bin("python").display().to_string();
     // Lists one tool, named after what it finds of the secret in its environment.
@@ -1332,33 +1337,6 @@ for line in sys.stdin:
                         "oauth": {"client_id": "tool-mediator", "client_secret_env": "TRACKER_SECRET"}},
         }}),
     );
-    let command = gateway(&config, &["--no-disclosure"]);
-    let mut child = peers
-        .command(&command[0])
-        .args(&command[1..])
-        .env("TRACKER_SECRET", "s3cret")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    for line in [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-    ] {
-        writeln!(input, "{line}").unwrap();
-    }
-    let listed = std::io::BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-        .map(|line| serde_json::from_str::<Value>(&line).unwrap())
-        .find(|message| message["id"] == 2)
-        .expect("tools/list is answered");
-    drop(input);
-    child.wait().unwrap();
-    let names: Vec<&str> =
-        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|tool| tool["name"].as_str()).collect();
-    assert_eq!(names, ["found_nothing"], "{listed}");
+    let (names, said) = list_through_with(&peers, &config, &["--no-disclosure"], &[("TRACKER_SECRET", "s3cret")]);
+    assert_eq!(names, ["found_nothing"], "{said}");
 }

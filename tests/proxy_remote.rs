@@ -290,7 +290,14 @@ fn redirect(location: &str) -> String {
 
 /// `tool-mediator proxy --url URL EXTRA...` given `initialize`: its answer, and its stderr.
 fn initialize_through(url: &str, extra: &[&str]) -> (Value, String) {
-    let mut proxy = Command::new(binary())
+    initialize_through_with(url, extra, |_| {})
+}
+
+/// [`initialize_through`] with the command set up by `configure` first (its environment).
+fn initialize_through_with(url: &str, extra: &[&str], configure: impl FnOnce(&mut Command)) -> (Value, String) {
+    let mut proxy = Command::new(binary());
+    configure(&mut proxy);
+    let mut proxy = proxy
         .args(["proxy", "--url", url])
         .args(extra)
         .stdin(Stdio::piped())
@@ -647,27 +654,8 @@ fn a_client_secret_stays_in_the_environment_and_out_of_the_credentials_file() {
 
     // The next run refreshes the expiring token with the secret read from the environment again
     // (no --oauth flags: what the sign-in kept says where the secret is).
-    let mut proxy = Command::new(binary());
-    env(&mut proxy);
-    let mut proxy = proxy
-        .args(["proxy", "--url", &url])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = proxy.stdin.take().unwrap();
-    writeln!(
-        input,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    )
-    .unwrap();
-    let mut answer = String::new();
-    BufReader::new(proxy.stdout.take().unwrap()).read_line(&mut answer).unwrap();
-    drop(input);
-    let output = proxy.wait_with_output().unwrap();
-    let answer: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
-    assert_eq!(answer["result"]["serverInfo"]["name"], "bot", "{answer}\n{}", stderr(&output));
+    let (answer, log) = initialize_through_with(&url, &[], env);
+    assert_eq!(answer["result"]["serverInfo"]["name"], "bot", "{answer}\n{log}");
     let kept = std::fs::read_to_string(data.join("tool-mediator/credentials.json")).unwrap();
     assert!(kept.contains("refresh-2") && !kept.contains("s3cret-bot"), "{kept}");
 }
