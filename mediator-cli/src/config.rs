@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use tool_mediator::llm::{LlmTransformer, Provider, Task};
+use tool_mediator::llm::{LlmTransformer, Progress, Provider, Task};
 use tool_mediator::{ChainOptions, Mediator, MediatorConfig, NameRules, SourceType, ToolContext, Transformers};
 
 use crate::flags::{CacheArgs, ChainArgs, ClientProfileArg, ConfigArgs, LlmArg, SourceTypeArg};
@@ -83,14 +83,18 @@ impl Setup {
     /// The setup a command asks for; `task` is what the language model is asked to do.
     pub async fn from_args(args: &ChainArgs, task: Task) -> Result<Setup> {
         let (config, _) = effective(args)?;
-        // Drawn on stderr, and only when stderr is a terminal.
-        let progress = indicatif::ProgressBar::new_spinner();
+        // Drawn on stderr, and only when stderr is a terminal: the tools answered of those asked
+        // about, and the time left at the pace so far.
+        let progress = indicatif::ProgressBar::new(0);
         if let Some(provider) = config.llm_provider {
             progress.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} asking {msg}: {pos} tools answered")
-                    .expect("a valid template"),
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} asking {msg}: {pos}/{len} tools answered, {elapsed} so far, about {eta} left",
+                )
+                .expect("a valid template"),
             );
-            progress.set_message(provider.to_string());
+            let model = config.model.clone().unwrap_or_else(|| provider.default_model().to_owned());
+            progress.set_message(format!("{provider} {model}"));
         }
         let bar = progress.clone();
         let options = ChainOptions {
@@ -102,7 +106,10 @@ impl Setup {
             llm_required: args.llm.is_some(),
             cache: !args.cache.no_cache,
             ttl: args.cache.ttl,
-            on_progress: Some(Arc::new(move |tools| bar.inc(tools as u64))),
+            on_progress: Some(Arc::new(move |step| match step {
+                Progress::Asking(tools) => bar.inc_length(tools as u64),
+                Progress::Answered(tools) => bar.inc(tools as u64),
+            })),
             judge: args.judge,
         };
         Ok(Setup {
@@ -137,6 +144,11 @@ impl Setup {
     /// model).
     pub fn judge(&self) -> Option<&tool_mediator::llm::Judge> {
         self.transformers.judge().map(|judge| &**judge)
+    }
+
+    /// The chain's language model, when there is one.
+    pub fn llm(&self) -> Option<&LlmTransformer> {
+        self.transformers.llm()
     }
 
     /// Ends the progress display; the LLM transformer, for its usage figures.

@@ -91,9 +91,10 @@ pub struct ChainArgs {
     #[arg(long, value_name = "DIR", help_heading = MODEL)]
     pub prompts: Option<PathBuf>,
 
-    /// How long the language model may take in all, retries included: `90s`, `2m` (the
-    /// configuration's `llm_deadline_secs`, 60 s, by default). What is unanswered by then
-    /// falls through to the rules; answers that came in time are kept.
+    /// How long the language model may take for one tool, retries included: `90s`, `2m` (the
+    /// configuration's `llm_deadline_secs`, 60 s, by default); a request about n tools gets n
+    /// times this. What is unanswered by then falls through to the rules; answers that came in
+    /// time are kept.
     #[arg(long, value_name = "DURATION", value_parser = duration, help_heading = MODEL)]
     pub llm_deadline: Option<std::time::Duration>,
 

@@ -32,6 +32,6 @@ pub use naming::{NameRules, SharedNames};
 pub use place::{Place, about_file, offset_of_json_error};
 pub use selection::{FilterCriteria, categorize, consumer_tools, filter};
 pub use tool::{
-    Changes, EnhancedTool, Expansion, PROVENANCE_KEY, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED,
+    Changes, EnhancedTool, Expansion, PROVENANCE_KEY, Refused, SourceType, Tool, ToolContext, UNCATEGORIZED, UNENHANCED,
 };
 pub use transformer::{Answer, ToolPatch, ToolTransformer, TransformError};

@@ -312,6 +312,17 @@ pub struct EnhancedTool {
     pub expansions: Vec<Expansion>,
     /// What differs from the source's definition, so a consumer can tell without a copy of it.
     pub changes: Changes,
+    /// The language model whose answer was taken, when one was.
+    pub model: Option<String>,
+    /// What transformers proposed for it and their gates refused.
+    pub refused: Vec<Refused>,
+}
+
+/// A proposal a transformer's gate refused: by which transformer, and the gate's reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub by: String,
+    pub why: String,
 }
 
 /// `enhanced_by` of a tool no transformer answered for.
@@ -335,6 +346,8 @@ impl EnhancedTool {
             original_description: None,
             expansions: Vec::new(),
             changes: Changes::default(),
+            model: None,
+            refused: Vec::new(),
         }
     }
 
@@ -389,6 +402,9 @@ impl EnhancedTool {
         }
         provenance.insert("confidence".into(), round_confidence(self.confidence).into());
         provenance.insert("enhancedBy".into(), self.enhanced_by.clone().into());
+        if let Some(model) = &self.model {
+            provenance.insert("model".into(), model.clone().into());
+        }
         if !self.argument_aliases.is_empty() {
             let aliases: Map<String, Value> = self
                 .argument_aliases
@@ -402,6 +418,9 @@ impl EnhancedTool {
         }
         if let Some(description) = &self.original_description {
             provenance.insert("originalDescription".into(), description.clone().into());
+        }
+        if !self.refused.is_empty() {
+            provenance.insert("refused".into(), serde_json::to_value(&self.refused).unwrap_or_default());
         }
         if self.changes.name && !self.expansions.is_empty() {
             let expansions = serde_json::to_value(&self.expansions).unwrap_or_default();

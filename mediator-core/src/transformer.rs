@@ -91,6 +91,12 @@ pub struct Answer {
     pub hidden: bool,
     /// The words of the name the transformer spelled out, each with its evidence.
     pub expansions: Vec<Expansion>,
+    /// The model that wrote the answer, when a language model did (`qwen2.5-coder-1.5b`).
+    pub model: Option<String>,
+    /// What the transformer proposed and a gate of its own refused, each with the gate's
+    /// reason: kept in the tool's provenance. An answer with only these is a refusal: the chain
+    /// takes nothing from it.
+    pub refused: Vec<String>,
 }
 
 impl Answer {
@@ -104,7 +110,25 @@ impl Answer {
             inferred: Vec::new(),
             hidden: false,
             expansions: Vec::new(),
+            model: None,
+            refused: Vec::new(),
         }
+    }
+
+    /// An answer that takes nothing, saying why the transformer's own proposal was refused.
+    pub fn refusal(index: usize, reason: impl Into<String>) -> Self {
+        let mut answer = Answer::new(index, ToolPatch::default(), 0.0);
+        answer.refused.push(reason.into());
+        answer
+    }
+
+    /// Whether it only says what was refused: nothing in it to take.
+    pub fn is_refusal(&self) -> bool {
+        !self.refused.is_empty()
+            && self.patch.is_empty()
+            && self.category.is_none()
+            && !self.hidden
+            && self.argument_aliases.is_empty()
     }
 
     /// An answer proposing `proposed` in place of `original`.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tool_mediator_core::NameRules;
 use tool_mediator_core::json::Json;
 use tool_mediator_core::schema::{self, Repair};
-use tool_mediator_core::{Answer, ToolTransformer};
+use tool_mediator_core::{Answer, Refused, ToolTransformer};
 use tool_mediator_core::{EnhancedTool, Tool, ToolContext};
 
 /// Runs tools through a chain of transformers and enforces the invariants on what comes out.
@@ -259,6 +259,7 @@ impl Mediator {
     pub async fn enhance_with_report(&self, mut tools: Vec<Tool>, context: &ToolContext) -> Enhancement {
         let mut events = Vec::new();
         let mut candidates: Vec<Vec<Candidate>> = (0..tools.len()).map(|_| Vec::new()).collect();
+        let mut refused: Vec<Vec<Refused>> = (0..tools.len()).map(|_| Vec::new()).collect();
         let mut pending: Vec<usize> = (0..tools.len()).collect();
 
         for (position, transformer) in self.chain.iter().enumerate() {
@@ -278,8 +279,24 @@ impl Mediator {
             match outcome {
                 Ok(answers) => {
                     let mut answered = vec![false; pending.len()];
-                    for answer in answers {
+                    for mut answer in answers {
                         let slot = answer.index;
+                        // What the transformer's own gates refused goes into the tool's
+                        // provenance; an answer that is only that is a refusal, not a candidate.
+                        if let Some(tool) = batch.get(slot) {
+                            let refusal = answer.is_refusal();
+                            for why in std::mem::take(&mut answer.refused) {
+                                events.push(ChainEvent::AnswerRefused {
+                                    transformer: transformer.name().to_owned(),
+                                    tool: tool.name.clone(),
+                                    reason: why.clone(),
+                                });
+                                refused[pending[slot]].push(Refused { by: transformer.name().to_owned(), why });
+                            }
+                            if refusal {
+                                continue;
+                            }
+                        }
                         match self.check(answer, &batch, &mut answered, transformer.name()) {
                             Ok(answer) => {
                                 // A weak definition is not finished by an answer that leaves
@@ -324,8 +341,16 @@ impl Mediator {
         }
 
         // Each tool settled, with the place in the chain of the transformer whose answer it took.
-        let (mut enhanced, ranks): (Vec<EnhancedTool>, Vec<usize>) =
-            tools.into_iter().zip(candidates).map(|(tool, candidates)| self.settle(tool, candidates)).unzip();
+        let (mut enhanced, ranks): (Vec<EnhancedTool>, Vec<usize>) = tools
+            .into_iter()
+            .zip(candidates)
+            .zip(refused)
+            .map(|((tool, candidates), refused)| {
+                let (mut enhanced, rank) = self.settle(tool, candidates);
+                enhanced.refused = refused;
+                (enhanced, rank)
+            })
+            .unzip();
         self.enforce_names(&mut enhanced, &ranks, &mut events);
         for tool in &mut enhanced {
             enforce_schema(tool, &mut events, &self.known_valid);
@@ -378,15 +403,27 @@ impl Mediator {
             .iter()
             .position(|candidate| candidate.strong)
             .or_else(|| candidates.iter().position(|candidate| candidate.acceptable));
-        let chosen = match first {
-            Some(position) => Some(candidates.swap_remove(position)),
-            None => candidates
-                .into_iter()
-                .reduce(|best, next| if next.answer.confidence > best.answer.confidence { next } else { best }),
+        let most_confident = || {
+            (0..candidates.len()).reduce(|best, next| {
+                if candidates[next].answer.confidence > candidates[best].answer.confidence { next } else { best }
+            })
         };
-        let Some(Candidate { transformer, answer, .. }) = chosen else {
+        let chosen = first.or_else(most_confident).map(|position| candidates.swap_remove(position));
+        let Some(Candidate { transformer, mut answer, .. }) = chosen else {
             return (EnhancedTool::unchanged(tool), usize::MAX);
         };
+        // An answer that keeps the source's name (a model that wrote a description) does not
+        // undo a rename an earlier transformer made: the first rename in chain order is kept,
+        // with the readings it spelled out.
+        if answer.patch.name.is_none()
+            && let Some(renamed) = candidates
+                .iter()
+                .filter(|other| other.answer.patch.name.is_some())
+                .min_by_key(|other| other.transformer)
+        {
+            answer.patch.name.clone_from(&renamed.answer.patch.name);
+            answer.expansions.clone_from(&renamed.answer.expansions);
+        }
         let original_name = tool.name.clone();
         let original_description = match &answer.patch.description {
             Some(description) if *description != tool.description => tool.description.clone(),
@@ -406,6 +443,8 @@ impl Mediator {
             inferred: answer.inferred,
             hidden: answer.hidden,
             expansions: answer.expansions,
+            model: answer.model,
+            refused: Vec::new(),
         };
         (enhanced, transformer)
     }

@@ -31,9 +31,13 @@ pub struct MediatorConfig {
     pub api_key_env: Option<String>,
     /// The key itself. Prefer the environment; a key here is never printed.
     pub api_key: Option<String>,
-    /// How long the whole language model stage may take, in seconds (60 by default): what has
-    /// not been answered by then falls through to the rules.
+    /// How long the language model may take for one tool, in seconds (60 by default): a request
+    /// about n tools is given n times this. What has not been answered by then falls through to
+    /// the rules. A small model on a CPU takes 15-20 s a tool.
     pub llm_deadline_secs: u64,
+    /// The model's context window in tokens, when the server cannot say (llama.cpp's and
+    /// Ollama's are asked); batches are sized to fit it.
+    pub llm_context_tokens: Option<u32>,
     /// The largest reply read from the language model, in bytes (16 MiB by default); a larger
     /// one fails its batch, whose tools fall through.
     pub llm_max_response_bytes: u64,
@@ -99,6 +103,7 @@ impl Default for MediatorConfig {
             api_key: None,
             llm_deadline_secs: crate::llm::DEFAULT_DEADLINE.as_secs(),
             llm_max_response_bytes: crate::llm::DEFAULT_MAX_RESPONSE_BYTES,
+            llm_context_tokens: None,
             cache_dir: None,
             cache_url: None,
             cache_prefix: crate::cache::DEFAULT_PREFIX.to_owned(),
@@ -339,8 +344,11 @@ impl MediatorConfig {
             return Err(BuildError::MissingKey(self.missing_key(provider)));
         }
         let model = self.model.clone().unwrap_or_else(|| provider.default_model().to_owned());
-        let client = LlmClient::new(provider, model, self.llm_url.clone(), self.api_key())
+        let mut client = LlmClient::new(provider, model, self.llm_url.clone(), self.api_key())
             .with_max_response_bytes(self.llm_max_response_bytes);
+        if let Some(tokens) = self.llm_context_tokens {
+            client = client.with_context_window(tokens);
+        }
         let prompts = match &options.prompts {
             Some(dir) => Prompts::from_dir(dir)?,
             None => Prompts::default(),
@@ -350,7 +358,7 @@ impl MediatorConfig {
             .dry_run(options.dry_run)
             .task(options.task);
         if let Some(progress) = options.on_progress.clone() {
-            llm = llm.on_progress(move |tools| progress(tools));
+            llm = llm.on_progress(move |step| progress(step));
         }
         Ok(llm)
     }
@@ -415,7 +423,7 @@ pub struct ChainOptions {
     /// How long cached answers are used, when not the settings' `cache_ttl_hours`.
     pub ttl: Option<Duration>,
     /// Told how many tools the language model has answered, as it goes.
-    pub on_progress: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    pub on_progress: Option<Arc<dyn Fn(crate::llm::Progress) + Send + Sync>>,
     /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`),
     /// besides the settings' `judge`.
     pub judge: bool,

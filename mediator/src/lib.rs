@@ -52,7 +52,7 @@ pub use overrides::{
 pub use rules::{Dictionary, DictionaryError, NameReading, RuleTransformer};
 // The tool model, from the core: its public paths here stay as they were.
 pub use tool_mediator_core::{
-    Answer, Changes, EnhancedTool, Expansion, FilterCriteria, Json, NameRules, PROVENANCE_KEY, Place, SourceType, Tool,
-    ToolContext, ToolPatch, ToolTransformer, TransformError, UNCATEGORIZED, UNENHANCED, about_file, categorize,
-    consumer_tools, counted, error, filter, json, schema, sync, with_causes,
+    Answer, Changes, EnhancedTool, Expansion, FilterCriteria, Json, NameRules, PROVENANCE_KEY, Place, Refused,
+    SourceType, Tool, ToolContext, ToolPatch, ToolTransformer, TransformError, UNCATEGORIZED, UNENHANCED, about_file,
+    categorize, consumer_tools, counted, error, filter, json, schema, sync, with_causes,
 };

@@ -146,7 +146,7 @@ pub async fn run(args: EnhanceArgs) -> Result<ExitCode> {
         let hint = setup.unmatched_source_hint(manifest).filter(|_| hinted.insert(context.source.clone()));
         if let Some(detail) = args.report {
             // Tool names and the source come from the manifest and its file's name.
-            let mut report = report(manifest, &context.source, &enhancement, &mediator, detail);
+            let mut report = report(manifest, &context.source, &enhancement, &mediator, setup.llm(), detail);
             if let Some(hint) = &hint {
                 let _ = writeln!(report, "  {hint}");
             }
@@ -273,6 +273,7 @@ pub fn report(
     source: &str,
     enhancement: &Enhancement,
     mediator: &Mediator,
+    llm: Option<&tool_mediator::llm::LlmTransformer>,
     detail: ReportArg,
 ) -> String {
     let mut out = String::new();
@@ -331,7 +332,7 @@ pub fn report(
         counted(counts[2], "schema changed", "schemas changed"),
         counts[3]
     );
-    let weak = tool_mediator::llm::left_weak(mediator, enhancement);
+    let weak = tool_mediator::llm::left_weak(mediator, enhancement, llm);
     if detail == ReportArg::Summary {
         if !enhancement.events.is_empty() {
             let events = counted(enhancement.events.len(), "event", "events");

@@ -72,6 +72,10 @@ struct Stored {
     hidden: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     expansions: Vec<Expansion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    refused: Vec<String>,
 }
 
 impl Stored {
@@ -84,6 +88,8 @@ impl Stored {
             inferred: answer.inferred.clone(),
             hidden: answer.hidden,
             expansions: answer.expansions.clone(),
+            model: answer.model.clone(),
+            refused: answer.refused.clone(),
         }
     }
 
@@ -97,6 +103,8 @@ impl Stored {
             inferred: self.inferred,
             hidden: self.hidden,
             expansions: self.expansions,
+            model: self.model,
+            refused: self.refused,
         }
     }
 }

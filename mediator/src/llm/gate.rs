@@ -50,11 +50,93 @@ pub(crate) fn admit(tool: &Tool, answer: &Answer) -> Result<(), String> {
     match &patch.input_schema {
         None => {}
         Some(None) => return Err("it removes the input schema".into()),
+        // A tool that published no parameters may be given some; one that did keeps its own.
+        Some(Some(schema))
+            if tool.parameter_names().is_empty() && answer.inferred.iter().any(|field| field == "inputSchema") =>
+        {
+            plainly_inferred(&schema.to_value())?
+        }
         Some(Some(schema)) => only_descriptions_added(tool.input_schema_value().as_ref(), &schema.to_value())?,
     }
     let improved = patch.applied_to(tool);
     if crate::screen::examine(&improved).flagged() && !crate::screen::examine(tool).flagged() {
         return Err("the poisoning screen flags the text it wrote".into());
+    }
+    Ok(())
+}
+
+/// Whether a model may rename `tool` to `name`; why not. Only a cryptic name is renamed (one with
+/// a word that is no English word: `gt_usr`, `del`; never `checkout`), and every word of the new
+/// name must come from what the tool says of itself: a word its name abbreviates (`usr` ->
+/// `user`: the same first letter, its letters in order) or says, or one its description uses
+/// (the source's or the model's). So `del` "delete" cannot become `delete_user`.
+pub(crate) fn name_reads_right(tool: &Tool, name: &str, description: Option<&str>) -> Result<(), String> {
+    use crate::rules::identifier::words;
+    let parts = words(&tool.name);
+    if parts.iter().all(|part| crate::rules::is_english(part)) && !parts.is_empty() {
+        return Err("the name it had is clear already".into());
+    }
+    let said: Vec<String> = [tool.description.as_deref(), description].into_iter().flatten().flat_map(words).collect();
+    let unaccounted: Vec<String> = words(name)
+        .into_iter()
+        .filter(|word| {
+            let abbreviated = parts.iter().any(|part| abbreviates(part, word));
+            let described = said.iter().any(|said| same_stem(said, word));
+            !(abbreviated || described)
+        })
+        .collect();
+    match unaccounted.as_slice() {
+        [] => Ok(()),
+        words => Err(format!(
+            "nothing the tool says of itself gives {}",
+            words.iter().map(|word| format!("`{word}`")).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// Whether `short` is `word` or a shortening of it: the same first letter, then its letters in
+/// order (`usr` user, `msgs` messages, `cfg` configuration).
+fn abbreviates(short: &str, word: &str) -> bool {
+    let mut letters = word.chars();
+    short.chars().next() == word.chars().next() && short.chars().all(|c| letters.any(|letter| letter == c))
+}
+
+/// Whether two words share a stem: equal, or both at least four letters long and alike in their
+/// first five (`retrieves`, `retrieve`; `messages`, `message`).
+fn same_stem(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let stem = |word: &str| word.chars().take(5).collect::<String>();
+    a.len() >= 4 && b.len() >= 4 && stem(a) == stem(b)
+}
+
+/// A parameter name a model may give: a plain identifier.
+pub(crate) fn is_parameter_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `schema` is one a model may infer for a tool with no parameters: an object of plain
+/// parameters, each a type and perhaps a description free of instructions; why not.
+fn plainly_inferred(schema: &Value) -> Result<(), String> {
+    let wrong = || Err("its inferred schema is not plain parameters".to_owned());
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return wrong() };
+    if properties.len() > super::MAX_INFERRED_PARAMETERS {
+        return wrong();
+    }
+    for (name, property) in properties {
+        let Some(property) = property.as_object() else { return wrong() };
+        let plain = is_parameter_name(name)
+            && property.get("type").and_then(Value::as_str).is_some()
+            && property.keys().all(|key| key == "type" || key == "description");
+        if !plain {
+            return wrong();
+        }
+        if property.get("description").and_then(Value::as_str).is_some_and(carries_instructions) {
+            return Err("a parameter description carries instructions".into());
+        }
     }
     Ok(())
 }
@@ -173,5 +255,26 @@ mod tests {
         let mut unnamed = answer(|_| {});
         unnamed.patch = ToolPatch { name: Some("no spaces allowed".into()), ..ToolPatch::default() };
         assert!(refused(unnamed).contains("not a valid tool name"));
+    }
+
+    #[test]
+    fn a_model_renames_only_a_cryptic_name_and_only_into_what_the_tool_says() {
+        let tool = |name: &str, description: &str| Tool::new(name).with_description(description);
+        let reads = |from: &Tool, to: &str, described: Option<&str>| name_reads_right(from, to, described);
+        assert_eq!(reads(&tool("gt_usr", "gets user"), "get_user", None), Ok(()));
+        assert_eq!(reads(&tool("upd_prf", "update profile"), "update_profile", None), Ok(()));
+        assert_eq!(reads(&tool("lst_msgs", ""), "list_messages", None), Ok(()));
+        assert_eq!(reads(&tool("get_cfg", "Returns the page's configuration."), "get_configuration", None), Ok(()));
+        // A word only the model's own description gives is the model's word too.
+        assert_eq!(reads(&tool("srch", "find things"), "search_pages", Some("Search the site's pages.")), Ok(()));
+        // Invented: nothing `del` "delete" says gives `user`.
+        assert!(reads(&tool("del", "delete"), "delete_user", None).unwrap_err().contains("`user`"));
+        assert!(reads(&tool("lst_msgs", "lists messages"), "get_messages", None).unwrap_err().contains("`get`"));
+        // A clear name stays.
+        assert!(
+            reads(&tool("checkout", "Start checkout for the items in the cart."), "checkout_items", None)
+                .unwrap_err()
+                .contains("clear already")
+        );
     }
 }

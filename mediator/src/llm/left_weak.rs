@@ -23,6 +23,11 @@ pub enum Why {
     NoModel,
     /// The model was asked and gave no answer for it.
     ModelDeclined,
+    /// The request about it failed (the server was unreachable or answered an error, or the
+    /// answer was cut off or malformed): the model never said.
+    RequestFailed,
+    /// The model did not answer before its deadline.
+    ModelLate,
     /// The model's answer was refused (an invalid name or schema, a duplicate answer).
     AnswerRefused,
     /// The model's answer was taken but still leaves it weak.
@@ -34,16 +39,23 @@ impl fmt::Display for Why {
         f.write_str(match self {
             Why::NoModel => "no language model is configured",
             Why::ModelDeclined => "the model declined it",
+            Why::RequestFailed => "the request to the model failed",
+            Why::ModelLate => "the model did not answer in time",
             Why::AnswerRefused => "the model's answer was refused",
             Why::AnswerStillWeak => "the model's answer still leaves it weak",
         })
     }
 }
 
-/// The weak tools `mediator` left weak in `enhancement`, and why.
-pub fn left_weak(mediator: &Mediator, enhancement: &Enhancement) -> Vec<LeftWeak> {
+/// The weak tools `mediator` left weak in `enhancement`, and why; `llm` (the chain's language
+/// model) tells a request that failed from a model that declined.
+pub fn left_weak(mediator: &Mediator, enhancement: &Enhancement, llm: Option<&LlmTransformer>) -> Vec<LeftWeak> {
     let is_model = |name: &str| name == LlmTransformer::NAME || name.ends_with("-llm");
     let model = mediator.transformers().any(|transformer| is_model(transformer.name()));
+    let failed = enhancement
+        .events
+        .iter()
+        .any(|event| matches!(event, ChainEvent::TransformerFailed { transformer, .. } if is_model(transformer)));
     enhancement
         .tools
         .iter()
@@ -63,7 +75,10 @@ pub fn left_weak(mediator: &Mediator, enhancement: &Enhancement) -> Vec<LeftWeak
                 (false, _, _) => Why::NoModel,
                 (true, true, _) => Why::AnswerRefused,
                 (true, false, true) => Why::AnswerStillWeak,
-                (true, false, false) => Why::ModelDeclined,
+                (true, false, false) if failed => Why::RequestFailed,
+                (true, false, false) => {
+                    llm.and_then(|llm| llm.unanswered(&tool.original_name)).unwrap_or(Why::ModelDeclined)
+                }
             };
             Some(LeftWeak { tool: tool.original_name.clone(), weaknesses, why })
         })

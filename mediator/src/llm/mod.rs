@@ -51,6 +51,31 @@ pub static ANSWER_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
+/// What the model must answer when asked for the parameters of a tool that published none:
+/// at least one, at most [`MAX_INFERRED_PARAMETERS`].
+pub static INFERENCE_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "required": ["parameters"],
+        "properties": {
+            "parameters": {
+                "type": "object",
+                "minProperties": 1,
+                "maxProperties": MAX_INFERRED_PARAMETERS,
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["type", "description", "required"],
+                    "properties": {
+                        "type": {"type": "string", "enum": ["string", "integer", "number", "boolean", "array", "object"]},
+                        "description": {"type": "string"},
+                        "required": {"type": "boolean"}
+                    }
+                }
+            }
+        }
+    })
+});
+
 static ANSWER_VALIDATOR: LazyLock<jsonschema::Validator> =
     LazyLock::new(|| jsonschema::validator_for(&ANSWER_SCHEMA).expect("the answer schema is valid"));
 
@@ -60,9 +85,30 @@ const SYSTEM: &str = "You improve tool definitions for language models. Tool tex
 const DEFAULT_CONFIDENCE: f64 = 0.8;
 const MAX_CONFIDENCE: f64 = 0.95;
 
-/// How long the whole stage may take unless set: what has not been answered by then falls
-/// through.
+/// How long the model may take for one tool unless set: a batch of n tools is given n times this,
+/// and what has not been answered by then falls through. A CPU running a small local model takes
+/// 15-20 s for one tool; a hosted model, a second or two.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The output a tool's answer is allowed (a name, a description of a sentence or two, a few
+/// parameter descriptions), and the answer's frame.
+const OUTPUT_TOKENS_PER_TOOL: usize = 200;
+const OUTPUT_TOKENS_FRAME: usize = 64;
+
+/// How much of a known context window a batch may fill: the token estimate is rough.
+const CONTEXT_SHARE: f64 = 0.85;
+
+/// The most parameters a model may infer for a tool that published none.
+const MAX_INFERRED_PARAMETERS: usize = 8;
+
+/// A language model's progress, as it goes: a front door shows a bar with the total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// This many more tools are to be asked about.
+    Asking(usize),
+    /// This many more tools were answered (or given up on).
+    Answered(usize),
+}
 
 /// Enhances tools with a language model: priority 50, name `llm`. Wrap it in a
 /// [`CachedTransformer`](crate::cache::CachedTransformer) so each tool is asked about once.
@@ -76,7 +122,9 @@ pub struct LlmTransformer {
     dry_run: bool,
     usage: Usage,
     planned: Mutex<Vec<PlannedRequest>>,
-    progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
+    progress: Option<Box<dyn Fn(Progress) + Send + Sync>>,
+    /// The tools (by the source's name) the last runs could not ask about, and why.
+    unanswered: Mutex<HashMap<String, Why>>,
 }
 
 #[derive(Debug, Default)]
@@ -115,25 +163,37 @@ impl LlmTransformer {
     pub const NAME: &'static str = "llm";
     pub const PRIORITY: i32 = 50;
 
+    /// A transformer asking `client`'s model: batches of up to 20 tools, as many as fit its
+    /// context window; four requests at once to a hosted model, one to a local server (a CPU
+    /// answers one at a time anyway, and a second request would only wait there).
     pub fn new(client: LlmClient, prompts: Prompts) -> Self {
+        let concurrency = if client.provider() == Provider::OpenAiCompatible { 1 } else { 4 };
         LlmTransformer {
             client,
             prompts,
             task: Task::Enhance,
             batch_size: 20,
-            concurrency: 4,
+            concurrency,
             deadline: DEFAULT_DEADLINE,
             dry_run: false,
             usage: Usage::default(),
             planned: Mutex::new(Vec::new()),
             progress: None,
+            unanswered: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Called with the number of tools in each batch as its answer arrives (a progress bar).
-    pub fn on_progress(mut self, progress: impl Fn(usize) + Send + Sync + 'static) -> Self {
+    /// Told how many tools are to be asked about and how many were answered, as it goes (a
+    /// progress bar with the total and the time left).
+    pub fn on_progress(mut self, progress: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Box::new(progress));
         self
+    }
+
+    /// Why the model gave nothing for `tool` (the source's name) in the last run that asked about
+    /// it, when the request failed or came too late; `None` when it answered or was not asked.
+    pub fn unanswered(&self, tool: &str) -> Option<Why> {
+        tool_mediator_core::sync::lock(&self.unanswered).get(tool).copied()
     }
 
     pub fn task(mut self, task: Task) -> Self {
@@ -148,9 +208,11 @@ impl LlmTransformer {
         self
     }
 
-    /// How long one call of [`transform`](ToolTransformer::transform) may take, retries and
-    /// all (60 s unless set). Batches still unanswered then are abandoned and their tools fall
-    /// through; answers that came in time are kept. One warning names the deadline.
+    /// How long the model may take for one tool, retries and all (60 s unless set): a request
+    /// about n tools must be answered within n times this from when it is sent, and a call of
+    /// [`transform`](ToolTransformer::transform) ends within its tools' share. Batches still
+    /// unanswered then are abandoned and their tools fall through; answers that came in time
+    /// are kept. One warning names the deadline.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
@@ -192,6 +254,192 @@ impl LlmTransformer {
         let tools_json = serde_json::to_string_pretty(&data).expect("JSON values serialize");
         self.prompts.render(self.task, &context.source, source_type_name(context.source_type), &tools_json)
     }
+
+    /// The tools in batches of at most `batch_size`, each small enough that its prompt and its
+    /// answer fit `window` (a context window in tokens) when it is known, with the output each
+    /// may ask for. A tool too large for the window alone goes alone: the server says so.
+    fn batches<'t>(
+        &self,
+        tools: &'t [Tool],
+        context: &ToolContext,
+        window: Option<u32>,
+    ) -> Vec<Vec<(usize, &'t Tool)>> {
+        let Some(window) = window else {
+            let indexed: Vec<(usize, &Tool)> = tools.iter().enumerate().collect();
+            return indexed.chunks(self.batch_size).map(<[_]>::to_vec).collect();
+        };
+        let budget = (f64::from(window) * CONTEXT_SHARE) as usize;
+        let frame = estimated_tokens(SYSTEM) + estimated_tokens(&self.prompt(&[], context)) + OUTPUT_TOKENS_FRAME;
+        let mut batches: Vec<Vec<(usize, &Tool)>> = Vec::new();
+        let mut used = frame;
+        for (index, tool) in tools.iter().enumerate() {
+            let cost = estimated_tokens(&tool_as_data(tool).to_string()) + OUTPUT_TOKENS_PER_TOOL;
+            match batches.last_mut() {
+                Some(batch) if batch.len() < self.batch_size && used + cost <= budget => batch.push((index, tool)),
+                _ => {
+                    batches.push(vec![(index, tool)]);
+                    used = frame;
+                }
+            }
+            used += cost;
+        }
+        batches
+    }
+
+    /// The output a batch of `tools` may ask for: its tools' share, within what `window` leaves
+    /// after the prompt.
+    fn max_tokens(tools: usize, prompt: &str, window: Option<u32>) -> u32 {
+        let wanted = OUTPUT_TOKENS_FRAME + tools * OUTPUT_TOKENS_PER_TOOL;
+        let left = window.map_or(usize::MAX, |window| {
+            (window as usize).saturating_sub(estimated_tokens(SYSTEM) + estimated_tokens(prompt))
+        });
+        u32::try_from(wanted.min(left).max(OUTPUT_TOKENS_PER_TOOL)).unwrap_or(u32::MAX)
+    }
+
+    /// Asks about one batch, by `deadline`; a batch whose answer is cut off is asked again once
+    /// in two halves. Each piece's outcome, with its tools.
+    async fn ask<'b>(
+        &self,
+        batch: &'b [(usize, &Tool)],
+        context: &ToolContext,
+        window: Option<u32>,
+        started: &AtomicU64,
+    ) -> Vec<(&'b [(usize, &'b Tool)], Result<Completion, LlmError>)> {
+        let mut pieces = Vec::with_capacity(1);
+        let mut queue: Vec<(&'b [(usize, &Tool)], bool)> = vec![(batch, true)];
+        while let Some((piece, may_split)) = queue.pop() {
+            let tools: Vec<&Tool> = piece.iter().map(|(_, tool)| *tool).collect();
+            let prompt = self.prompt(&tools, context);
+            let max_tokens = Self::max_tokens(piece.len(), &prompt, window);
+            let deadline = tokio::time::Instant::now() + self.deadline.saturating_mul(piece.len() as u32);
+            started.fetch_add(1, Ordering::Relaxed);
+            let outcome =
+                self.client.complete_within(SYSTEM, &prompt, &ANSWER_SCHEMA, max_tokens, Some(deadline)).await;
+            match outcome {
+                Err(error) if error.is_cut_off() && may_split && piece.len() > 1 => {
+                    tracing::info!("{error}; asking about its {} tools in two halves", piece.len());
+                    let (first, second) = piece.split_at(piece.len() / 2);
+                    queue.push((second, false));
+                    queue.push((first, false));
+                }
+                outcome => {
+                    if let Some(progress) = &self.progress {
+                        progress(Progress::Answered(piece.len()));
+                    }
+                    pieces.push((piece, outcome));
+                }
+            }
+        }
+        pieces
+    }
+
+    /// Asks, one tool at a time, for the parameters of each tool that published none though its
+    /// name (as the model would have it) says it takes some, and adds them to its answer: a
+    /// small model asked about one thing answers it where, in a batch, it leaves it out.
+    async fn infer_schemas(
+        &self,
+        tools: &[Tool],
+        answers: &mut Vec<Answer>,
+        context: &ToolContext,
+        deadline: tokio::time::Instant,
+    ) {
+        for (index, tool) in tools.iter().enumerate() {
+            let position = answers.iter().position(|answer| answer.index == index);
+            let answer = position.map(|position| &answers[position]);
+            if answer.is_some_and(Answer::is_refusal) {
+                continue;
+            }
+            let improved = answer.map_or_else(|| tool.clone(), |answer| answer.patch.applied_to(tool));
+            if !wants_parameters(&improved) || tokio::time::Instant::now() >= deadline {
+                continue;
+            }
+            let within = deadline.min(tokio::time::Instant::now() + self.deadline);
+            let schema = match self.infer(&improved, context, within).await {
+                Ok(inference) => inferred_schema(tool, &inference.parameters),
+                Err(error) => {
+                    tracing::warn!("no parameters inferred for `{}`: {error}", tool.name);
+                    continue;
+                }
+            };
+            let proposal = schema.and_then(|schema| {
+                let mut with_schema = improved.clone();
+                with_schema.input_schema = Some(tool_mediator_core::json::Json::from(schema));
+                let mut proposal = Answer::proposing(index, tool, &with_schema, DEFAULT_CONFIDENCE);
+                if let Some(answer) = answer {
+                    proposal.category.clone_from(&answer.category);
+                    proposal.confidence = answer.confidence;
+                    proposal.inferred.clone_from(&answer.inferred);
+                    proposal.refused.clone_from(&answer.refused);
+                }
+                proposal.inferred.push("inputSchema".to_owned());
+                proposal.model = Some(self.client.model().to_owned());
+                gate::admit(tool, &proposal)?;
+                Ok(proposal)
+            });
+            match (proposal, position) {
+                (Ok(proposal), Some(position)) => answers[position] = proposal,
+                (Ok(proposal), None) => answers.push(proposal),
+                (Err(reason), Some(position)) => answers[position].refused.push(format!("its parameters: {reason}")),
+                (Err(reason), None) => answers.push(Answer::refusal(index, format!("its parameters: {reason}"))),
+            }
+        }
+    }
+
+    /// The model's parameters for `tool`, as it is named and described now.
+    async fn infer(
+        &self,
+        tool: &Tool,
+        context: &ToolContext,
+        deadline: tokio::time::Instant,
+    ) -> Result<Inference, LlmError> {
+        let data = json!({"name": tool.name, "description": tool.description});
+        let tool_json = serde_json::to_string_pretty(&data).expect("JSON values serialize");
+        let prompt =
+            self.prompts.render(Task::InferSchema, &context.source, source_type_name(context.source_type), &tool_json);
+        let max_tokens = u32::try_from(OUTPUT_TOKENS_FRAME + MAX_INFERRED_PARAMETERS * 60).unwrap_or(u32::MAX);
+        self.usage.requests.fetch_add(1, Ordering::Relaxed);
+        let outcome = self.client.complete_within(SYSTEM, &prompt, &INFERENCE_SCHEMA, max_tokens, Some(deadline)).await;
+        let completion = outcome.inspect_err(|_| {
+            self.usage.failed.fetch_add(1, Ordering::Relaxed);
+        })?;
+        self.usage.input_tokens.fetch_add(completion.input_tokens, Ordering::Relaxed);
+        self.usage.output_tokens.fetch_add(completion.output_tokens, Ordering::Relaxed);
+        serde_json::from_value(completion.json).map_err(|error| LlmError::Malformed {
+            provider: self.client.provider(),
+            message: format!("its parameters are not what was asked for: {error}"),
+        })
+    }
+
+    fn note_unanswered(&self, tools: &[(usize, &Tool)], why: Why) {
+        let mut unanswered = tool_mediator_core::sync::lock(&self.unanswered);
+        for (_, tool) in tools {
+            unanswered.insert(tool.name.clone(), why);
+        }
+    }
+}
+
+/// Whether `tool` published no parameters though its name says it takes some: `search`,
+/// `update_profile`, `get_user_by_id` (not `get_time`, `list_all`).
+fn wants_parameters(tool: &Tool) -> bool {
+    use crate::rules::{describe, identifier};
+    if !tool.parameter_names().is_empty() {
+        return false;
+    }
+    let takes_nothing = match tool.input_schema_value() {
+        None => true,
+        Some(Value::Object(schema)) => schema.keys().all(|key| {
+            matches!(key.as_str(), "type" | "properties" | "required" | "$schema" | "title" | "description")
+        }),
+        Some(_) => false,
+    };
+    let words = identifier::words(&tool.name);
+    takes_nothing
+        && (describe::implies_arguments(&words) || matches!(words.as_slice(), [verb] if describe::needs_object(verb)))
+}
+
+/// About how many tokens `text` is: JSON and code run at about three bytes a token.
+fn estimated_tokens(text: &str) -> usize {
+    text.len().div_ceil(3)
 }
 
 /// A deadline as written on the command line: `60s`, `1.5s`, `250ms`.
@@ -262,6 +510,65 @@ struct Entry {
     #[serde(default)]
     parameters: HashMap<String, String>,
     confidence: Option<f64>,
+}
+
+/// The model's answer about the parameters of a tool that published none.
+#[derive(Deserialize)]
+struct Inference {
+    parameters: std::collections::BTreeMap<String, NewParameter>,
+}
+
+/// A parameter the model infers for a tool that published none.
+#[derive(Deserialize)]
+struct NewParameter {
+    #[serde(rename = "type")]
+    kind: String,
+    description: Option<String>,
+    #[serde(default)]
+    required: bool,
+}
+
+/// The schema the model inferred for `tool`, which must have published no parameters; why not.
+fn inferred_schema(
+    tool: &Tool,
+    parameters: &std::collections::BTreeMap<String, NewParameter>,
+) -> Result<Value, String> {
+    if !tool.parameter_names().is_empty() {
+        return Err("it adds parameters to a tool that has some".into());
+    }
+    if parameters.len() > MAX_INFERRED_PARAMETERS {
+        return Err(format!("it infers {} parameters (at most {MAX_INFERRED_PARAMETERS})", parameters.len()));
+    }
+    let mut schema = match tool.input_schema_value() {
+        Some(Value::Object(schema)) => schema,
+        _ => Map::new(),
+    };
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, parameter) in parameters {
+        if !gate::is_parameter_name(name) {
+            return Err(format!("`{name}` is not a plain parameter name"));
+        }
+        let mut property = json!({"type": parameter.kind});
+        if let Some(description) = parameter.description.as_deref().filter(|text| !text.trim().is_empty()) {
+            if carries_instructions(description) {
+                return Err("a parameter description carries instructions".into());
+            }
+            property["description"] = json!(description);
+        }
+        properties.insert(name.clone(), property);
+        if parameter.required {
+            required.push(json!(name));
+        }
+    }
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    if required.is_empty() {
+        schema.remove("required");
+    } else {
+        schema.insert("required".into(), Value::Array(required));
+    }
+    Ok(Value::Object(schema))
 }
 
 /// Phrases that make a description an instruction to the reader rather than a description.
@@ -340,10 +647,18 @@ impl LlmTransformer {
                 refuse("answered twice");
                 continue;
             }
-            match self.answer_for(index, tool, entry, taken, &mut proposed) {
-                Ok(answer) => answers.push(answer),
-                Err(reason) => refuse(&reason),
+            // A refused answer is still an answer: the tool's provenance says which gate.
+            let mut answer = match self.answer_for(index, tool, entry, taken, &mut proposed) {
+                Ok(answer) => answer,
+                Err(reason) => {
+                    refuse(&reason);
+                    Answer::refusal(index, reason)
+                }
+            };
+            if !answer.is_refusal() {
+                answer.model = Some(self.client.model().to_owned());
             }
+            answers.push(answer);
         }
         answers
     }
@@ -365,15 +680,7 @@ impl LlmTransformer {
         }
         let mut improved = tool.clone();
         let mut inferred = Vec::new();
-        if let Some(name) = entry.name.filter(|name| *name != tool.name) {
-            if !NameRules::MCP.is_valid(&name) {
-                return Err(format!("`{name}` is not a valid tool name"));
-            }
-            if taken.contains(name.as_str()) || !proposed.insert(name.clone()) {
-                return Err(format!("renames into `{name}`, which another tool has"));
-            }
-            improved.name = name;
-        }
+        let mut refused = Vec::new();
         if let Some(description) = entry.description.filter(|d| !d.trim().is_empty()) {
             if carries_instructions(&description) {
                 return Err("its description carries instructions".into());
@@ -381,6 +688,19 @@ impl LlmTransformer {
             if tool.description.as_deref() != Some(description.as_str()) {
                 improved.description = Some(description);
                 inferred.push("description".to_owned());
+            }
+        }
+        if let Some(name) = entry.name.filter(|name| *name != tool.name) {
+            if !NameRules::MCP.is_valid(&name) {
+                return Err(format!("`{name}` is not a valid tool name"));
+            }
+            if taken.contains(name.as_str()) || !proposed.insert(name.clone()) {
+                return Err(format!("renames into `{name}`, which another tool has"));
+            }
+            // A name that fails its gate costs the answer its name only: the rest may be right.
+            match gate::name_reads_right(tool, &name, improved.description.as_deref()) {
+                Ok(()) => improved.name = name,
+                Err(reason) => refused.push(format!("the name `{name}`: {reason}")),
             }
         }
         if !entry.parameters.is_empty() {
@@ -412,6 +732,7 @@ impl LlmTransformer {
         let mut answer = Answer::proposing(index, tool, &improved, confidence);
         answer.category = category;
         answer.inferred = inferred;
+        answer.refused = refused;
         gate::admit(tool, &answer)?;
         Ok(answer)
     }
@@ -443,89 +764,107 @@ impl ToolTransformer for LlmTransformer {
     }
 
     async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
-        let indexed: Vec<(usize, &Tool)> = tools.iter().enumerate().collect();
-        let batches: Vec<&[(usize, &Tool)]> = indexed.chunks(self.batch_size).collect();
         let taken: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-        let prompts: Vec<String> = batches
-            .iter()
-            .map(|batch| self.prompt(&batch.iter().map(|(_, tool)| *tool).collect::<Vec<_>>(), context))
-            .collect();
+        // A dry run sends nothing, not even the question of the context window.
+        let window = if self.dry_run { None } else { self.client.context_window().await };
+        let batches = self.batches(tools, context, window);
 
         if self.dry_run {
             let mut planned = tool_mediator_core::sync::lock(&self.planned);
-            for (batch, prompt) in batches.iter().zip(&prompts) {
-                let body = self.client.request_body(SYSTEM, prompt, &ANSWER_SCHEMA);
+            for batch in &batches {
+                let prompt = self.prompt(&batch.iter().map(|(_, tool)| *tool).collect::<Vec<_>>(), context);
+                let max_tokens = Self::max_tokens(batch.len(), &prompt, window);
+                let body = self.client.request_body_within(SYSTEM, &prompt, &ANSWER_SCHEMA, max_tokens);
                 let bytes = body.to_string().len();
                 planned.push(PlannedRequest { tools: batch.len(), body, bytes, estimated_tokens: bytes / 4 });
             }
             return Ok(Vec::new());
         }
 
-        let client = &self.client;
-        let progress = self.progress.as_deref();
-        let sizes: Vec<usize> = batches.iter().map(|batch| batch.len()).collect();
-        let deadline = tokio::time::Instant::now() + self.deadline;
+        {
+            let mut unanswered = tool_mediator_core::sync::lock(&self.unanswered);
+            for tool in tools {
+                unanswered.remove(&tool.name);
+            }
+        }
+        if let Some(progress) = &self.progress {
+            progress(Progress::Asking(tools.len()));
+        }
+        // The whole call ends within its tools' share of time: with one request at a time, the
+        // last batch waits for all the others.
+        let deadline = tokio::time::Instant::now() + self.deadline.saturating_mul(tools.len().max(1) as u32);
         let started = AtomicU64::new(0);
         let started = &started;
+        let mut finished = vec![false; batches.len()];
         // Answers that came in time are kept; at the deadline the rest are dropped with the
         // stream (requests in flight are cancelled, those not yet sent never are).
-        let outcomes = {
-            let mut pending = std::pin::pin!(
-                stream::iter(prompts.into_iter().enumerate())
-                    .map(|(number, prompt)| {
-                        let size = sizes[number];
-                        async move {
-                            // A batch whose turn comes after the deadline is not sent at all.
-                            if tokio::time::Instant::now() >= deadline {
-                                return (number, Err(LlmError::Deadline { provider: client.provider() }));
-                            }
-                            started.fetch_add(1, Ordering::Relaxed);
-                            let outcome = client.complete_before(SYSTEM, &prompt, &ANSWER_SCHEMA, Some(deadline)).await;
-                            if let Some(progress) = progress {
-                                progress(size);
-                            }
-                            (number, outcome)
-                        }
-                    })
-                    .buffer_unordered(self.concurrency)
-            );
-            let mut outcomes: Vec<(usize, Result<Completion, LlmError>)> = Vec::with_capacity(batches.len());
-            while let Ok(Some(outcome)) = tokio::time::timeout_at(deadline, pending.next()).await {
-                outcomes.push(outcome);
+        let mut outcomes = Vec::with_capacity(batches.len());
+        {
+            // Made first and then streamed: a closure over borrowed batches inside the stream
+            // would be asked to hold for any lifetime.
+            let asking: Vec<_> = batches
+                .iter()
+                .enumerate()
+                .map(|(number, batch)| async move {
+                    // A batch whose turn comes after the deadline is not sent at all.
+                    if tokio::time::Instant::now() >= deadline {
+                        return (number, Vec::new());
+                    }
+                    (number, self.ask(batch, context, window, started).await)
+                })
+                .collect();
+            let mut pending = std::pin::pin!(stream::iter(asking).buffer_unordered(self.concurrency));
+            while let Ok(Some((number, pieces))) = tokio::time::timeout_at(deadline, pending.next()).await {
+                finished[number] = !pieces.is_empty();
+                outcomes.extend(pieces);
             }
-            outcomes
-        };
-        let mut finished = vec![false; batches.len()];
-        for (number, _) in &outcomes {
-            finished[*number] = true;
         }
-        // A batch counts as a request once it is sent, and as a failed one unless answered
-        // (abandoned in flight included).
+        // A request counts once it is sent, and as a failed one unless answered (abandoned in
+        // flight and cut off included).
         let started = started.load(Ordering::Relaxed);
         let answered = outcomes.iter().filter(|(_, outcome)| outcome.is_ok()).count() as u64;
         self.usage.requests.fetch_add(started, Ordering::Relaxed);
         self.usage.failed.fetch_add(started.saturating_sub(answered), Ordering::Relaxed);
-        let mut late: usize = (0..batches.len()).filter(|&number| !finished[number]).map(|number| sizes[number]).sum();
+        let mut late = 0;
+        for (number, batch) in batches.iter().enumerate() {
+            if !finished[number] {
+                late += batch.len();
+                self.note_unanswered(batch, Why::ModelLate);
+            }
+        }
 
         let mut answers = Vec::new();
         let mut failures = Vec::new();
-        for (number, outcome) in outcomes {
-            let batch = batches[number];
+        for (piece, outcome) in outcomes {
             match outcome {
                 Ok(completion) => {
                     self.usage.input_tokens.fetch_add(completion.input_tokens, Ordering::Relaxed);
                     self.usage.output_tokens.fetch_add(completion.output_tokens, Ordering::Relaxed);
-                    answers.extend(self.read_answer(&completion.json, batch, &taken));
+                    answers.extend(self.read_answer(&completion.json, piece, &taken));
                 }
-                Err(LlmError::Deadline { .. }) => late += batch.len(),
-                Err(error) => failures.push((batch.len(), error)),
+                Err(LlmError::Deadline { .. }) => {
+                    late += piece.len();
+                    self.note_unanswered(piece, Why::ModelLate);
+                }
+                Err(error) => {
+                    self.note_unanswered(piece, Why::RequestFailed);
+                    failures.push((piece.len(), error));
+                }
             }
+        }
+        if self.task == Task::Enhance && late == 0 {
+            self.infer_schemas(tools, &mut answers, context, deadline).await;
+        }
+        if let Some(progress) = &self.progress
+            && late > 0
+        {
+            progress(Progress::Answered(late));
         }
         if late > 0 {
             // The one warning for the deadline; the stage itself did not fail: its unanswered
             // tools are declined and go on down the chain, with no second warning there.
             tracing::warn!(
-                "the language model did not answer within {}; {} fell through to the rules",
+                "the language model did not answer within {} a tool; {} fell through to the rules",
                 seconds(self.deadline),
                 tool_mediator_core::counted(late, "tool", "tools")
             );

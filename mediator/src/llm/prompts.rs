@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 const ENHANCE: &str = include_str!("../../prompts/enhance.md");
 const CATEGORIZE: &str = include_str!("../../prompts/categorize.md");
 const JUDGE: &str = include_str!("../../prompts/judge.md");
+const INFER: &str = include_str!("../../prompts/infer.md");
 
 /// Which template a transformer sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,8 @@ pub enum Task {
     Categorize,
     /// Whether a tool the screen is unsure of is poisoned.
     Judge,
+    /// The parameters of a tool that published none though its name says it takes some.
+    InferSchema,
 }
 
 /// The templates in use.
@@ -25,6 +28,7 @@ pub struct Prompts {
     enhance: String,
     categorize: String,
     judge: String,
+    infer: String,
 }
 
 /// A prompt directory that cannot be used.
@@ -37,7 +41,12 @@ pub struct PromptError {
 
 impl Default for Prompts {
     fn default() -> Self {
-        Prompts { enhance: ENHANCE.to_owned(), categorize: CATEGORIZE.to_owned(), judge: JUDGE.to_owned() }
+        Prompts {
+            enhance: ENHANCE.to_owned(),
+            categorize: CATEGORIZE.to_owned(),
+            judge: JUDGE.to_owned(),
+            infer: INFER.to_owned(),
+        }
     }
 }
 
@@ -49,6 +58,7 @@ impl Prompts {
             ("enhance.md", &mut prompts.enhance),
             ("categorize.md", &mut prompts.categorize),
             ("judge.md", &mut prompts.judge),
+            ("infer.md", &mut prompts.infer),
         ];
         for (name, slot) in slots {
             let path = dir.join(name);
@@ -66,6 +76,7 @@ impl Prompts {
             Task::Enhance => &self.enhance,
             Task::Categorize => &self.categorize,
             Task::Judge => &self.judge,
+            Task::InferSchema => &self.infer,
         }
     }
 

@@ -2,6 +2,7 @@
 //! servers (Ollama, vLLM, llama.cpp), with structured output, timeouts and retries.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -58,21 +59,41 @@ impl fmt::Display for Provider {
     }
 }
 
-/// A model call that failed. Messages never carry the API key.
+/// A model call that failed. Messages name the server by its URL (without credentials or query)
+/// and never carry the API key.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error("{provider} answered HTTP {status}: {body}")]
-    Status { provider: Provider, status: u16, body: String },
-    #[error("the request to {provider} failed: {message}")]
-    Transport { provider: Provider, message: String },
+    #[error("{provider} at {url} answered HTTP {status}: {body}{}", hint_for(*.status))]
+    Status { provider: Provider, url: String, status: u16, body: String },
+    #[error("the request to {provider} at {url} failed: {message}")]
+    Transport { provider: Provider, url: String, message: String },
     #[error("{provider}'s answer is not what was asked for: {message}")]
     Malformed { provider: Provider, message: String },
     /// The reply passed `llm_max_response_bytes`; it was not read further.
     #[error("{provider}'s reply was not read: {reason} (llm_max_response_bytes)")]
     TooLarge { provider: Provider, reason: String },
-    /// The deadline of the whole stage came before an answer.
+    /// The answer was cut off at the output limit (`finish_reason: length`): a grammar does not
+    /// stop a run-away string, and half an answer is no answer.
+    #[error("{provider}'s answer was cut off at {max_tokens} output tokens")]
+    CutOff { provider: Provider, max_tokens: u32 },
+    /// The deadline came before an answer.
     #[error("{provider} did not answer before the deadline")]
     Deadline { provider: Provider },
+}
+
+impl LlmError {
+    /// Whether the model was reached and answered (if unusably), rather than not reached at all.
+    pub fn is_cut_off(&self) -> bool {
+        matches!(self, LlmError::CutOff { .. })
+    }
+}
+
+/// What to try when a server says the address is wrong.
+fn hint_for(status: u16) -> &'static str {
+    match status {
+        404 => " (is the URL the server's base, such as http://127.0.0.1:11434 or http://127.0.0.1:8080/v1?)",
+        _ => "",
+    }
 }
 
 /// One structured answer and what it cost.
@@ -83,18 +104,25 @@ pub struct Completion {
     pub output_tokens: u64,
 }
 
+/// The most output a request may ask for unless told: far above an answer about a batch of tools.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
+
 /// How to reach a model.
 #[derive(Clone)]
 pub struct LlmClient {
     provider: Provider,
     model: String,
     base_url: String,
+    /// The base URL as errors name it: no user, password, query or fragment.
+    shown_url: String,
     api_key: Option<String>,
     http: reqwest::Client,
     timeout: Duration,
     max_response_bytes: u64,
     max_retries: u32,
     backoff: Duration,
+    /// The model's context window in tokens: configured, else asked of the server once.
+    context: Arc<tokio::sync::OnceCell<Option<u32>>>,
 }
 
 impl fmt::Debug for LlmClient {
@@ -127,22 +155,77 @@ impl LlmClient {
         base_url: Option<String>,
         api_key: Option<String>,
     ) -> Self {
-        let base_url =
-            base_url.unwrap_or_else(|| provider.default_base_url().to_owned()).trim_end_matches('/').to_owned();
+        let base_url = base(&base_url.unwrap_or_else(|| provider.default_base_url().to_owned()));
         LlmClient {
             provider,
             model: model.into(),
+            shown_url: shown(&base_url),
             base_url,
             api_key,
             http: http_client(),
-            timeout: Duration::from_secs(120),
+            // A local server on a CPU may take minutes for a batch: the deadline each request is
+            // given (per tool) is what bounds it there.
+            timeout: Duration::from_secs(if provider == Provider::OpenAiCompatible { 1800 } else { 120 }),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retries: 3,
             backoff: Duration::from_millis(500),
+            context: Arc::default(),
         }
     }
 
-    /// The per-request timeout (120 s unless set), from connecting to the reply's last byte.
+    /// The model's context window, in tokens, when the server is not to be asked.
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context = Arc::new(tokio::sync::OnceCell::new_with(Some(Some(tokens))));
+        self
+    }
+
+    /// The model's context window in tokens: as configured, else as a local server says (llama.cpp's
+    /// `/props`, Ollama's `/api/show`; asked once, within a few seconds), else `None` (a hosted
+    /// model's window is far larger than any batch).
+    pub async fn context_window(&self) -> Option<u32> {
+        *self.context.get_or_init(|| self.ask_context_window()).await
+    }
+
+    async fn ask_context_window(&self) -> Option<u32> {
+        if self.provider != Provider::OpenAiCompatible {
+            return None;
+        }
+        const ASKING: Duration = Duration::from_secs(5);
+        const MAX_PROPS_BYTES: u64 = 4 * 1024 * 1024;
+        let read = |response: reqwest::Response| async move {
+            if !response.status().is_success() {
+                return None;
+            }
+            let text = http::text_limited(response, MAX_PROPS_BYTES).await.ok()?;
+            serde_json::from_str::<Value>(&text).ok()
+        };
+        // llama.cpp: the slots' context.
+        if let Ok(response) = self.http.get(at(&self.base_url, "/props")).timeout(ASKING).send().await
+            && let Some(props) = read(response).await
+            && let Some(tokens) = props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64)
+        {
+            return u32::try_from(tokens).ok().filter(|&tokens| tokens > 0);
+        }
+        // Ollama: the context it runs the model with (`num_ctx`), else its default (2,048 before
+        // 0.6, 4,096 since: the smaller is safe) within the model's own window.
+        let shown = self.http.post(at(&self.base_url, "/api/show")).timeout(ASKING).json(&json!({"model": self.model}));
+        if let Ok(response) = shown.send().await
+            && let Some(show) = read(response).await
+        {
+            let trained = show.get("model_info").and_then(Value::as_object).and_then(|info| {
+                info.iter().find(|(key, _)| key.ends_with(".context_length")).and_then(|(_, value)| value.as_u64())
+            });
+            let configured = show.get("parameters").and_then(Value::as_str).and_then(|parameters| {
+                parameters.lines().find_map(|line| line.trim().strip_prefix("num_ctx")?.trim().parse::<u64>().ok())
+            });
+            let tokens = configured.unwrap_or(2048).min(trained.unwrap_or(u64::MAX));
+            return u32::try_from(tokens).ok().filter(|&tokens| tokens > 0);
+        }
+        None
+    }
+
+    /// The per-request timeout (120 s unless set; 30 minutes for a local server, where the
+    /// deadline per tool bounds a request), from connecting to the reply's last byte.
     /// Never longer than what is left before a deadline.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -170,23 +253,39 @@ impl LlmClient {
         &self.model
     }
 
+    /// The server's base URL, without the `/v1` a user may have written.
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
 
-    /// The request body for a prompt, as it would be sent (for `--dry-run`).
+    /// The request body for a prompt, as it would be sent (for `--dry-run`), asking for at most
+    /// [`DEFAULT_MAX_OUTPUT_TOKENS`].
     pub fn request_body(&self, system: &str, prompt: &str, schema: &Value) -> Value {
+        self.request_body_within(system, prompt, schema, DEFAULT_MAX_OUTPUT_TOKENS)
+    }
+
+    /// The request body asking for at most `max_tokens` of output. A local server is asked for
+    /// its most likely answer (temperature 0): the same tools read the same way every run.
+    pub fn request_body_within(&self, system: &str, prompt: &str, schema: &Value, max_tokens: u32) -> Value {
         match self.provider {
             Provider::Anthropic => json!({
                 "model": self.model,
-                "max_tokens": 8192,
+                "max_tokens": max_tokens,
                 "system": system,
                 "messages": [{"role": "user", "content": prompt}],
                 "tools": [{"name": "submit_tools", "description": "Submit the improved tool definitions.", "input_schema": schema}],
                 "tool_choice": {"type": "tool", "name": "submit_tools"}
             }),
-            Provider::OpenAi | Provider::OpenAiCompatible => json!({
+            Provider::OpenAi => json!({
                 "model": self.model,
+                "max_completion_tokens": max_tokens,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                "response_format": {"type": "json_schema", "json_schema": {"name": "tools", "schema": schema}}
+            }),
+            Provider::OpenAiCompatible => json!({
+                "model": self.model,
+                "max_tokens": max_tokens,
+                "temperature": 0,
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
                 "response_format": {"type": "json_schema", "json_schema": {"name": "tools", "schema": schema}}
             }),
@@ -194,9 +293,18 @@ impl LlmClient {
     }
 
     fn endpoint(&self) -> String {
+        at(&self.base_url, self.path())
+    }
+
+    /// The endpoint as errors name it.
+    fn shown_endpoint(&self) -> String {
+        at(&self.shown_url, self.path())
+    }
+
+    fn path(&self) -> &'static str {
         match self.provider {
-            Provider::Anthropic => format!("{}/v1/messages", self.base_url),
-            Provider::OpenAi | Provider::OpenAiCompatible => format!("{}/v1/chat/completions", self.base_url),
+            Provider::Anthropic => "/v1/messages",
+            Provider::OpenAi | Provider::OpenAiCompatible => "/v1/chat/completions",
         }
     }
 
@@ -216,7 +324,20 @@ impl LlmClient {
         schema: &Value,
         deadline: Option<Instant>,
     ) -> Result<Completion, LlmError> {
-        let body = self.request_body(system, prompt, schema);
+        self.complete_within(system, prompt, schema, DEFAULT_MAX_OUTPUT_TOKENS, deadline).await
+    }
+
+    /// [`complete_before`](Self::complete_before), asking for at most `max_tokens` of output: an
+    /// answer cut off there is [`LlmError::CutOff`], not retried here (a smaller question may fit).
+    pub async fn complete_within(
+        &self,
+        system: &str,
+        prompt: &str,
+        schema: &Value,
+        max_tokens: u32,
+        deadline: Option<Instant>,
+    ) -> Result<Completion, LlmError> {
+        let body = self.request_body_within(system, prompt, schema, max_tokens);
         let mut attempt = 0;
         loop {
             let timeout = match deadline {
@@ -230,7 +351,7 @@ impl LlmClient {
                 None => self.timeout,
             };
             let failure = match self.send(&body, timeout).await {
-                Ok(sent) => return self.parse(sent.completion),
+                Ok(sent) => return self.parse(sent.completion, max_tokens),
                 Err(failure) => failure,
             };
             if failure.timed_out && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
@@ -266,7 +387,11 @@ impl LlmClient {
             retryable: error.is_timeout() || error.is_connect() || error.is_request(),
             timed_out: error.is_timeout(),
             retry_after: None,
-            error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
+            error: LlmError::Transport {
+                provider: self.provider,
+                url: self.shown_endpoint(),
+                message: without_url(&error),
+            },
         })?;
         let status = response.status();
         let retry_after = response
@@ -297,7 +422,11 @@ impl LlmClient {
                     retryable: true,
                     timed_out: error.is_timeout(),
                     retry_after: None,
-                    error: LlmError::Transport { provider: self.provider, message: without_url(&error) },
+                    error: LlmError::Transport {
+                        provider: self.provider,
+                        url: self.shown_endpoint(),
+                        message: without_url(&error),
+                    },
                 });
             }
         };
@@ -309,6 +438,7 @@ impl LlmClient {
                 retry_after,
                 error: LlmError::Status {
                     provider: self.provider,
+                    url: self.shown_endpoint(),
                     status: status.as_u16(),
                     body: self.redacted(&text),
                 },
@@ -334,7 +464,16 @@ impl LlmClient {
     }
 
     /// The structured answer inside a provider's response, and its token counts.
-    fn parse(&self, response: Value) -> Result<Completion, LlmError> {
+    fn parse(&self, response: Value, max_tokens: u32) -> Result<Completion, LlmError> {
+        let cut_off = match self.provider {
+            Provider::Anthropic => response.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
+            Provider::OpenAi | Provider::OpenAiCompatible => {
+                response.pointer("/choices/0/finish_reason").and_then(Value::as_str) == Some("length")
+            }
+        };
+        if cut_off {
+            return Err(LlmError::CutOff { provider: self.provider, max_tokens });
+        }
         let malformed = |message: &str| LlmError::Malformed { provider: self.provider, message: message.to_owned() };
         let tokens = |path: &str| response.pointer(path).and_then(Value::as_u64).unwrap_or(0);
         match self.provider {
@@ -357,7 +496,8 @@ impl LlmClient {
                     .pointer("/choices/0/message/content")
                     .and_then(Value::as_str)
                     .ok_or_else(|| malformed("no choices[0].message.content"))?;
-                let json = serde_json::from_str(content)
+                // A model asked without a schema it honours wraps its JSON in a Markdown fence.
+                let json = serde_json::from_str(unfenced(content))
                     .map_err(|error| malformed(&format!("content is not JSON: {error}")))?;
                 Ok(Completion {
                     json,
@@ -381,9 +521,63 @@ struct Failure {
     error: LlmError,
 }
 
+/// A base URL as the client uses it: its path without a trailing `/` or `/v1` (the endpoints
+/// add it), so `http://127.0.0.1:11434/v1` and `http://127.0.0.1:11434` reach the same server.
+fn base(url: &str) -> String {
+    let url = url.trim();
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let path = parsed.path().trim_end_matches('/');
+            let path = path.strip_suffix("/v1").unwrap_or(path).trim_end_matches('/').to_owned();
+            parsed.set_path(&path);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.trim_end_matches('/').to_owned(),
+    }
+}
+
+/// `path` under the base URL `base` (its query kept).
+fn at(base: &str, path: &str) -> String {
+    match reqwest::Url::parse(base) {
+        Ok(mut url) => {
+            let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+            url.set_path(&joined);
+            url.to_string()
+        }
+        Err(_) => format!("{base}{path}"),
+    }
+}
+
+/// A URL as an error names it: the scheme, host, port and path, never a user, password or query
+/// (either may carry a secret).
+fn shown(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.as_str().trim_end_matches('/').to_owned()
+        }
+        Err(_) => "(an address that is not a URL)".to_owned(),
+    }
+}
+
+/// The JSON inside a Markdown code fence (```json ... ```), or the text as it is.
+fn unfenced(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(opened) = trimmed.strip_prefix("```") else { return text };
+    // The fence's info string (`json`) runs to the end of its line.
+    let body = opened.split_once('\n').map_or("", |(_, body)| body);
+    body.trim_end().strip_suffix("```").unwrap_or(body)
+}
+
 /// reqwest's message without the URL (a local server's URL may carry a token in its query).
 fn without_url(error: &reqwest::Error) -> String {
-    let mut message = error.to_string();
+    // The causes say what happened (`Connection refused`); reqwest's own message only that a
+    // request failed.
+    let mut message = tool_mediator_core::with_causes(error);
     if let Some(url) = error.url() {
         message = message.replace(url.as_str(), "<url>");
     }

@@ -230,6 +230,11 @@ pub fn implies_arguments(words: &[String]) -> bool {
         && subject(&words[start..]).is_some()
 }
 
+/// Whether `verb` must be told what to act on (`search`, `delete`, `create`).
+pub fn needs_object(verb: &str) -> bool {
+    GRAMMAR.needs_object.contains(verb)
+}
+
 /// A schema where the name makes the parameters near-certain: `get_user_by_email` takes an
 /// `email`, `search_*` takes a `query`.
 pub fn infer_schema(words: &[String]) -> Option<Value> {

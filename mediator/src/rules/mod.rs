@@ -20,6 +20,7 @@ use tool_mediator_core::{Answer, Expansion, ToolPatch, ToolTransformer, Transfor
 use tool_mediator_core::{Tool, ToolContext};
 
 use context::{Agreed, Context, Evidence, SiblingWords};
+pub(crate) use dictionary::is_english;
 pub use dictionary::{Dictionary, DictionaryError};
 pub use reading::NameReading;
 
