@@ -645,3 +645,70 @@ pub fn read_pid_file(pid_file: &Path) -> u32 {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The real language model (Qwen2.5-Coder-1.5B-Instruct, served by llama.cpp's own server) that
+/// `tests/peers/model/install` puts in `.tools/model/`, started once per test binary on a free
+/// port of 127.0.0.1 by `tests/peers/model/serve`, which ends with the binary (it reads its
+/// standard input until that closes). Only when asked (`TOOL_MEDIATOR_MODEL=1`, as `.ci/run` sets
+/// under CI): otherwise `None`, with one line saying how to run the test; asked for and missing,
+/// the test fails.
+pub struct RealModel {
+    /// The OpenAI-compatible base URL, `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The model's name, as the server calls it.
+    pub name: &'static str,
+    /// Held while a test asks it: one request at a time on two cores, whatever the test
+    /// threads do, so no test's deadline runs while another's request is being answered.
+    turn: Mutex<()>,
+}
+
+impl RealModel {
+    /// The model for one test at a time.
+    pub fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+pub fn real_model() -> Option<&'static RealModel> {
+    if std::env::var("TOOL_MEDIATOR_MODEL").as_deref() != Ok("1") {
+        eprintln!(
+            "skipped: the real language model is asked for with TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install puts it in .tools/model)"
+        );
+        return None;
+    }
+    static MODEL: OnceLock<RealModel> = OnceLock::new();
+    Some(MODEL.get_or_init(start_real_model))
+}
+
+fn start_real_model() -> RealModel {
+    let serve = root().join("tests/peers/model/serve");
+    let installed = root().join(".tools/model/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.sha256").is_file();
+    assert!(installed, "TOOL_MEDIATOR_MODEL=1 but the model is not installed: run tests/peers/model/install");
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = std::env::temp_dir().join(format!("tool-mediator-model-{port}.log"));
+    let mut child = Command::new(&serve)
+        .args(["--port", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {}: {error}", serve.display()));
+    // Held for as long as the test binary runs: the server ends when it closes.
+    let stdin = child.stdin.take().unwrap();
+    std::mem::forget(stdin);
+    let stdout = child.stdout.take().unwrap();
+    let (ready, heard) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("ready ") {
+                let _ = ready.send(url.to_owned());
+            }
+        }
+    });
+    let url = heard.recv_timeout(Duration::from_secs(300)).unwrap_or_else(|_| {
+        let _ = child.kill();
+        panic!("the model server did not come up in 300 s: {}", std::fs::read_to_string(&log).unwrap_or_default())
+    });
+    std::mem::forget(child);
+    RealModel { url, name: "qwen2.5-coder-1.5b-instruct", turn: Mutex::new(()) }
+}

@@ -396,13 +396,22 @@ impl Mediator {
     }
 
     /// The first answer in chain order that is acceptable and leaves the tool strong, else the
-    /// first acceptable one (a curated override before the rules), else the most confident,
-    /// else the tool as it came.
+    /// acceptable one that leaves the fewest weaknesses (the first in chain order on a tie: a
+    /// curated override before the rules), else the most confident, else the tool as it came.
     fn settle(&self, tool: Tool, mut candidates: Vec<Candidate>) -> (EnhancedTool, usize) {
-        let first = candidates
-            .iter()
-            .position(|candidate| candidate.strong)
-            .or_else(|| candidates.iter().position(|candidate| candidate.acceptable));
+        // Of acceptable answers that all leave it weak, the one that leaves the fewest
+        // weaknesses (a model's inferred parameters over the rules' bare repair); the earlier
+        // in chain order on a tie.
+        let least_weak = || {
+            let acceptable = candidates.iter().enumerate().filter(|(_, candidate)| candidate.acceptable);
+            acceptable
+                .map(|(position, candidate)| {
+                    (weakness::weaknesses(&candidate.answer.patch.applied_to(&tool)).len(), position)
+                })
+                .min()
+                .map(|(_, position)| position)
+        };
+        let first = candidates.iter().position(|candidate| candidate.strong).or_else(least_weak);
         let most_confident = || {
             (0..candidates.len()).reduce(|best, next| {
                 if candidates[next].answer.confidence > candidates[best].answer.confidence { next } else { best }

@@ -1,0 +1,100 @@
+//! The real language model in the loop: Qwen2.5-Coder-1.5B-Instruct on llama.cpp's own server
+//! (`tests/peers/model`), asked by the binary as a user asks a local server. Only with
+//! `TOOL_MEDIATOR_MODEL=1` (`.ci/run` sets it under CI); a test that needs the model says so
+//! and passes without it. A CPU answers in seconds a tool: the tools here are few, and no test
+//! asserts a duration.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use tool_mediator_tests::{RealModel, real_model, run_with, stderr};
+
+/// `enhance` of `page` through the real model, as a user runs it against a local server (the
+/// URL with `/v1`, as Ollama and llama.cpp print it), with the cache in `cache`.
+fn enhance(model: &RealModel, dir: &Path, page: &Path, cache: &Path, extra: &[&str]) -> Output {
+    let url = format!("{}/v1", model.url);
+    let mut args = vec![
+        "enhance",
+        page.to_str().unwrap(),
+        "--llm",
+        "openai-compatible",
+        "--llm-url",
+        &url,
+        "--model",
+        model.name,
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--report",
+    ];
+    args.extend_from_slice(extra);
+    run_with(dir, &args, None, &[])
+}
+
+fn provenance(tool: &Value) -> &Value {
+    &tool["_meta"]["tool-mediator/provenance"]
+}
+
+fn requests(output: &Output) -> String {
+    let text = stderr(output);
+    text.lines().find(|line| line.starts_with("llm: ")).unwrap_or_default().to_owned()
+}
+
+/// The seed's page (cryptic names, a missing schema) documented by the real model: its names
+/// and descriptions land in the output with provenance naming the model, a tool that takes
+/// nothing though its name says it does is given parameters, a second run asks the model
+/// nothing, and a changed tool costs one request.
+#[test]
+fn the_seed_page_is_documented_by_the_model_once() {
+    let Some(model) = real_model() else { return };
+    let _turn = model.turn();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("example.com.json");
+    let tools = |gets_user: &str| {
+        json!({"tools": [
+            {"name": "gt_usr", "description": gets_user, "inputSchema": {"type": "object"}},
+            {"name": "upd_prf", "description": "update profile", "inputSchema": {"type": "object"}},
+            {"name": "search", "description": "search", "inputSchema": {}}
+        ]})
+    };
+    fs::write(&page, tools("gets user").to_string()).unwrap();
+    let cache = dir.path().join("cache");
+    // The curated overrides know the seed's page: left out, so the model is asked.
+    let first = enhance(model, dir.path(), &page, &cache, &["--no-builtin-overrides"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let out: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let listed = out["tools"].as_array().unwrap();
+    assert_eq!(listed.len(), 3);
+    let by_source = |name: &str| {
+        listed.iter().find(|tool| provenance(tool)["originalName"] == name || tool["name"] == name).unwrap()
+    };
+    let user = by_source("gt_usr");
+    assert_eq!(user["name"], "get_user", "{}", stderr(&first));
+    assert_eq!(provenance(user)["model"], model.name, "the provenance names the model");
+    assert_eq!(provenance(user)["enhancedBy"], "cached-llm");
+    for tool in listed {
+        // What it wrote is read in the README's sample; here, that it is the model's.
+        assert_eq!(provenance(tool)["model"], model.name, "{tool}");
+        assert!(provenance(tool)["inferred"].as_array().unwrap().contains(&json!("description")), "{tool}");
+    }
+    let search = by_source("search");
+    let parameters = search["inputSchema"]["properties"].as_object().unwrap();
+    assert!(!parameters.is_empty(), "`search` is given parameters: {search}");
+    assert!(provenance(search)["inferred"].as_array().unwrap().contains(&json!("inputSchema")));
+    assert!(requests(&first).contains("(0 failed)"), "{}", stderr(&first));
+
+    let second = enhance(model, dir.path(), &page, &cache, &["--no-builtin-overrides"]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(second.stdout, first.stdout, "the second run reads the cache");
+    assert!(requests(&second).starts_with("llm: 0 requests"), "{}", stderr(&second));
+
+    fs::write(&page, tools("gets one user").to_string()).unwrap();
+    let third = enhance(model, dir.path(), &page, &cache, &["--no-builtin-overrides"]);
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert!(
+        requests(&third).starts_with("llm: 1 request "),
+        "only the changed tool is asked about: {}",
+        stderr(&third)
+    );
+}
