@@ -98,3 +98,55 @@ fn the_seed_page_is_documented_by_the_model_once() {
         stderr(&third)
     );
 }
+
+/// Auto-grouping: with the rules left out, `categorize` files the tools under the real model's
+/// categories, tools that act on the same thing together.
+#[test]
+fn categorize_groups_the_tools_by_the_models_categories() {
+    let Some(model) = real_model() else { return };
+    let _turn = model.turn();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("tools.json");
+    let tool = |name: &str, description: &str, parameter: &str| {
+        json!({"name": name, "description": description,
+               "inputSchema": {"type": "object", "properties": {parameter: {"type": "string"}}}})
+    };
+    let tools = json!({"tools": [
+        tool("get_user", "Get a user by ID.", "id"),
+        tool("delete_user", "Delete a user account.", "id"),
+        tool("read_file", "Read a file from disk.", "path"),
+        tool("write_file", "Write text to a file on disk.", "path"),
+    ]});
+    fs::write(&page, tools.to_string()).unwrap();
+    let output = run_with(
+        dir.path(),
+        &[
+            "categorize",
+            page.to_str().unwrap(),
+            "--no-rules",
+            "--llm",
+            "openai-compatible",
+            "--llm-url",
+            &model.url,
+            "--model",
+            model.name,
+            "--no-cache",
+        ],
+        None,
+        &[],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let grouped: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let category_of = |name: &str| {
+        let categories = grouped["categories"].as_object().unwrap();
+        categories
+            .iter()
+            .find(|(_, tools)| tools.as_array().unwrap().iter().any(|tool| tool["name"] == name))
+            .map(|(category, _)| category.clone())
+            .unwrap()
+    };
+    assert_ne!(category_of("get_user"), "uncategorized", "{grouped}");
+    assert_eq!(category_of("get_user"), category_of("delete_user"), "{grouped}");
+    assert_eq!(category_of("read_file"), category_of("write_file"), "{grouped}");
+    assert_ne!(category_of("get_user"), category_of("read_file"), "{grouped}");
+}

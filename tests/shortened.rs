@@ -19,7 +19,11 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 
-use tool_mediator::{RuleTransformer, Tool, schema};
+use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider};
+use tool_mediator::{
+    Answer, Mediator, RuleTransformer, SourceType, Tool, ToolContext, ToolPatch, ToolTransformer, TransformError,
+    schema,
+};
 use tool_mediator_tests::{eval_dir, json_lines, percent, root};
 
 /// The pair lists the measure shortens with, in this order: a word that several lists (or one
@@ -396,6 +400,163 @@ fn shortened_toolsdk_names_are_recovered() {
     assert!(recovered >= RECOVERED_FLOOR, "shortened names recovered (all at once) fell to {recovered:.1}%");
     let recovered = percent(single.recovered, single.shortened);
     assert!(recovered >= ONE_AT_A_TIME_FLOOR, "shortened names recovered (one at a time) fell to {recovered:.1}%");
+}
+
+/// Answers what it was given: a transformer's answers, recorded, replayed in a chain, so that
+/// the chain's choice between them is measured without asking again.
+struct Replay {
+    name: &'static str,
+    priority: i32,
+    answers: Vec<Answer>,
+}
+
+#[async_trait::async_trait]
+impl ToolTransformer for Replay {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    async fn transform(&self, _: &[Tool], _: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+        Ok(self.answers.clone())
+    }
+}
+
+/// The name the chain gives one tool, from the rules' answer and a model's, each for that tool
+/// alone (index 0), as the chain runs them: the rules first, the model after.
+async fn chained(tool: &Tool, rules: Option<Answer>, model: Option<Answer>) -> String {
+    let replay =
+        |name, priority, answer: Option<Answer>| Replay { name, priority, answers: answer.into_iter().collect() };
+    let mediator = Mediator::builder()
+        .transformer(replay("rules", RuleTransformer::PRIORITY, rules))
+        .transformer(replay("llm", LlmTransformer::PRIORITY, model))
+        .build();
+    let out = mediator.enhance(vec![tool.clone()], &ToolContext::new("toolsdk", SourceType::Api)).await;
+    out[0].tool.name.clone()
+}
+
+/// The rules' answer for the tool at `index` of `listing`, re-indexed as the tool alone.
+fn rules_answer(rules: &RuleTransformer, listing: &[Tool], index: usize) -> Option<Answer> {
+    rules.answers(listing).into_iter().find(|answer| answer.index == index).map(|mut answer| {
+        answer.index = 0;
+        answer
+    })
+}
+
+/// A model that writes a description for every tool and never names one keeps the rules'
+/// renames: the chain takes the model's answer (a description makes a weak tool stronger) and
+/// the name of the rules'. Before the two were merged, such a model took the rules' renames
+/// on these names from 987 to 435 (the issue's figure, on 2,000 tools).
+#[tokio::test]
+async fn a_model_that_keeps_the_name_keeps_the_rules_rename() {
+    let listings = listings(&eval_dir().join("mcp_tool_names_toolsdk.jsonl"));
+    let conventional = conventional_short_forms();
+    let files: Vec<&str> = SOURCES.iter().map(|(_, file)| *file).collect();
+    let pairs = Pairs::read(&files);
+    let rules = RuleTransformer::new();
+    let (mut renamed_by_rules, mut kept, mut recovered_by_rules, mut recovered_by_chain) = (0, 0, 0, 0);
+    let mut outcome = Outcome::default();
+    for listing in &listings {
+        for (index, shortening) in candidates(&rules, listing, &pairs, &conventional, &mut outcome) {
+            let shortened = with_names(listing, std::slice::from_ref(&(index, shortening.clone())));
+            let tool = &shortened[index];
+            let by_rules = rules_answer(&rules, &shortened, index);
+            let rules_name = by_rules.as_ref().and_then(|answer| answer.patch.name.clone());
+            let mut describing = Answer::new(0, ToolPatch::default(), 0.9);
+            describing.patch.description = Some(Some(format!("Described by a model: {}.", tool.name)));
+            describing.model = Some("describer".into());
+            let chain_name = chained(tool, by_rules, Some(describing)).await;
+            renamed_by_rules += usize::from(rules_name.is_some());
+            kept += usize::from(rules_name.as_deref() == Some(chain_name.as_str()));
+            recovered_by_rules += usize::from(rules_name.as_deref() == Some(listing[index].name.as_str()));
+            recovered_by_chain += usize::from(chain_name == listing[index].name);
+        }
+    }
+    println!(
+        "a model that never names: the rules' renames kept {kept} of {renamed_by_rules}; recovered {recovered_by_chain} \
+         (the rules alone {recovered_by_rules})"
+    );
+    assert!(renamed_by_rules > 500, "the measure has names to rename: {renamed_by_rules}");
+    assert_eq!(kept, renamed_by_rules, "a model that keeps the name loses none of the rules' renames");
+    assert_eq!(recovered_by_chain, recovered_by_rules);
+}
+
+/// The shortened names read back by the real language model (`TOOL_MEDIATOR_MODEL=1`; on demand,
+/// about ten minutes on two cores):
+///
+/// ```sh
+/// TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests --test shortened -- --ignored --nocapture
+/// ```
+///
+/// A sample of the one-at-a-time names, spread over the listings: each named back by the rules
+/// (in its listing, as above), by the model alone (the tool with its description, eight tools to
+/// a request), and by the chain (both answers, the chain choosing as it does).
+#[tokio::test]
+#[ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1, --ignored"]
+async fn shortened_names_read_back_by_the_real_model() {
+    let Some(model) = tool_mediator_tests::real_model() else { return };
+    let _turn = model.turn();
+    const SAMPLE: usize = 48;
+    let listings = listings(&eval_dir().join("mcp_tool_names_toolsdk.jsonl"));
+    let conventional = conventional_short_forms();
+    let files: Vec<&str> = SOURCES.iter().map(|(_, file)| *file).collect();
+    let pairs = Pairs::read(&files);
+    let rules = RuleTransformer::new();
+    let mut outcome = Outcome::default();
+    let mut all = Vec::new();
+    for listing in &listings {
+        for (index, shortening) in candidates(&rules, listing, &pairs, &conventional, &mut outcome) {
+            let shortened = with_names(listing, std::slice::from_ref(&(index, shortening)));
+            all.push((listing[index].name.clone(), shortened[index].clone(), rules_answer(&rules, &shortened, index)));
+        }
+    }
+    let sample = spread(&all, SAMPLE);
+    let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
+    let llm =
+        LlmTransformer::new(client, Prompts::default()).batching(8, 1).deadline(std::time::Duration::from_secs(120));
+    let tools: Vec<Tool> = sample.iter().map(|(_, tool, _)| tool.clone()).collect();
+    let started = Instant::now();
+    let answers = llm.transform(&tools, &ToolContext::new("toolsdk", SourceType::Api)).await.unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    let (mut by_rules, mut by_model, mut by_chain, mut model_wrong, mut chain_wrong) = (0, 0, 0, 0, 0);
+    let mut lines = Vec::new();
+    for (position, (original, tool, rules_said)) in sample.iter().enumerate() {
+        let model_said = answers.iter().find(|answer| answer.index == position).cloned().map(|mut answer| {
+            answer.index = 0;
+            answer
+        });
+        let rules_name = rules_said.as_ref().and_then(|answer| answer.patch.name.clone()).unwrap_or(tool.name.clone());
+        let model_name = model_said.as_ref().and_then(|answer| answer.patch.name.clone()).unwrap_or(tool.name.clone());
+        let chain_name = chained(tool, rules_said.clone(), model_said).await;
+        by_rules += usize::from(rules_name == *original);
+        by_model += usize::from(model_name == *original);
+        by_chain += usize::from(chain_name == *original);
+        model_wrong += usize::from(model_name != *original && model_name != tool.name);
+        chain_wrong += usize::from(chain_name != *original && chain_name != tool.name);
+        lines.push(format!(
+            "    {} -> rules {rules_name}, model {model_name}, chain {chain_name} ({original})",
+            tool.name
+        ));
+    }
+    let usage = llm.usage();
+    println!(
+        "shortened names read back, a sample of {} ({}):\n  the rules alone: {by_rules} recovered exactly\n  \
+         the model alone: {by_model} recovered exactly, {model_wrong} renamed to another name\n  the chain: \
+         {by_chain} recovered exactly, {chain_wrong} renamed to another name\n  the model: {} requests ({} failed), {} \
+         input and {} output tokens, {seconds:.0} s ({:.1} s a tool)\n{}",
+        sample.len(),
+        model.name,
+        usage.requests,
+        usage.failed_requests,
+        usage.input_tokens,
+        usage.output_tokens,
+        seconds / sample.len() as f64,
+        lines.join("\n")
+    );
+    assert!(by_chain >= by_rules, "the model costs the chain names the rules recover: {by_chain} < {by_rules}");
 }
 
 /// The most frequent keys of `counts`, `key count` each.
