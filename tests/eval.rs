@@ -121,6 +121,70 @@ fn well_named_tools_come_out_unchanged() {
     assert!(changed.is_empty(), "the rules changed well-named tools:\n{}", changed.join("\n"));
 }
 
+/// The same 200 well-named tools through the rules and the real language model
+/// (`TOOL_MEDIATOR_MODEL=1`; on demand):
+///
+/// ```sh
+/// TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests --test eval -- --ignored --nocapture
+/// ```
+///
+/// Only the tools the rules leave weak reach the model. Their names must stay (a clear name is
+/// never the model's to change); what it wrote of the rest is printed, to be read and judged.
+#[test]
+#[ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1, --ignored"]
+fn well_named_tools_keep_their_names_with_the_real_model() {
+    use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider};
+    let Some(model) = tool_mediator_tests::real_model() else { return };
+    let _turn = model.turn();
+    let rows = json_lines(&eval_dir().join("mcp_tools_wellnamed.jsonl"));
+    let mut by_server: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
+    for row in &rows {
+        let tool = Tool::new(row["name"].as_str().unwrap())
+            .with_description(row["description"].as_str().unwrap_or_default())
+            .with_input_schema(row["inputSchema"].clone());
+        by_server.entry(row["server"].as_str().unwrap_or("").to_owned()).or_default().push(tool);
+    }
+    let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
+    let llm = std::sync::Arc::new(
+        LlmTransformer::new(client, Prompts::default()).deadline(std::time::Duration::from_secs(120)),
+    );
+    let mediator = Mediator::builder().transformer(RuleTransformer::new()).transformer(llm.clone()).build();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let started = std::time::Instant::now();
+    let (mut total, mut kept, mut by_model) = (0, 0, Vec::new());
+    for (server, tools) in by_server {
+        let context = ToolContext::new(&server, SourceType::Api);
+        let enhanced = runtime.block_on(mediator.enhance(tools.clone(), &context));
+        for (before, after) in tools.iter().zip(&enhanced) {
+            total += 1;
+            kept += usize::from(before.name == after.tool.name);
+            if after.model.is_some() {
+                by_model.push(format!(
+                    "    {} -> {}: {:?} (was {:?}){}",
+                    before.name,
+                    after.tool.name,
+                    after.tool.description.as_deref().unwrap_or_default(),
+                    before.description.as_deref().unwrap_or_default().chars().take(80).collect::<String>(),
+                    if after.refused.is_empty() { String::new() } else { format!(" refused: {:?}", after.refused) }
+                ));
+            }
+        }
+    }
+    let usage = llm.usage();
+    println!(
+        "well-named tools with the real model: names kept {kept} of {total}; {} answered by the model ({} requests, \
+         {} failed, {} input and {} output tokens, {:.0} s):\n{}",
+        by_model.len(),
+        usage.requests,
+        usage.failed_requests,
+        usage.input_tokens,
+        usage.output_tokens,
+        started.elapsed().as_secs_f64(),
+        by_model.join("\n")
+    );
+    assert_eq!(kept, total, "the model renamed a well-named tool");
+}
+
 /// 1,512 BFCL functions with non-standard types: every schema out of the chain is valid.
 #[test]
 fn bfcl_schemas_come_out_valid() {

@@ -515,11 +515,19 @@ async fn shortened_names_read_back_by_the_real_model() {
     }
     let sample = spread(&all, SAMPLE);
     let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
-    let llm =
-        LlmTransformer::new(client, Prompts::default()).batching(8, 1).deadline(std::time::Duration::from_secs(120));
+    let llm = std::sync::Arc::new(
+        LlmTransformer::new(client, Prompts::default()).batching(8, 1).deadline(std::time::Duration::from_secs(120)),
+    );
+    // The model's answers are kept between runs (under the model, the prompts and the version,
+    // as the mediator keeps them): a change to the chain is measured again without asking again.
+    let kept = std::env::temp_dir().join("tool-mediator-model-eval");
+    let store = tool_mediator::cache::SledStore::open(&kept).unwrap();
+    let cache =
+        std::sync::Arc::new(tool_mediator::cache::Cache::new(store, std::time::Duration::from_secs(30 * 86_400)));
+    let asking = tool_mediator::cache::CachedTransformer::new(llm.clone(), cache);
     let tools: Vec<Tool> = sample.iter().map(|(_, tool, _)| tool.clone()).collect();
     let started = Instant::now();
-    let answers = llm.transform(&tools, &ToolContext::new("toolsdk", SourceType::Api)).await.unwrap();
+    let answers = asking.transform(&tools, &ToolContext::new("toolsdk", SourceType::Api)).await.unwrap();
     let seconds = started.elapsed().as_secs_f64();
     let (mut by_rules, mut by_model, mut by_chain, mut model_wrong, mut chain_wrong) = (0, 0, 0, 0, 0);
     let mut lines = Vec::new();
@@ -546,7 +554,7 @@ async fn shortened_names_read_back_by_the_real_model() {
         "shortened names read back, a sample of {} ({}):\n  the rules alone: {by_rules} recovered exactly\n  \
          the model alone: {by_model} recovered exactly, {model_wrong} renamed to another name\n  the chain: \
          {by_chain} recovered exactly, {chain_wrong} renamed to another name\n  the model: {} requests ({} failed), {} \
-         input and {} output tokens, {seconds:.0} s ({:.1} s a tool)\n{}",
+         input and {} output tokens, {seconds:.0} s ({:.1} s a tool; none when kept from an earlier run in {})\n{}",
         sample.len(),
         model.name,
         usage.requests,
@@ -554,6 +562,7 @@ async fn shortened_names_read_back_by_the_real_model() {
         usage.input_tokens,
         usage.output_tokens,
         seconds / sample.len() as f64,
+        kept.display(),
         lines.join("\n")
     );
     assert!(by_chain >= by_rules, "the model costs the chain names the rules recover: {by_chain} < {by_rules}");

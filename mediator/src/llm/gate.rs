@@ -76,8 +76,16 @@ pub(crate) fn name_reads_right(tool: &Tool, name: &str, description: Option<&str
     if parts.iter().all(|part| crate::rules::is_english(part)) && !parts.is_empty() {
         return Err("the name it had is clear already".into());
     }
+    // Every word of the name it had is in the new one, in order, spelled out or as it was: a
+    // rename spells a name out, it does not drop a word (`analyze_resume_txt` ->
+    // `analyze_resume`) or say something else (`wallet_from_priv_key` -> `create_wallet`).
+    let new_words = words(name);
+    let mut rest = new_words.iter();
+    if let Some(dropped) = parts.iter().find(|part| !rest.any(|word| abbreviates(part, word))) {
+        return Err(format!("it drops `{dropped}` of the name it had"));
+    }
     let said: Vec<String> = [tool.description.as_deref(), description].into_iter().flatten().flat_map(words).collect();
-    let unaccounted: Vec<String> = words(name)
+    let unaccounted: Vec<String> = new_words
         .into_iter()
         .filter(|word| {
             let abbreviated = parts.iter().any(|part| abbreviates(part, word));
@@ -269,7 +277,13 @@ mod tests {
         assert_eq!(reads(&tool("srch", "find things"), "search_pages", Some("Search the site's pages.")), Ok(()));
         // Invented: nothing `del` "delete" says gives `user`.
         assert!(reads(&tool("del", "delete"), "delete_user", None).unwrap_err().contains("`user`"));
-        assert!(reads(&tool("lst_msgs", "lists messages"), "get_messages", None).unwrap_err().contains("`get`"));
+        assert!(reads(&tool("lst_msgs", "lists messages"), "get_messages", None).unwrap_err().contains("`lst`"));
+        assert!(
+            reads(&tool("analyze_resume_txt", "Analyze a resume."), "analyze_resume", None)
+                .unwrap_err()
+                .contains("drops")
+        );
+        assert!(reads(&tool("wallet_from_priv_key", "Make a wallet."), "create_wallet", None).is_err());
         // A clear name stays.
         assert!(
             reads(&tool("checkout", "Start checkout for the items in the cart."), "checkout_items", None)

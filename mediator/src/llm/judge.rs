@@ -21,6 +21,9 @@ use crate::screen::{SecondLook, Verdict};
 use tool_mediator_core::Tool;
 
 /// What the model must answer.
+/// The most output a ruling may take.
+const RULING_TOKENS: u32 = 512;
+
 static RULING_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     json!({
         "type": "object",
@@ -120,16 +123,18 @@ impl Judge {
         let data = json!({"tool": tool, "evidence": evidence}).to_string();
         let prompt = self.prompts.render(Task::Judge, source, "", &data);
         self.asked.fetch_add(1, Ordering::Relaxed);
-        let answer = match self.client.complete_before(SYSTEM, &prompt, &RULING_SCHEMA, Some(deadline)).await {
-            Ok(completion) => completion.json,
-            Err(error) => {
-                tracing::warn!(
-                    "the language model could not judge `{}`; the screen's evidence decides: {error}",
-                    tool.name
-                );
-                return None;
-            }
-        };
+        // A ruling is a verdict and a sentence: its output is bounded like a tool's answer.
+        let answer =
+            match self.client.complete_within(SYSTEM, &prompt, &RULING_SCHEMA, RULING_TOKENS, Some(deadline)).await {
+                Ok(completion) => completion.json,
+                Err(error) => {
+                    tracing::warn!(
+                        "the language model could not judge `{}`; the screen's evidence decides: {error}",
+                        tool.name
+                    );
+                    return None;
+                }
+            };
         let Ok(mut ruling) = serde_json::from_value::<Ruling>(answer) else {
             tracing::warn!(
                 "the language model's ruling on `{}` is not {{poisoned, reason}}; the screen decides",
