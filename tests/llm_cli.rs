@@ -14,7 +14,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 fn answer() -> Value {
     let entries: Vec<Value> = ["ChaScr", "gt_usr"]
         .iter()
-        .map(|name| json!({"original_name": name, "name": if *name == "ChaScr" { "change_screen" } else { "get_user" }, "description": "Described by the model.", "confidence": 0.9}))
+        .map(|name| json!({"original_name": name, "name": if *name == "ChaScr" { "ChangeScreen" } else { "get_user" }, "description": "Described by the model.", "confidence": 0.9}))
         .collect();
     json!({"choices": [{"message": {"role": "assistant", "content": json!({"tools": entries}).to_string()}}], "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
 }
@@ -59,7 +59,7 @@ async fn the_second_run_asks_nothing() {
     let first = enhance(&server, dir.path(), &cache, &[]);
     assert!(first.status.success(), "{}", stderr(&first));
     let document: Value = serde_json::from_slice(&first.stdout).unwrap();
-    assert_eq!(document["tools"][0]["name"], "change_screen");
+    assert_eq!(document["tools"][0]["name"], "ChangeScreen");
     assert!(stderr(&first).contains("llm: 1 request (0 failed), 100 input and 20 output tokens"), "{}", stderr(&first));
     let second = enhance(&server, dir.path(), &cache, &[]);
     assert!(second.status.success());
@@ -115,7 +115,7 @@ async fn a_corrupt_cache_is_set_aside_and_the_run_goes_on() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).contains("moved it to"), "{}", stderr(&output));
     let document: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(document["tools"][0]["name"], "change_screen");
+    assert_eq!(document["tools"][0]["name"], "ChangeScreen");
 }
 
 #[tokio::test]

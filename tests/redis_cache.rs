@@ -22,7 +22,7 @@ use redis_server::RedisServer;
 const PASSWORD: &str = "correct-horse-battery-staple";
 
 fn answer() -> Value {
-    let entries: Vec<Value> = [("ChaScr", "change_screen"), ("gt_usr", "get_user")]
+    let entries: Vec<Value> = [("ChaScr", "ChangeScreen"), ("gt_usr", "get_user")]
         .iter()
         .map(|(name, new)| json!({"original_name": name, "name": new, "description": "Described by the model.", "confidence": 0.9}))
         .collect();
@@ -79,7 +79,7 @@ async fn a_second_process_asks_nothing_and_a_changed_tool_costs_one_request() {
     let url = redis.url();
 
     let first = enhance(&model, first_dir.path(), false, &["--cache-url", &url], &[]);
-    assert_eq!(enhanced_names(&first), ["change_screen", "get_user"]);
+    assert_eq!(enhanced_names(&first), ["ChangeScreen", "get_user"]);
     assert_eq!(requests(&model).await, 1);
 
     // Another process, another directory, the URL from the environment: answered by Redis.
@@ -88,7 +88,7 @@ async fn a_second_process_asks_nothing_and_a_changed_tool_costs_one_request() {
     assert_eq!(requests(&model).await, 1, "the second process asks the model nothing");
 
     let changed = enhance(&model, second_dir.path(), true, &["--cache-url", &url], &[]);
-    assert_eq!(enhanced_names(&changed), ["change_screen", "get_user"]);
+    assert_eq!(enhanced_names(&changed), ["ChangeScreen", "get_user"]);
     assert_eq!(requests(&model).await, 2, "the changed tool costs one request");
     let sent: Value = serde_json::from_slice(&model.received_requests().await.unwrap()[1].body).unwrap();
     let sent = sent.to_string();
@@ -125,7 +125,7 @@ async fn a_record_forged_in_redis_is_not_used_and_said_once() {
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
     let first = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
-    assert_eq!(enhanced_names(&first), ["change_screen", "get_user"]);
+    assert_eq!(enhanced_names(&first), ["ChangeScreen", "get_user"]);
     assert_eq!(requests(&model).await, 1);
 
     let store = RedisStore::open(&CacheUrl::new(&url), "tool-mediator:", None).unwrap();
@@ -140,13 +140,13 @@ async fn a_record_forged_in_redis_is_not_used_and_said_once() {
             store.put(&key, &forged).unwrap();
         }
         let again = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
-        assert_eq!(enhanced_names(&again), ["change_screen", "get_user"], "{shape}: {}", stderr(&again));
+        assert_eq!(enhanced_names(&again), ["ChangeScreen", "get_user"], "{shape}: {}", stderr(&again));
         assert_eq!(stderr(&again).matches("not written under this mediator's key").count(), 1, "{}", stderr(&again));
     }
     assert_eq!(requests(&model).await, 3, "each forgery is asked about again");
     // What the model answered again is kept: the next run asks nothing.
     let last = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
-    assert_eq!(enhanced_names(&last), ["change_screen", "get_user"]);
+    assert_eq!(enhanced_names(&last), ["ChangeScreen", "get_user"]);
     assert_eq!(requests(&model).await, 3);
 }
 
@@ -172,7 +172,7 @@ async fn values_too_long_to_be_answers_are_never_read() {
     // `cache stats` reads no more than a run does: the value past the store's limit is left out.
     assert_eq!(store.records().unwrap().len(), 1);
     let again = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
-    assert_eq!(enhanced_names(&again), ["change_screen", "get_user"], "{}", stderr(&again));
+    assert_eq!(enhanced_names(&again), ["ChangeScreen", "get_user"], "{}", stderr(&again));
     assert_eq!(requests(&model).await, 2, "asked again");
     assert_eq!(stderr(&again).matches("longer than the reader takes").count(), 1, "{}", stderr(&again));
 }
@@ -211,7 +211,7 @@ async fn a_server_that_trickles_an_endless_reply_costs_the_run_a_deadline_not_it
     let output = enhance(&model, dir.path(), false, &["--cache-url", &url], &[]);
     let took = started.elapsed();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(enhanced_names(&output), ["change_screen", "get_user"], "the run goes on uncached");
+    assert_eq!(enhanced_names(&output), ["ChangeScreen", "get_user"], "the run goes on uncached");
     assert_eq!(cache_warnings(&output), 1, "{}", stderr(&output));
     assert!(stderr(&output).contains("no whole answer within"), "{}", stderr(&output));
     // Not a measure of speed: without a deadline the run never ends.
@@ -249,7 +249,7 @@ async fn redis_gone_costs_one_warning_and_is_used_again_once_back() {
 
     redis.stop();
     let down = enhance(&model, dir.path(), false, &flags, &[]);
-    assert_eq!(enhanced_names(&down), ["change_screen", "get_user"], "the run goes on uncached");
+    assert_eq!(enhanced_names(&down), ["ChangeScreen", "get_user"], "the run goes on uncached");
     assert_eq!(first.stdout, down.stdout);
     assert_eq!(cache_warnings(&down), 1, "one warning, naming the URL:\n{}", stderr(&down));
     assert!(stderr(&down).contains(&format!("the cache at {url} cannot be used")), "{}", stderr(&down));
@@ -276,7 +276,7 @@ async fn a_wrong_password_is_one_warning_and_never_printed() {
     let url = redis.url();
     let wrong = [("TOOL_MEDIATOR_CACHE_PASSWORD", "wrong-secret-words"), ("TOOL_MEDIATOR_LOG", "debug")];
     let output = enhance(&model, dir.path(), false, &["--cache-url", &url], &wrong);
-    assert_eq!(enhanced_names(&output), ["change_screen", "get_user"]);
+    assert_eq!(enhanced_names(&output), ["ChangeScreen", "get_user"]);
     assert_eq!(cache_warnings(&output), 1, "{}", stderr(&output));
     let printed = format!("{}{}", stdout(&output), stderr(&output));
     assert!(!printed.contains("wrong-secret-words"), "{printed}");
@@ -392,7 +392,7 @@ async fn rediss_speaks_tls_checked_against_the_trusted_roots() {
     // A server whose certificate no trusted authority signed is not used.
     let untrusting = [("SSL_CERT_FILE", certificate.to_str().unwrap())];
     let refused = enhance(&model, dir.path(), false, &["--cache-url", &url], &untrusting);
-    assert_eq!(enhanced_names(&refused), ["change_screen", "get_user"]);
+    assert_eq!(enhanced_names(&refused), ["ChangeScreen", "get_user"]);
     assert_eq!(cache_warnings(&refused), 1, "{}", stderr(&refused));
     assert!(stderr(&refused).contains("certificate"), "{}", stderr(&refused));
 }

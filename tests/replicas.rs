@@ -94,7 +94,7 @@ impl Drop for HaProxy {
 }
 
 fn answer() -> Value {
-    let entries: Vec<Value> = [("ChaScr", "change_screen"), ("gt_usr", "get_user")]
+    let entries: Vec<Value> = [("ChaScr", "ChangeScreen"), ("gt_usr", "get_user")]
         .iter()
         .map(|(name, new)| {
             json!({"original_name": name, "name": new, "description": "Described by the model.", "confidence": 0.9})
@@ -181,7 +181,7 @@ async fn two_replicas_behind_haproxy_share_one_cache_and_serve_every_client() {
     let mut a = replica();
     ready(&http, &a.address).await;
     let from_a = stateless(&http, &a.url(), 1, "tools/list", json!({})).await;
-    assert_eq!(names(&from_a), ["change_screen", "get_user"], "{from_a}");
+    assert_eq!(names(&from_a), ["ChangeScreen", "get_user"], "{from_a}");
     let asked = model.received_requests().await.unwrap().len();
     assert!(asked >= 1, "the first replica asked the model");
     let b = replica();

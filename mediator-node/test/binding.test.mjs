@@ -263,7 +263,7 @@ describe('the language model, through the binding', () => {
       request.on('end', () => {
         asked.push(JSON.parse(body))
         const answer = {
-          tools: [{ original_name: 'ChaScr', name: 'change_screen', description: 'Switch the app to another screen.', category: 'navigation', confidence: 0.9 }],
+          tools: [{ original_name: 'ChaScr', name: 'ChangeScreen', description: 'Switch the app to another screen.', category: 'navigation', confidence: 0.9 }],
         }
         response.setHeader('content-type', 'application/json')
         response.end(JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(answer) }, finish_reason: 'stop' }] }))
@@ -280,7 +280,7 @@ describe('the language model, through the binding', () => {
     try {
       const mediator = await Mediator.create(settings)
       const [tool] = await mediator.enhance([{ name: 'ChaScr', description: 'cs' }])
-      assert.equal(tool.name, 'change_screen')
+      assert.equal(tool.name, 'ChangeScreen')
       assert.equal(tool._meta[PROVENANCE].enhancedBy, 'cached-llm')
       assert.equal(asked.length, 1)
     } finally {
@@ -289,7 +289,7 @@ describe('the language model, through the binding', () => {
     // The model is gone; the cache answers.
     const cached = await Mediator.create(settings)
     const [tool] = await cached.enhance([{ name: 'ChaScr', description: 'cs' }])
-    assert.equal(tool.name, 'change_screen')
+    assert.equal(tool.name, 'ChangeScreen')
     assert.equal(tool._meta[PROVENANCE].confidence, 0.9)
     assert.equal(asked.length, 1, 'answered from the cache, not asked again')
   })

@@ -53,7 +53,7 @@ fn endpoint(provider: Provider) -> &'static str {
 
 fn good_answer() -> Value {
     json!({"tools": [
-        {"original_name": "ChaScr", "name": "change_screen", "description": "Switch the app to another screen.", "category": "navigation",
+        {"original_name": "ChaScr", "name": "ChangeScreen", "description": "Switch the app to another screen.", "category": "navigation",
          "parameters": {"screen": "The screen to show."}, "confidence": 0.9},
         {"original_name": "gt_usr", "name": "get_user", "description": "Get a user by ID.", "confidence": 0.9},
         {"original_name": "echo", "confidence": 0.9}
@@ -106,7 +106,7 @@ async fn both_wire_formats_enhance_and_keep_the_original_description() {
         let setup = setup(provider, &server, None, false);
         let out = enhance(&setup, tools()).await;
         assert_all_present_and_valid(&out);
-        assert_eq!(out[0].name(), "change_screen", "{provider}");
+        assert_eq!(out[0].name(), "ChangeScreen", "{provider}");
         assert_eq!(out[0].category.as_deref(), Some("navigation"));
         assert_eq!(
             out[0].tool.input_schema_value().unwrap()["properties"]["screen"]["description"],
@@ -173,7 +173,7 @@ async fn a_key_the_server_echoes_is_masked_in_the_report() {
 async fn one_bad_entry_costs_only_its_own_tool() {
     let server = MockServer::start().await;
     let answer = json!({"tools": [
-        {"original_name": "ChaScr", "name": "change_screen", "confidence": 1.7},
+        {"original_name": "ChaScr", "name": "ChangeScreen", "confidence": 1.7},
         {"original_name": "gt_usr", "name": "get_user", "description": "Get a user by ID."}
     ]});
     Mock::given(method("POST")).respond_with(reply(Provider::OpenAi, answer)).mount(&server).await;
@@ -381,7 +381,7 @@ async fn answers_that_came_before_the_deadline_are_kept_and_cached() {
     // One batch at a time, a second a tool: the first is answered, the second and the third are
     // each abandoned at their deadline.
     let first = mediator.enhance(tools(), &context).await;
-    assert_eq!(first[0].name(), "change_screen");
+    assert_eq!(first[0].name(), "ChangeScreen");
     assert_eq!((first[1].name(), first[1].enhanced_by.as_str()), ("gt_usr", "none"));
     let deadline = matching(&warnings, "did not answer within 1s");
     assert_eq!(deadline.len(), 1, "{:?}", warnings.lock().unwrap());
@@ -389,7 +389,7 @@ async fn answers_that_came_before_the_deadline_are_kept_and_cached() {
     assert_eq!(server.received_requests().await.unwrap().len(), 3);
 
     let second = mediator.enhance(tools(), &context).await;
-    assert_eq!(second[0].name(), "change_screen");
+    assert_eq!(second[0].name(), "ChangeScreen");
     let sent = server.received_requests().await.unwrap();
     assert_eq!(sent.len(), 5, "only the unanswered tools are asked about again");
     let asked: String = sent[3..].iter().map(|request| String::from_utf8_lossy(&request.body).into_owned()).collect();
@@ -441,7 +441,7 @@ async fn a_reply_in_many_chunks_within_the_limit_is_read_whole() {
     let client = LlmClient::new(Provider::OpenAi, "test-model", Some(url), None).with_max_response_bytes(64 * 1024);
     let mediator = Mediator::builder().transformer(LlmTransformer::new(client, Prompts::default())).build();
     let out = mediator.enhance(tools(), &ToolContext::new("s", SourceType::Web)).await;
-    assert_eq!(out[0].name(), "change_screen");
+    assert_eq!(out[0].name(), "ChangeScreen");
     assert_eq!(out[1].name(), "get_user");
 }
 
@@ -552,7 +552,7 @@ async fn a_cut_off_answer_is_asked_again_in_halves_then_left_to_the_rules() {
     let mediator = Mediator::builder().transformer(llm.clone()).transformer(RuleTransformer::new()).build();
     let out = mediator.enhance(tools(), &ToolContext::new("example.com", SourceType::Web)).await;
     assert_all_present_and_valid(&out);
-    assert_eq!((out[0].name(), out[0].enhanced_by.as_str()), ("change_screen", "llm"), "the half that fit");
+    assert_eq!((out[0].name(), out[0].enhanced_by.as_str()), ("ChangeScreen", "llm"), "the half that fit");
     assert_eq!((out[1].name(), out[1].enhanced_by.as_str()), ("get_user", "rules"), "the half cut off again");
     let asked: Vec<Value> = server
         .received_requests()

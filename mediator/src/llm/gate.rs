@@ -102,6 +102,57 @@ pub(crate) fn name_reads_right(tool: &Tool, name: &str, description: Option<&str
     }
 }
 
+/// `name`'s words written the way `like` writes its own: with its separators (`-`, `_`, `__`
+/// where it has them, word for word when both have as many words), in camel or Pascal case
+/// when it is, in capitals when it is. A name of one lowercase word sets no style: the words
+/// are joined with `_`, MCP's common way.
+pub(crate) fn in_the_style_of(name: &str, like: &str) -> String {
+    use crate::rules::identifier::split;
+    let words: Vec<String> = split(name).iter().map(|token| token.text.to_lowercase()).collect();
+    let theirs = split(like);
+    if words.is_empty() || theirs.is_empty() {
+        return name.to_owned();
+    }
+    let separators: Vec<&str> = theirs.windows(2).map(|pair| &like[pair[0].span.end..pair[1].span.start]).collect();
+    let shouting = like.chars().any(char::is_alphabetic) && !like.chars().any(char::is_lowercase);
+    let cased = theirs.len() > 1 && separators.iter().all(|separator| separator.is_empty()) && !shouting;
+    if cased {
+        let capitalized = |word: &str| {
+            let mut letters = word.chars();
+            letters.next().map(|first| first.to_uppercase().chain(letters).collect()).unwrap_or_default()
+        };
+        let pascal = like.chars().next().is_some_and(char::is_uppercase);
+        return words
+            .iter()
+            .enumerate()
+            .map(|(index, word)| if index == 0 && !pascal { word.clone() } else { capitalized(word) })
+            .collect();
+    }
+    let usual = separators.iter().copied().find(|separator| !separator.is_empty()).unwrap_or("_");
+    let digits = |word: &str| word.chars().all(|c| c.is_ascii_digit());
+    let mut written = String::new();
+    for (index, word) in words.iter().enumerate() {
+        let mut word = if shouting { word.to_uppercase() } else { word.clone() };
+        if index > 0 {
+            // Digits follow their word with nothing between (`v2`); where the source's own words
+            // meet by case (`get_userName`), so do these.
+            let joined = digits(&word);
+            let separator = match words.len() == theirs.len() {
+                true => separators[index - 1],
+                false if joined => "",
+                false => usual,
+            };
+            if separator.is_empty() && !joined && !shouting {
+                let mut letters = word.chars();
+                word = letters.next().map(|first| first.to_uppercase().chain(letters).collect()).unwrap_or_default();
+            }
+            written.push_str(separator);
+        }
+        written.push_str(&word);
+    }
+    written
+}
+
 /// Whether `short` is `word` or a shortening of it: the same first letter, then its letters in
 /// order (`usr` user, `msgs` messages, `cfg` configuration).
 fn abbreviates(short: &str, word: &str) -> bool {
@@ -290,5 +341,22 @@ mod tests {
                 .unwrap_err()
                 .contains("clear already")
         );
+    }
+
+    #[test]
+    fn a_models_name_is_written_the_way_the_source_writes_its_names() {
+        assert_eq!(in_the_style_of("invoke_function", "invokeFn"), "invokeFunction");
+        assert_eq!(in_the_style_of("change_screen", "ChaScr"), "ChangeScreen");
+        assert_eq!(in_the_style_of("swift_package_manager", "swift-pkg-manager"), "swift-package-manager");
+        assert_eq!(
+            in_the_style_of("get_workspaces_wid_profiles_count", "get_workspaces__wid__profiles_cnt"),
+            "get_workspaces__wid__profiles_count"
+        );
+        assert_eq!(in_the_style_of("getUser", "gt_usr"), "get_user");
+        assert_eq!(in_the_style_of("get_user", "GT_USR"), "GET_USER");
+        assert_eq!(in_the_style_of("executeQuery", "qry"), "execute_query");
+        assert_eq!(in_the_style_of("list_v2_items", "lst_v2_itms"), "list_v2_items");
+        assert_eq!(in_the_style_of("list_v2_all_items", "lst_v2_itms"), "list_v2_all_items");
+        assert_eq!(in_the_style_of("get_user_name", "gt_usrNm"), "get_userName");
     }
 }
