@@ -592,6 +592,69 @@ async fn a_session_over_live_overrides_takes_its_list_in_again_when_they_change(
     following.abort();
 }
 
+/// A client may call a tool under any name it was shown: its model read an earlier listing (the
+/// rules' names, before a language model's answers came; the overrides, before they were read
+/// again). The call reaches the tool that name was shown for, with its arguments mapped back as
+/// that listing showed them, while the client may see the tool; a tool hidden since is unknown
+/// under every name.
+#[tokio::test]
+async fn a_call_under_a_name_from_an_earlier_listing_reaches_the_tool_it_was_shown_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("example.com.json");
+    let write = |entry: Value| {
+        std::fs::write(&file, json!({"source": "example.com", "tools": {"gt_usr": entry}}).to_string()).unwrap();
+    };
+    write(json!({"name": "get_user", "arguments": {"uid": {"name": "user_id"}}}));
+    let live = tool_mediator::LiveOverrides::load(vec![dir.path().to_owned()]).unwrap();
+    let mediator = Arc::new(Mediator::builder().live_overrides(&live).build());
+    let session = Session::new(mediator, ToolContext::new("example.com", SourceType::Web), SessionPolicy::default());
+    let schema = json!({"type": "object", "properties": {"uid": {"type": "integer"}}});
+    let tools = vec![Tool::new("gt_usr").with_input_schema(schema), Tool::new("whoami")];
+    let names = |page: tool_mediator::session::ListPage| {
+        page.into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    let arguments = |name: &str| json!({name: 7}).as_object().unwrap().clone();
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["get_user", "whoami"]);
+
+    write(json!({"name": "fetch_user", "arguments": {"uid": {"name": "id"}}}));
+    assert!(live.reload_if_changed().unwrap());
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["fetch_user", "whoami"]);
+    let upstream = Route::Upstream { source: 0, name: "gt_usr".into(), arguments: arguments("uid") };
+    assert_eq!(session.route_call("fetch_user", arguments("id")).await, upstream, "the name shown now");
+    assert_eq!(session.route_call("get_user", arguments("user_id")).await, upstream, "the name shown before");
+    assert_eq!(
+        session.route_call("whoami", no_args()).await,
+        Route::Upstream { source: 0, name: "whoami".into(), arguments: no_args() }
+    );
+
+    write(json!({"hidden": true}));
+    assert!(live.reload_if_changed().unwrap());
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["whoami"]);
+    for name in ["get_user", "fetch_user", "gt_usr"] {
+        assert_eq!(session.route_call(name, arguments("uid")).await, Route::NotFound, "{name}: hidden since");
+    }
+}
+
+/// Behind a gateway a name shown before another server came with a tool of that name is no
+/// earlier name: both are prefixed now, and the bare name is neither's.
+#[tokio::test]
+async fn a_name_two_sources_share_now_is_no_earlier_name_of_either() {
+    let names = vec!["a".to_owned(), "b".to_owned()];
+    let session = Session::of_sources(rules(), context(), names, SessionPolicy::default());
+    let tools = |names: &[&str]| names.iter().map(|name| Tool::new(*name)).collect::<Vec<_>>();
+    session.take_in_from(0, &ToolContext::new("a", SourceType::Api), tools(&["search", "whoami"])).await;
+    let listed: Vec<String> = session.page(None).unwrap().tools().iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(listed, ["search", "whoami"]);
+    session.take_in_from(1, &ToolContext::new("b", SourceType::Api), tools(&["search"])).await;
+    let listed: Vec<String> = session.page(None).unwrap().tools().iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(listed, ["a_search", "whoami", "b_search"]);
+    assert_eq!(session.route_call("search", no_args()).await, Route::NotFound, "whose would it be?");
+    assert!(matches!(session.route_call("a_search", no_args()).await, Route::Upstream { source: 0, .. }));
+    // While b is down its names keep their places, and the bare name stays no one's.
+    session.forget(1);
+    assert_eq!(session.route_call("search", no_args()).await, Route::NotFound);
+}
+
 /// A transformer that answers what a forged cache record said: `del_acct` renamed and described
 /// as harmless, with an order to read a secret.
 struct Forged;
