@@ -592,6 +592,70 @@ async fn a_session_over_live_overrides_takes_its_list_in_again_when_they_change(
     following.abort();
 }
 
+/// A language model that answers `gt_usr` once its gate lets it.
+struct Gated(Arc<tokio::sync::Semaphore>);
+
+#[async_trait::async_trait]
+impl tool_mediator::ToolTransformer for Gated {
+    fn name(&self) -> &str {
+        "llm"
+    }
+
+    fn priority(&self) -> i32 {
+        50
+    }
+
+    async fn transform(
+        &self,
+        tools: &[Tool],
+        _: &ToolContext,
+    ) -> Result<Vec<tool_mediator::Answer>, tool_mediator::TransformError> {
+        let _let_through = self.0.acquire().await.map_err(|error| error.to_string())?;
+        let mut improved = tools[0].clone();
+        improved.name = "fetch_user_profile".into();
+        improved.description = Some("Fetches the profile of one user, by their id.".into());
+        Ok(vec![tool_mediator::Answer::proposing(0, &tools[0], &improved, 0.9)])
+    }
+}
+
+/// A session over a chain whose language model answers in the background: the listing does not
+/// wait for it, and a session that follows the chain takes the answers in when they arrive, and
+/// says so; the client reaches the tool under both names it was shown.
+#[tokio::test]
+async fn a_session_takes_in_the_answers_a_model_gives_in_the_background_and_says_so() {
+    use tool_mediator::cache::{Cache, CachedTransformer, MemoryStore};
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let late = tool_mediator::LateAnswers::default();
+    let cache = Arc::new(Cache::new(MemoryStore::default(), std::time::Duration::from_secs(60)));
+    let mediator = Mediator::builder()
+        .late_answers(&late)
+        .transformer(RuleTransformer::new())
+        .transformer(CachedTransformer::new(Gated(gate.clone()), cache).in_background(late))
+        .build();
+    let session = Arc::new(Session::new(Arc::new(mediator), context(), SessionPolicy::default()));
+    let tools = vec![Tool::new("gt_usr").with_input_schema(json!({"type": "object"}))];
+    let names = |page: tool_mediator::session::ListPage| {
+        page.into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(10), session.list_tools(&tools, None)).await;
+    assert_eq!(names(listed.expect("not waiting for the model").unwrap()), ["get_user"], "the rules' name");
+
+    let mut events = session.subscribe();
+    let following = tokio::spawn({
+        let session = session.clone();
+        async move { Session::follow_chain(&session).await }
+    });
+    tokio::task::yield_now().await;
+    gate.add_permits(1);
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), events.recv()).await;
+    assert_eq!(heard.expect("told within 10 s").unwrap(), ListChanged);
+    assert_eq!(names(session.page(None).unwrap()), ["fetch_user_profile"], "taken in without being listed again");
+    let upstream = Route::Upstream { source: 0, name: "gt_usr".into(), arguments: no_args() };
+    assert_eq!(session.route_call("fetch_user_profile", no_args()).await, upstream);
+    assert_eq!(session.route_call("get_user", no_args()).await, upstream, "the name shown first");
+    following.abort();
+}
+
 /// A client may call a tool under any name it was shown: its model read an earlier listing (the
 /// rules' names, before a language model's answers came; the overrides, before they were read
 /// again). The call reaches the tool that name was shown for, with its arguments mapped back as
