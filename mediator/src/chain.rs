@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::cache::LateAnswers;
+
 use crate::weakness;
 use serde_json::Value;
 use tool_mediator_core::NameRules;
@@ -114,26 +116,6 @@ impl PartialEq for ChainVersion {
     }
 }
 
-/// Says that answers a chain's transformer asked for in the background (a language model's, not
-/// waited for: see [`CachedTransformer::in_background`](crate::cache::CachedTransformer::in_background))
-/// have arrived: the chains that hear it ([`MediatorBuilder::late_answers`]) count a change, and
-/// the lists they enhanced are taken in again. Clones say it to the same chains.
-#[derive(Debug, Clone)]
-pub struct LateAnswers(Arc<watch::Sender<u64>>);
-
-impl Default for LateAnswers {
-    fn default() -> Self {
-        LateAnswers(Arc::new(watch::Sender::new(0)))
-    }
-}
-
-impl LateAnswers {
-    /// Answers arrived: every chain that hears this has changed.
-    pub fn arrived(&self) {
-        self.0.send_modify(|count| *count = count.wrapping_add(1));
-    }
-}
-
 /// Builds a [`Mediator`]; register transformers in any order.
 pub struct MediatorBuilder {
     transformers: Vec<Arc<dyn ToolTransformer>>,
@@ -173,7 +155,7 @@ impl MediatorBuilder {
     /// The mediator's [`Mediator::changes`] hear each time `late` says that answers arrived
     /// (those of a transformer asked in the background, which is given `late` too).
     pub fn late_answers(mut self, late: &LateAnswers) -> Self {
-        self.changes.answers = Some(late.0.subscribe());
+        self.changes.answers = Some(late.heard());
         self
     }
 

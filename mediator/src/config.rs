@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, CacheKey, CacheUrl, CachedTransformer, MemoryStore, RedisStore, SledStore};
-use crate::chain::{LateAnswers, Mediator};
+use crate::cache::{Cache, CacheKey, CacheUrl, CachedTransformer, LateAnswers, MemoryStore, RedisStore, SledStore};
+use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
 use crate::overrides::{LiveOverrides, OverrideError, OverrideSet, remote};
 use crate::rules::{Dictionary, DictionaryError, RuleTransformer};

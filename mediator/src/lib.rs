@@ -43,7 +43,7 @@ pub mod search;
 pub mod session;
 pub mod weakness;
 
-pub use chain::{ChainChanges, ChainEvent, ChainVersion, Enhancement, LateAnswers, Mediator, MediatorBuilder};
+pub use chain::{ChainChanges, ChainEvent, ChainVersion, Enhancement, Mediator, MediatorBuilder};
 pub use config::{BuildError, ChainOptions, ConfigError, MediatorConfig, Transformers, dictionary, is_variable_name};
 pub use overrides::{
     ArgumentOverride, LintFinding, LiveOverrides, OverrideError, OverrideFile, OverrideSet, OverrideTransformer,

@@ -623,9 +623,9 @@ impl tool_mediator::ToolTransformer for Gated {
 /// says so; the client reaches the tool under both names it was shown.
 #[tokio::test]
 async fn a_session_takes_in_the_answers_a_model_gives_in_the_background_and_says_so() {
-    use tool_mediator::cache::{Cache, CachedTransformer, MemoryStore};
+    use tool_mediator::cache::{Cache, CachedTransformer, LateAnswers, MemoryStore};
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let late = tool_mediator::LateAnswers::default();
+    let late = LateAnswers::default();
     let cache = Arc::new(Cache::new(MemoryStore::default(), std::time::Duration::from_secs(60)));
     let mediator = Mediator::builder()
         .late_answers(&late)

@@ -8,11 +8,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tool_mediator_core::sync::lock;
 
 use super::{Cache, MemoryStore};
-use crate::chain::LateAnswers;
+
+/// Says that answers a transformer asked for in the background (a language model's, not waited
+/// for: see [`CachedTransformer::in_background`](super::CachedTransformer::in_background)) have
+/// arrived: the chains that hear it
+/// ([`MediatorBuilder::late_answers`](crate::MediatorBuilder::late_answers)) count a change, and
+/// the lists they enhanced are taken in again. Clones say it to the same chains.
+#[derive(Debug, Clone)]
+pub struct LateAnswers(Arc<watch::Sender<u64>>);
+
+impl Default for LateAnswers {
+    fn default() -> Self {
+        LateAnswers(Arc::new(watch::Sender::new(0)))
+    }
+}
+
+impl LateAnswers {
+    /// Answers arrived: every chain that hears this has changed.
+    pub fn arrived(&self) {
+        self.0.send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// How many times answers arrived, and each time they do.
+    pub(crate) fn heard(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+}
 
 pub(super) struct Background {
     late: LateAnswers,

@@ -11,9 +11,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::background::Background;
+use super::background::{Background, LateAnswers};
 use super::{Cache, KeyedRecord};
-use crate::chain::LateAnswers;
 use tool_mediator_core::json::Json;
 use tool_mediator_core::{Answer, Expansion, ToolPatch, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
@@ -761,11 +760,11 @@ mod tests {
         }
     }
 
-    /// `held` behind `cache`, in the background, and a chain of it that hears its late answers.
-    fn in_the_background(held: &Held, cache: Cache) -> (Arc<CachedTransformer<Held>>, crate::Mediator) {
+    /// `held` behind `cache`, in the background, and what a chain would hear of its late answers.
+    fn in_the_background(held: &Held, cache: Cache) -> (CachedTransformer<Held>, tokio::sync::watch::Receiver<u64>) {
         let late = LateAnswers::default();
-        let cached = Arc::new(CachedTransformer::new(held.clone(), Arc::new(cache)).in_background(late.clone()));
-        (cached.clone(), crate::Mediator::builder().late_answers(&late).transformer(cached).build())
+        let heard = late.heard();
+        (CachedTransformer::new(held.clone(), Arc::new(cache)).in_background(late), heard)
     }
 
     fn open_questions(cached: &CachedTransformer<Held>) -> usize {
@@ -789,9 +788,7 @@ mod tests {
     #[tokio::test]
     async fn in_the_background_misses_are_asked_once_hits_come_at_once_and_the_chain_hears_of_the_rest() {
         let held = Held::default();
-        let (cached, mediator) = in_the_background(&held, memory());
-        let mut changes = mediator.changes().expect("a chain that hears late answers can change");
-        let before = mediator.version();
+        let (cached, mut heard) = in_the_background(&held, memory());
         let context = ToolContext::new("s", SourceType::Web);
         let tools: Vec<Tool> = (0..3).map(|i| Tool::new(format!("t{i}"))).collect();
 
@@ -806,19 +803,19 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert_eq!(held.asked.load(Ordering::Relaxed), 3, "each tool asked about once");
-        assert_eq!(mediator.version(), before, "nothing arrived yet");
+        assert!(!heard.has_changed().unwrap(), "nothing arrived yet");
 
         held.gate.add_permits(100);
-        let heard = tokio::time::timeout(Duration::from_secs(10), changes.changed()).await;
-        assert!(heard.expect("the chain hears within 10 s"), "answers arrived");
-        assert_ne!(mediator.version(), before, "a list taken in before is taken in again");
+        let told = tokio::time::timeout(Duration::from_secs(10), heard.changed()).await;
+        assert!(told.expect("told within 10 s").is_ok(), "answers arrived");
+        assert_eq!(*heard.borrow_and_update(), 1, "once, for the one run");
         let answers = cached.transform(&tools, &context).await.unwrap();
         assert_eq!(answers.len(), 3, "the cache's answers, at once");
         assert!(answers.iter().all(|answer| answer.patch.description == Some(Some("described".into()))));
         until("the question closes", || open_questions(&cached) == 0).await;
-        let enhanced = mediator.enhance(tools.clone(), &context).await;
-        assert!(enhanced.iter().all(|tool| tool.tool.description.as_deref() == Some("described")));
+        assert_eq!(cached.transform(&tools, &context).await.unwrap().len(), 3);
         assert_eq!(held.asked.load(Ordering::Relaxed), 3, "nothing more asked");
+        assert!(!heard.has_changed().unwrap(), "nothing more told");
     }
 
     #[tokio::test]
@@ -826,8 +823,7 @@ mod tests {
         let held = Held::default();
         held.gate.add_permits(100);
         held.failing.store(true, Ordering::Relaxed);
-        let (cached, mediator) = in_the_background(&held, memory());
-        let before = mediator.version();
+        let (cached, mut heard) = in_the_background(&held, memory());
         let context = ToolContext::new("s", SourceType::Web);
         let tools = vec![Tool::new("t")];
         let (logged, log) = logged();
@@ -841,7 +837,7 @@ mod tests {
                 tokio::task::yield_now().await;
             }
             assert_eq!(held.asked.load(Ordering::Relaxed), run, "asked once per listing");
-            assert_eq!(mediator.version(), before, "a failure changes nothing");
+            assert!(!heard.has_changed().unwrap(), "a failure tells nothing");
         }
         let said = log.lock().unwrap().clone();
         let lines = |level: &str| {
@@ -850,10 +846,9 @@ mod tests {
         assert_eq!((lines("WARN"), lines("DEBUG")), (1, 1), "a warning for the first failure in a row: {said}");
 
         held.failing.store(false, Ordering::Relaxed);
-        let mut changes = mediator.changes().unwrap();
         cached.transform(&tools, &context).await.unwrap();
-        let heard = tokio::time::timeout(Duration::from_secs(10), changes.changed()).await;
-        assert!(heard.expect("heard within 10 s"));
+        let told = tokio::time::timeout(Duration::from_secs(10), heard.changed()).await;
+        assert!(told.expect("told within 10 s").is_ok());
         assert_eq!(cached.transform(&tools, &context).await.unwrap().len(), 1);
     }
 
@@ -883,12 +878,12 @@ mod tests {
     async fn answers_a_store_does_not_keep_are_kept_aside_and_not_asked_for_again() {
         let held = Held::default();
         held.gate.add_permits(100);
-        let (cached, mediator) = in_the_background(&held, Cache::new(Forgetful, Duration::from_secs(60)));
-        let mut changes = mediator.changes().unwrap();
+        let (cached, mut heard) = in_the_background(&held, Cache::new(Forgetful, Duration::from_secs(60)));
         let context = ToolContext::new("s", SourceType::Web);
         let tools = vec![Tool::new("t")];
         assert!(cached.transform(&tools, &context).await.unwrap().is_empty());
-        assert!(tokio::time::timeout(Duration::from_secs(10), changes.changed()).await.expect("heard within 10 s"));
+        let told = tokio::time::timeout(Duration::from_secs(10), heard.changed()).await;
+        assert!(told.expect("told within 10 s").is_ok());
         until("the question closes", || open_questions(&cached) == 0).await;
         let answers = cached.transform(&tools, &context).await.unwrap();
         assert_eq!(answers.len(), 1, "kept aside");

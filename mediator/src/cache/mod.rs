@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use background::LateAnswers;
 pub use cached::{CachedTransformer, digest};
 pub use key::{CacheKey, KEY_VARIABLE, KeyError};
 pub use memory::MemoryStore;
