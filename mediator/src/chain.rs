@@ -7,7 +7,6 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::cache::LateAnswers;
-
 use crate::weakness;
 use serde_json::Value;
 use tool_mediator_core::NameRules;

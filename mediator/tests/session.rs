@@ -699,6 +699,36 @@ async fn a_call_under_a_name_from_an_earlier_listing_reaches_the_tool_it_was_sho
     }
 }
 
+/// A server the proxy starts again comes back with its tools renamed meanwhile (the overrides
+/// read again while it was down): the names shown before it stopped still reach them.
+#[tokio::test]
+async fn names_shown_before_a_source_went_down_reach_its_tools_when_it_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("example.com.json");
+    let rename = |name: &str| {
+        let text = json!({"source": "example.com", "tools": {"gt_usr": {"name": name}}});
+        std::fs::write(&file, text.to_string()).unwrap();
+    };
+    rename("get_user");
+    let live = tool_mediator::LiveOverrides::load(vec![dir.path().to_owned()]).unwrap();
+    let mediator = Arc::new(Mediator::builder().live_overrides(&live).build());
+    let session = Session::new(mediator, ToolContext::new("example.com", SourceType::Web), SessionPolicy::default());
+    let tools = vec![Tool::new("gt_usr").with_input_schema(json!({"type": "object"}))];
+    let names = |session: &Session| {
+        session.page(None).unwrap().into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    session.take_in(tools.clone()).await;
+    assert_eq!(names(&session), ["get_user"]);
+    session.forget(0);
+    assert_eq!(session.route_call("get_user", no_args()).await, Route::NotFound, "down");
+    rename("fetch_user");
+    assert!(live.reload_if_changed().unwrap());
+    session.take_in(tools).await;
+    assert_eq!(names(&session), ["fetch_user"]);
+    let upstream = Route::Upstream { source: 0, name: "gt_usr".into(), arguments: no_args() };
+    assert_eq!(session.route_call("get_user", no_args()).await, upstream, "the name shown before it stopped");
+}
+
 /// Behind a gateway a name shown before another server came with a tool of that name is no
 /// earlier name: both are prefixed now, and the bare name is neither's.
 #[tokio::test]

@@ -59,16 +59,22 @@ pub(super) fn names_of(tools: Option<&[EnhancedTool]>, owners: &[usize]) -> Vec<
 }
 
 impl EarlierNames {
-    /// The session's tools changed from `before` to `tools` (of `owners`): a name that no longer
-    /// names the same tool is kept as an earlier name of the tool it named; a name in use again
-    /// is no earlier name, nor one whose tool its source (up, with a list) no longer has.
+    /// The session's tools changed from `before` to `tools` (of `owners`; none while its one
+    /// source is down): a name that no longer names the same tool is kept as an earlier name of
+    /// the tool it named; a name in use again is no earlier name, nor one whose tool its source
+    /// (up, with a list) no longer has.
     pub(super) fn note(
         &mut self,
         before: Vec<(String, Shown)>,
-        tools: &[EnhancedTool],
+        tools: Option<&[EnhancedTool]>,
         owners: &[usize],
         sources: &[Part],
     ) {
+        let Some(tools) = tools else {
+            // Down: its names are kept for when it comes back, as they were.
+            self.0.extend(before);
+            return;
+        };
         let now: HashMap<&str, usize> = tools.iter().enumerate().map(|(index, tool)| (tool.name(), index)).collect();
         let same = |name: &str, shown: &Shown| {
             now.get(name).is_some_and(|&index| {

@@ -408,11 +408,8 @@ impl Session {
                 state.tools = Some(tools);
                 state.owners = owners;
             }
-            if let Some(tools) = state.tools.take() {
-                let state = &mut *state;
-                state.earlier.note(before, &tools, &state.owners, &state.sources);
-                state.tools = Some(tools);
-            }
+            let State { earlier, tools, owners, sources, .. } = &mut *state;
+            earlier.note(before, tools.as_deref(), owners, sources);
             state.derived = None;
             state.index = None;
             self.view_now(&mut state).1
