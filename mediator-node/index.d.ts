@@ -85,6 +85,12 @@ export interface MediatorOptions {
   model?: string
   llmUrl?: string
   llmDeadlineSecs?: number
+  /** Ask the language model in the background: `enhance`, `toolMiddleware` and sessions answer
+   * at once with the cache's answers and the rules', and sessions take the model's in when they
+   * come (calling `onListChanged`); a later `enhance` of the same tools has them. `false` waits
+   * for the model at every call that misses the cache. The configuration's `llm_in_background`
+   * (true) unless told. */
+  llmInBackground?: boolean
   /** The sled cache of the model's answers; on unless `false` (`--no-cache`). */
   cache?: boolean
   cacheDir?: string

@@ -1239,7 +1239,9 @@ fn an_override_file_changed_while_the_gateway_runs_renames_its_tools_and_a_broke
     );
     let time = gateway.call("current_time", json!({"timezone": "UTC"}));
     assert!(time.contains(r#""timezone": "UTC""#), "{time}{}", gateway.log());
-    assert!(gateway.call("time_in_a_zone", json!({"timezone": "UTC"})).starts_with("error"), "the old name is gone");
+    // The client was shown the old name: a model that read that listing still reaches the tool.
+    let time = gateway.call("time_in_a_zone", json!({"timezone": "UTC"}));
+    assert!(time.contains(r#""timezone": "UTC""#), "the name shown before: {time}{}", gateway.log());
 
     // Half an edit: the log names the place, and the tools stay as they were.
     std::fs::write(&file, "{\n  \"source\": \"mcp-time\",\n  \"tools\": {,}\n}").unwrap();
@@ -1339,4 +1341,99 @@ for line in sys.stdin:
     );
     let (names, said) = list_through_with(&peers, &config, &["--no-disclosure"], &[("TRACKER_SECRET", "s3cret")]);
     assert_eq!(names, ["found_nothing"], "{said}");
+}
+
+/// How long the fake language model takes to answer: longer than a listing that does not wait
+/// for it takes, however busy the machine.
+const MODEL_DELAY: std::time::Duration = std::time::Duration::from_secs(6);
+
+/// A fake language model on 127.0.0.1 (the OpenAI chat-completions wire format) that renames
+/// `lst_msgs` to `get_messages` after [`MODEL_DELAY`], served by `runtime` while the test's
+/// thread blocks on the gateway.
+fn slow_model(runtime: &tokio::runtime::Runtime) -> wiremock::MockServer {
+    let tools = json!({"tools": [{"original_name": "lst_msgs", "name": "get_messages",
+        "description": "Lists the messages of a folder, newest first.", "confidence": 0.9}]});
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": tools.to_string()}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20}});
+    runtime.block_on(async {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(answer).set_delay(MODEL_DELAY))
+            .mount(&server)
+            .await;
+        server
+    })
+}
+
+/// The gateway over a server whose one tool has a cryptic name (`lst_msgs`, which the rules
+/// read as `list_messages`) and one whose tool is well made (`send_message`, which no model
+/// is asked about), with `model` as its language model and its cache in `dir`: its servers
+/// file and its flags.
+fn cryptic_behind_a_model(peers: &Peers, dir: &Path, model: &wiremock::MockServer) -> (PathBuf, Vec<String>) {
+    let listed = |tools: Value| {
+        let listed = root().join("tests/peers/listed.py").display().to_string();
+        json!({"command": peers.bin("python").display().to_string(), "args": [listed, tools.to_string()]})
+    };
+    let cryptic =
+        json!([{"name": "lst_msgs", "inputSchema": {"type": "object", "properties": {"fldr": {"type": "string"}}}}]);
+    let well_made = json!([{"name": "send_message", "description": "Sends a message to one recipient, with a subject and a body.",
+        "inputSchema": {"type": "object", "properties": {"to": {"type": "string", "description": "Who receives the message."}}}}]);
+    let config = servers_file(dir, json!({"mcpServers": {"mail": listed(cryptic), "outbox": listed(well_made)}}));
+    let cache = dir.join("cache").display().to_string();
+    let flags = ["--no-disclosure", "--llm", "openai-compatible", "--llm-url", &model.uri(), "--model", "x"];
+    let mut flags: Vec<String> = flags.iter().map(|&flag| flag.to_owned()).collect();
+    flags.extend(["--cache-dir".to_owned(), cache]);
+    (config, flags)
+}
+
+/// The language model works in the background: the first listing shows the rules' names
+/// without waiting for it, the client hears when the model's names come, and a call under any
+/// name the client was shown reaches the server. A second gateway on the same cache shows the
+/// model's names at once, and the model is asked nothing more.
+#[test]
+fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server() {
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = slow_model(&runtime);
+    let asked = || runtime.block_on(model.received_requests()).map_or(0, |requests| requests.len());
+    let (config, flags) = cryptic_behind_a_model(&peers, dir.path(), &model);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &flags);
+    let listing = std::time::Instant::now();
+    assert_eq!(
+        gateway.tool_names(),
+        ["list_messages", "send_message"],
+        "the rules' name, not the model's{}",
+        gateway.log()
+    );
+    assert!(listing.elapsed() < MODEL_DELAY, "the listing did not wait for the model{}", gateway.log());
+    assert_eq!(gateway.call("list_messages", json!({})), "called lst_msgs", "{}", gateway.log());
+
+    // Each list_changed is followed by a listing, until the model's name is there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while gateway.tool_names() != ["get_messages", "send_message"] {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(
+            gateway.notified("notifications/tools/list_changed", left),
+            "the client is told when the model's answers come{}",
+            gateway.log()
+        );
+    }
+    assert_eq!(gateway.call("get_messages", json!({})), "called lst_msgs", "the new name{}", gateway.log());
+    assert_eq!(gateway.call("list_messages", json!({})), "called lst_msgs", "the name shown first{}", gateway.log());
+    assert_eq!(gateway.call("lst_msgs_2", json!({})).split(':').next(), Some("error"), "no other name reaches it");
+    assert_eq!(asked(), 1, "one question for the one tool{}", gateway.log());
+    drop(gateway);
+
+    let mut again = Lines::start(&peers, dir.path(), &config, &flags);
+    assert_eq!(
+        again.tool_names(),
+        ["get_messages", "send_message"],
+        "the cache's answer, in the first listing{}",
+        again.log()
+    );
+    assert_eq!(again.call("get_messages", json!({})), "called lst_msgs", "{}", again.log());
+    assert_eq!(asked(), 1, "the model is asked nothing more{}", again.log());
 }

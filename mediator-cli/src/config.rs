@@ -80,8 +80,20 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The setup a command asks for; `task` is what the language model is asked to do.
+    /// The setup a command asks for; `task` is what the language model is asked to do. The
+    /// model is waited for: what it answers is in the command's output.
     pub async fn from_args(args: &ChainArgs, task: Task) -> Result<Setup> {
+        Setup::made(args, task, false).await
+    }
+
+    /// The setup of a front door that runs for long (the proxy, the gateway): its clients are
+    /// shown the tools without waiting for the language model, which is asked in the background
+    /// (unless the settings' `llm_in_background` is off), and told when its answers change them.
+    pub async fn serving(args: &ChainArgs) -> Result<Setup> {
+        Setup::made(args, Task::Enhance, true).await
+    }
+
+    async fn made(args: &ChainArgs, task: Task, llm_in_background: bool) -> Result<Setup> {
         let (config, _) = effective(args)?;
         // Drawn on stderr, and only when stderr is a terminal: the tools answered of those asked
         // about, and the time left at the pace so far.
@@ -111,6 +123,7 @@ impl Setup {
                 Progress::Answered(tools) => bar.inc(tools as u64),
             })),
             judge: args.judge,
+            llm_in_background,
         };
         Ok(Setup {
             source: args.source.clone(),

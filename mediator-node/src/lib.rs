@@ -58,6 +58,11 @@ pub struct MediatorOptions {
     pub model: Option<String>,
     pub llm_url: Option<String>,
     pub llm_deadline_secs: Option<u32>,
+    /// Ask the language model in the background (the configuration's `llm_in_background`, on
+    /// unless set): `enhance` and sessions answer at once with the cache's answers and the
+    /// rules', and sessions take the model's in when they come, telling their list-changed
+    /// callbacks. Off: every call that misses the cache waits for the model.
+    pub llm_in_background: Option<bool>,
     /// The cache of the language model's answers (on by default; `--no-cache`).
     pub cache: Option<bool>,
     pub cache_dir: Option<String>,
@@ -113,6 +118,9 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
     if let Some(deadline) = options.llm_deadline_secs {
         settings.llm_deadline_secs = deadline.into();
     }
+    if let Some(background) = options.llm_in_background {
+        settings.llm_in_background = background;
+    }
     if let Some(dir) = options.cache_dir {
         settings.cache_dir = Some(dir.into());
     }
@@ -139,6 +147,8 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
         llm_required: llm.flatten().is_some(),
         cache: options.cache.unwrap_or(true),
         judge: options.judge.unwrap_or(false),
+        // A host runs for long, and its sessions follow the chain.
+        llm_in_background: true,
         ..ChainOptions::default()
     };
     let transformers = settings.build(&chain).await.map_err(failed)?;

@@ -252,27 +252,51 @@ describe('session', () => {
   })
 })
 
+/** A language model in this very process (the OpenAI wire format) that renames `ChaScr`, once
+ * `answer()` lets it when given `held`; what it was asked, in `asked`. */
+async function fakeModel({ held = false } = {}) {
+  const asked = []
+  let release
+  const released = held ? new Promise((resolve) => (release = resolve)) : Promise.resolve()
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk) => (body += chunk))
+    request.on('end', async () => {
+      // A local server is asked its context window first (`/props`, `/api/show`): not this one.
+      if (request.url !== '/v1/chat/completions') {
+        response.statusCode = 404
+        response.end()
+        return
+      }
+      asked.push(JSON.parse(body))
+      await released
+      const answer = {
+        tools: [{ original_name: 'ChaScr', name: 'ChangeScreen', description: 'Switch the app to another screen.', category: 'navigation', confidence: 0.9 }],
+      }
+      response.setHeader('content-type', 'application/json')
+      response.end(JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(answer) }, finish_reason: 'stop' }] }))
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    asked,
+    url: `http://127.0.0.1:${server.address().port}`,
+    answer: () => release(),
+    close: () => new Promise((resolve) => server.close(resolve)),
+  }
+}
+
 describe('the language model, through the binding', () => {
   test("is asked from the library's runtime while Node's event loop serves it, and cached in sled", async () => {
     // The model is an HTTP server in this very process: if a call blocked the event loop, it
     // could never answer.
-    const asked = []
-    const model = createServer((request, response) => {
-      let body = ''
-      request.on('data', (chunk) => (body += chunk))
-      request.on('end', () => {
-        asked.push(JSON.parse(body))
-        const answer = {
-          tools: [{ original_name: 'ChaScr', name: 'ChangeScreen', description: 'Switch the app to another screen.', category: 'navigation', confidence: 0.9 }],
-        }
-        response.setHeader('content-type', 'application/json')
-        response.end(JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(answer) }, finish_reason: 'stop' }] }))
-      })
-    })
-    await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve))
+    const model = await fakeModel()
+    const asked = model.asked
     const settings = {
       llm: 'openai-compatible',
-      llmUrl: `http://127.0.0.1:${model.address().port}`,
+      llmUrl: model.url,
+      // Waited for: `enhance` has the model's answer.
+      llmInBackground: false,
       rules: false,
       cacheDir: join(scratch, 'cache'),
       source: 'app.example',
@@ -284,7 +308,7 @@ describe('the language model, through the binding', () => {
       assert.equal(tool._meta[PROVENANCE].enhancedBy, 'cached-llm')
       assert.equal(asked.length, 1)
     } finally {
-      await new Promise((resolve) => model.close(resolve))
+      await model.close()
     }
     // The model is gone; the cache answers.
     const cached = await Mediator.create(settings)
@@ -292,5 +316,34 @@ describe('the language model, through the binding', () => {
     assert.equal(tool.name, 'ChangeScreen')
     assert.equal(tool._meta[PROVENANCE].confidence, 0.9)
     assert.equal(asked.length, 1, 'answered from the cache, not asked again')
+  })
+
+  test('in the background (the default): a session answers at once and hears when the model answers', async () => {
+    const model = await fakeModel({ held: true })
+    try {
+      const mediator = await Mediator.create({
+        llm: 'openai-compatible',
+        llmUrl: model.url,
+        cacheDir: join(scratch, 'background-cache'),
+        source: 'app.example',
+      })
+      const session = mediator.session(undefined, { disclosure: false })
+      const told = new Promise((resolve) => session.onListChanged(resolve))
+      const tools = [{ name: 'ChaScr', description: 'cs', inputSchema: { type: 'object' } }]
+      // The model is held: the listing comes without it.
+      const first = (await session.listTools(tools)).tools.map((tool) => tool.name)
+      assert.notDeepEqual(first, ['ChangeScreen'])
+      model.answer()
+      await Promise.race([told, new Promise((_, reject) => setTimeout(() => reject(new Error('not told')), 20000))])
+      assert.deepEqual((await session.listTools(tools)).tools.map((tool) => tool.name), ['ChangeScreen'])
+      // Called under the name it was shown first, it still reaches the page's tool.
+      assert.deepEqual(await session.routeCall(first[0], {}), { route: 'upstream', name: 'ChaScr', arguments: {} })
+      const [enhanced] = await mediator.enhance(tools)
+      assert.equal(enhanced.name, 'ChangeScreen', "a later enhance has the model's answer")
+      assert.equal(model.asked.length, 1)
+      session.close()
+    } finally {
+      await model.close()
+    }
   })
 })

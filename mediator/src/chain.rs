@@ -4,6 +4,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
+use crate::cache::LateAnswers;
 use crate::weakness;
 use serde_json::Value;
 use tool_mediator_core::NameRules;
@@ -43,26 +46,72 @@ pub struct Mediator {
     changes: Option<ChainChanges>,
 }
 
-/// Hears when what a chain does changes under it (its override directories were read again): a
-/// list it enhanced before may read otherwise now.
+/// Hears when what a chain does changes under it: its override directories were read again, or
+/// answers it asked for in the background arrived (see [`LateAnswers`]). A list it enhanced
+/// before may read otherwise now.
 #[derive(Debug, Clone)]
-pub struct ChainChanges(tokio::sync::watch::Receiver<Arc<crate::overrides::OverrideSet>>);
+pub struct ChainChanges {
+    overrides: Option<watch::Receiver<Arc<crate::overrides::OverrideSet>>>,
+    answers: Option<watch::Receiver<u64>>,
+}
 
 impl ChainChanges {
     /// Waits for the next change; false when none can come any more.
     pub async fn changed(&mut self) -> bool {
-        self.0.changed().await.is_ok()
+        /// The next change `receiver` hears: false when it cannot hear one any more.
+        async fn next<T>(receiver: &mut Option<watch::Receiver<T>>) -> bool {
+            match receiver {
+                Some(receiver) => receiver.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        }
+        while self.overrides.is_some() || self.answers.is_some() {
+            tokio::select! {
+                heard = next(&mut self.overrides) => match heard {
+                    true => return true,
+                    false => self.overrides = None,
+                },
+                heard = next(&mut self.answers) => match heard {
+                    true => return true,
+                    false => self.answers = None,
+                },
+            }
+        }
+        false
+    }
+
+    /// From now on: what changed before is in the chain already.
+    fn mark_unchanged(&mut self) {
+        if let Some(overrides) = &mut self.overrides {
+            overrides.mark_unchanged();
+        }
+        if let Some(answers) = &mut self.answers {
+            answers.mark_unchanged();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.overrides.is_none() && self.answers.is_none()
     }
 }
 
-/// What a chain does at one moment, to tell later whether it changed since: equal only to
-/// itself (it holds what it stands for, so it is never mistaken for a later one).
+/// What a chain does at one moment, to tell later whether it changed since: the override set
+/// it applies (equal only to itself: it holds it, so it is never mistaken for a later one) and
+/// how many times answers arrived late.
 #[derive(Debug, Clone)]
-pub struct ChainVersion(Arc<crate::overrides::OverrideSet>);
+pub struct ChainVersion {
+    overrides: Option<Arc<crate::overrides::OverrideSet>>,
+    answers: u64,
+}
 
 impl PartialEq for ChainVersion {
     fn eq(&self, other: &ChainVersion) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        let same_overrides = match (&self.overrides, &other.overrides) {
+            (Some(these), Some(those)) => Arc::ptr_eq(these, those),
+            (None, None) => true,
+            _ => false,
+        };
+        same_overrides && self.answers == other.answers
     }
 }
 
@@ -73,7 +122,7 @@ pub struct MediatorBuilder {
     names: NameRules,
     acceptance: f64,
     min_confidence: f64,
-    changes: Option<ChainChanges>,
+    changes: ChainChanges,
 }
 
 impl Default for MediatorBuilder {
@@ -84,7 +133,7 @@ impl Default for MediatorBuilder {
             names: NameRules::MCP,
             acceptance: 0.5,
             min_confidence: 0.0,
-            changes: None,
+            changes: ChainChanges { overrides: None, answers: None },
         }
     }
 }
@@ -98,8 +147,15 @@ impl MediatorBuilder {
     /// The curated overrides `live` read last, as a transformer; the mediator's
     /// [`Mediator::changes`] hears each set it reads.
     pub fn live_overrides(mut self, live: &crate::overrides::LiveOverrides) -> Self {
-        self.changes = Some(ChainChanges(live.subscribe()));
+        self.changes.overrides = Some(live.subscribe());
         self.transformer(crate::overrides::OverrideTransformer::following(live))
+    }
+
+    /// The mediator's [`Mediator::changes`] hear each time `late` says that answers arrived
+    /// (those of a transformer asked in the background, which is given `late` too).
+    pub fn late_answers(mut self, late: &LateAnswers) -> Self {
+        self.changes.answers = Some(late.heard());
+        self
     }
 
     /// A second look (a language model's) at the tools the poisoning screen is unsure of.
@@ -136,7 +192,7 @@ impl MediatorBuilder {
             acceptance: self.acceptance,
             min_confidence: self.min_confidence,
             known_valid: schema::KnownValid::default(),
-            changes: self.changes,
+            changes: (!self.changes.is_empty()).then_some(self.changes),
         }
     }
 }
@@ -232,13 +288,17 @@ impl Mediator {
     pub fn changes(&self) -> Option<ChainChanges> {
         // From now on: a change before is in the chain already.
         let mut changes = self.changes.clone()?;
-        changes.0.mark_unchanged();
+        changes.mark_unchanged();
         Some(changes)
     }
 
-    /// What the chain does now, when it can change (its override directories are followed).
+    /// What the chain does now, when it can change (its override directories are followed, or
+    /// answers it asked for in the background may arrive).
     pub fn version(&self) -> Option<ChainVersion> {
-        self.changes.as_ref().map(|changes| ChainVersion(changes.0.borrow().clone()))
+        self.changes.as_ref().map(|changes| ChainVersion {
+            overrides: changes.overrides.as_ref().map(|overrides| overrides.borrow().clone()),
+            answers: changes.answers.as_ref().map_or(0, |answers| *answers.borrow()),
+        })
     }
 
     /// The second look at the tools the poisoning screen is unsure of, if any.

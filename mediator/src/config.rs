@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, CacheKey, CacheUrl, CachedTransformer, RedisStore, SledStore};
+use crate::cache::{Cache, CacheKey, CacheUrl, CachedTransformer, LateAnswers, MemoryStore, RedisStore, SledStore};
 use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
 use crate::overrides::{LiveOverrides, OverrideError, OverrideSet, remote};
@@ -56,6 +56,11 @@ pub struct MediatorConfig {
     pub cache_ttl_hours: u64,
     /// Run the LLM transformer whenever a provider is configured; when false, only with `--llm`.
     pub auto_enhance: bool,
+    /// In the front doors that run for long (the proxy, the gateway, the Node binding), list
+    /// tools without waiting for the language model: the rules' definitions first, the model's
+    /// once it answers (the client is told its tools changed). False waits for the model at
+    /// each listing that misses the cache, as the batch commands always do.
+    pub llm_in_background: bool,
     /// The smallest category the session layer folds into one category tool.
     pub grouping_threshold: usize,
     /// What a client of the session layer sees first of a large tool set: `both` (category
@@ -109,6 +114,7 @@ impl Default for MediatorConfig {
             cache_prefix: crate::cache::DEFAULT_PREFIX.to_owned(),
             cache_ttl_hours: 7 * 24,
             auto_enhance: true,
+            llm_in_background: true,
             grouping_threshold: 5,
             disclosure_mode: DisclosureMode::default(),
             whole_below: WHOLE_BELOW,
@@ -301,7 +307,13 @@ impl MediatorConfig {
             Some(llm) if (self.judge || options.judge) && !options.dry_run => Some(Arc::new(llm.judge(cache.clone()))),
             _ => None,
         };
-        Ok(Transformers { overrides, rules, llm, cache, judge })
+        let background = llm.is_some() && options.llm_in_background && self.llm_in_background;
+        // Answers that come later must be kept somewhere to be shown: in memory, without a cache.
+        let cache = match cache {
+            None if background => Some(Arc::new(Cache::new(MemoryStore::default(), ttl))),
+            cache => cache,
+        };
+        Ok(Transformers { overrides, rules, llm, cache, judge, background })
     }
 
     /// Opens the cache (on the `cache_url` server, else in the directory), or goes on without it
@@ -427,6 +439,11 @@ pub struct ChainOptions {
     /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`),
     /// besides the settings' `judge`.
     pub judge: bool,
+    /// The front door runs for long and can show the language model's answers when they come
+    /// (its sessions follow [`Mediator::changes`]): the model is asked in the background, unless
+    /// the settings' `llm_in_background` is off. Its answers are then kept in memory when there
+    /// is no cache.
+    pub llm_in_background: bool,
 }
 
 impl Default for ChainOptions {
@@ -442,6 +459,7 @@ impl Default for ChainOptions {
             ttl: None,
             on_progress: None,
             judge: false,
+            llm_in_background: false,
         }
     }
 }
@@ -454,6 +472,8 @@ pub struct Transformers {
     llm: Option<Arc<LlmTransformer>>,
     cache: Option<Arc<Cache>>,
     judge: Option<Arc<crate::llm::Judge>>,
+    /// The language model is asked in the background (see [`ChainOptions::llm_in_background`]).
+    background: bool,
 }
 
 impl Transformers {
@@ -478,7 +498,9 @@ impl Transformers {
     }
 
     /// A chain of these transformers (the language model's answers cached when there is a
-    /// cache) whose output names follow `names`.
+    /// cache; the model asked in the background, and the chain changing when it answers, when
+    /// [`ChainOptions::llm_in_background`] and the settings say so) whose output names follow
+    /// `names`.
     pub fn mediator(&self, names: NameRules, min_confidence: f64) -> Mediator {
         let mut builder = Mediator::builder().name_rules(names).min_confidence(min_confidence);
         if let Some(overrides) = &self.overrides {
@@ -488,6 +510,11 @@ impl Transformers {
             builder = builder.transformer(rules.clone());
         }
         match (&self.llm, &self.cache) {
+            (Some(llm), Some(cache)) if self.background => {
+                let late = LateAnswers::default();
+                let cached = CachedTransformer::new(llm.clone(), cache.clone()).in_background(late.clone());
+                builder = builder.late_answers(&late).transformer(cached);
+            }
             (Some(llm), Some(cache)) => {
                 builder = builder.transformer(CachedTransformer::new(llm.clone(), cache.clone()))
             }
@@ -597,6 +624,33 @@ mod tests {
         let asked = ChainOptions { llm_required: true, ..options };
         let error = config.build(&asked).await.err().expect("asked for, without a key");
         assert!(error.to_string().contains("TOOL_MEDIATOR_TEST_NO_SUCH_KEY"), "{error}");
+    }
+
+    /// A front door that runs for long asks the model in the background (its chain can change
+    /// then), unless the settings say not to; a batch command waits for it.
+    #[tokio::test]
+    async fn the_model_is_asked_in_the_background_only_by_a_front_door_that_runs_for_long() {
+        let settings = MediatorConfig {
+            llm_provider: Some(Provider::OpenAiCompatible),
+            llm_url: Some("http://127.0.0.1:9".into()),
+            builtin_overrides: false,
+            ..MediatorConfig::default()
+        };
+        let chain = |settings: MediatorConfig, llm_in_background: bool| async move {
+            // No cache: in the background the answers are kept in memory all the same.
+            let options = ChainOptions { cache: false, llm_in_background, ..ChainOptions::default() };
+            settings.build(&options).await.unwrap().mediator(NameRules::MCP, 0.0)
+        };
+        let serving = chain(settings.clone(), true).await;
+        let names: Vec<&str> = serving.transformers().map(|transformer| transformer.name()).collect();
+        assert_eq!(names, ["rules", "cached-llm"]);
+        assert!(serving.changes().is_some(), "a chain whose model answers late changes");
+        assert!(chain(settings.clone(), false).await.changes().is_none(), "a batch command waits");
+        let waiting = MediatorConfig { llm_in_background: false, ..settings };
+        let names: Vec<String> =
+            chain(waiting.clone(), true).await.transformers().map(|t| t.name().to_owned()).collect();
+        assert_eq!(names, ["rules", "llm"], "the settings say to wait: uncached, as before");
+        assert!(chain(waiting, true).await.changes().is_none());
     }
 
     #[test]

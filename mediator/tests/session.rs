@@ -592,6 +592,163 @@ async fn a_session_over_live_overrides_takes_its_list_in_again_when_they_change(
     following.abort();
 }
 
+/// A language model that answers `gt_usr` once its gate lets it.
+struct Gated(Arc<tokio::sync::Semaphore>);
+
+#[async_trait::async_trait]
+impl tool_mediator::ToolTransformer for Gated {
+    fn name(&self) -> &str {
+        "llm"
+    }
+
+    fn priority(&self) -> i32 {
+        50
+    }
+
+    async fn transform(
+        &self,
+        tools: &[Tool],
+        _: &ToolContext,
+    ) -> Result<Vec<tool_mediator::Answer>, tool_mediator::TransformError> {
+        let _let_through = self.0.acquire().await.map_err(|error| error.to_string())?;
+        let mut improved = tools[0].clone();
+        improved.name = "fetch_user_profile".into();
+        improved.description = Some("Fetches the profile of one user, by their id.".into());
+        Ok(vec![tool_mediator::Answer::proposing(0, &tools[0], &improved, 0.9)])
+    }
+}
+
+/// A session over a chain whose language model answers in the background: the listing does not
+/// wait for it, and a session that follows the chain takes the answers in when they arrive, and
+/// says so; the client reaches the tool under both names it was shown.
+#[tokio::test]
+async fn a_session_takes_in_the_answers_a_model_gives_in_the_background_and_says_so() {
+    use tool_mediator::cache::{Cache, CachedTransformer, LateAnswers, MemoryStore};
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let late = LateAnswers::default();
+    let cache = Arc::new(Cache::new(MemoryStore::default(), std::time::Duration::from_secs(60)));
+    let mediator = Mediator::builder()
+        .late_answers(&late)
+        .transformer(RuleTransformer::new())
+        .transformer(CachedTransformer::new(Gated(gate.clone()), cache).in_background(late))
+        .build();
+    let session = Arc::new(Session::new(Arc::new(mediator), context(), SessionPolicy::default()));
+    let tools = vec![Tool::new("gt_usr").with_input_schema(json!({"type": "object"}))];
+    let names = |page: tool_mediator::session::ListPage| {
+        page.into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(10), session.list_tools(&tools, None)).await;
+    assert_eq!(names(listed.expect("not waiting for the model").unwrap()), ["get_user"], "the rules' name");
+
+    let mut events = session.subscribe();
+    let following = tokio::spawn({
+        let session = session.clone();
+        async move { Session::follow_chain(&session).await }
+    });
+    tokio::task::yield_now().await;
+    gate.add_permits(1);
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), events.recv()).await;
+    assert_eq!(heard.expect("told within 10 s").unwrap(), ListChanged);
+    assert_eq!(names(session.page(None).unwrap()), ["fetch_user_profile"], "taken in without being listed again");
+    let upstream = Route::Upstream { source: 0, name: "gt_usr".into(), arguments: no_args() };
+    assert_eq!(session.route_call("fetch_user_profile", no_args()).await, upstream);
+    assert_eq!(session.route_call("get_user", no_args()).await, upstream, "the name shown first");
+    following.abort();
+}
+
+/// A client may call a tool under any name it was shown: its model read an earlier listing (the
+/// rules' names, before a language model's answers came; the overrides, before they were read
+/// again). The call reaches the tool that name was shown for, with its arguments mapped back as
+/// that listing showed them, while the client may see the tool; a tool hidden since is unknown
+/// under every name.
+#[tokio::test]
+async fn a_call_under_a_name_from_an_earlier_listing_reaches_the_tool_it_was_shown_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("example.com.json");
+    let write = |entry: Value| {
+        std::fs::write(&file, json!({"source": "example.com", "tools": {"gt_usr": entry}}).to_string()).unwrap();
+    };
+    write(json!({"name": "get_user", "arguments": {"uid": {"name": "user_id"}}}));
+    let live = tool_mediator::LiveOverrides::load(vec![dir.path().to_owned()]).unwrap();
+    let mediator = Arc::new(Mediator::builder().live_overrides(&live).build());
+    let session = Session::new(mediator, ToolContext::new("example.com", SourceType::Web), SessionPolicy::default());
+    let schema = json!({"type": "object", "properties": {"uid": {"type": "integer"}}});
+    let tools = vec![Tool::new("gt_usr").with_input_schema(schema), Tool::new("whoami")];
+    let names = |page: tool_mediator::session::ListPage| {
+        page.into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    let arguments = |name: &str| json!({name: 7}).as_object().unwrap().clone();
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["get_user", "whoami"]);
+
+    write(json!({"name": "fetch_user", "arguments": {"uid": {"name": "id"}}}));
+    assert!(live.reload_if_changed().unwrap());
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["fetch_user", "whoami"]);
+    let upstream = Route::Upstream { source: 0, name: "gt_usr".into(), arguments: arguments("uid") };
+    assert_eq!(session.route_call("fetch_user", arguments("id")).await, upstream, "the name shown now");
+    assert_eq!(session.route_call("get_user", arguments("user_id")).await, upstream, "the name shown before");
+    assert_eq!(
+        session.route_call("whoami", no_args()).await,
+        Route::Upstream { source: 0, name: "whoami".into(), arguments: no_args() }
+    );
+
+    write(json!({"hidden": true}));
+    assert!(live.reload_if_changed().unwrap());
+    assert_eq!(names(session.list_tools(&tools, None).await.unwrap()), ["whoami"]);
+    for name in ["get_user", "fetch_user", "gt_usr"] {
+        assert_eq!(session.route_call(name, arguments("uid")).await, Route::NotFound, "{name}: hidden since");
+    }
+}
+
+/// A server the proxy starts again comes back with its tools renamed meanwhile (the overrides
+/// read again while it was down): the names shown before it stopped still reach them.
+#[tokio::test]
+async fn names_shown_before_a_source_went_down_reach_its_tools_when_it_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("example.com.json");
+    let rename = |name: &str| {
+        let text = json!({"source": "example.com", "tools": {"gt_usr": {"name": name}}});
+        std::fs::write(&file, text.to_string()).unwrap();
+    };
+    rename("get_user");
+    let live = tool_mediator::LiveOverrides::load(vec![dir.path().to_owned()]).unwrap();
+    let mediator = Arc::new(Mediator::builder().live_overrides(&live).build());
+    let session = Session::new(mediator, ToolContext::new("example.com", SourceType::Web), SessionPolicy::default());
+    let tools = vec![Tool::new("gt_usr").with_input_schema(json!({"type": "object"}))];
+    let names = |session: &Session| {
+        session.page(None).unwrap().into_tools().into_iter().map(|tool| tool.name).collect::<Vec<_>>()
+    };
+    session.take_in(tools.clone()).await;
+    assert_eq!(names(&session), ["get_user"]);
+    session.forget(0);
+    assert_eq!(session.route_call("get_user", no_args()).await, Route::NotFound, "down");
+    rename("fetch_user");
+    assert!(live.reload_if_changed().unwrap());
+    session.take_in(tools).await;
+    assert_eq!(names(&session), ["fetch_user"]);
+    let upstream = Route::Upstream { source: 0, name: "gt_usr".into(), arguments: no_args() };
+    assert_eq!(session.route_call("get_user", no_args()).await, upstream, "the name shown before it stopped");
+}
+
+/// Behind a gateway a name shown before another server came with a tool of that name is no
+/// earlier name: both are prefixed now, and the bare name is neither's.
+#[tokio::test]
+async fn a_name_two_sources_share_now_is_no_earlier_name_of_either() {
+    let names = vec!["a".to_owned(), "b".to_owned()];
+    let session = Session::of_sources(rules(), context(), names, SessionPolicy::default());
+    let tools = |names: &[&str]| names.iter().map(|name| Tool::new(*name)).collect::<Vec<_>>();
+    session.take_in_from(0, &ToolContext::new("a", SourceType::Api), tools(&["search", "whoami"])).await;
+    let listed: Vec<String> = session.page(None).unwrap().tools().iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(listed, ["search", "whoami"]);
+    session.take_in_from(1, &ToolContext::new("b", SourceType::Api), tools(&["search"])).await;
+    let listed: Vec<String> = session.page(None).unwrap().tools().iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(listed, ["a_search", "whoami", "b_search"]);
+    assert_eq!(session.route_call("search", no_args()).await, Route::NotFound, "whose would it be?");
+    assert!(matches!(session.route_call("a_search", no_args()).await, Route::Upstream { source: 0, .. }));
+    // While b is down its names keep their places, and the bare name stays no one's.
+    session.forget(1);
+    assert_eq!(session.route_call("search", no_args()).await, Route::NotFound);
+}
+
 /// A transformer that answers what a forged cache record said: `del_acct` renamed and described
 /// as harmless, with an order to read a secret.
 struct Forged;

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use tool_mediator::llm::Task;
 use tool_mediator_mcp::ServerSpec;
 use tool_mediator_mcp::servers::Servers;
 
@@ -55,7 +54,7 @@ pub async fn run(mut args: GatewayArgs) -> Result<ExitCode> {
     if specs.is_empty() {
         anyhow::bail!("{}: every server is disabled", path.display());
     }
-    let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let setup = Setup::serving(&args.chain).await?;
     let options = tool_mediator_mcp::ProxyOptions {
         restart: Some(args.restart_delay),
         ..proxy::options(&setup, &args.mediation, args.prefix)?

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use tool_mediator::llm::Task;
 use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
 use tool_mediator_mcp::access::{OAuthOptions, ProtectedResource};
@@ -84,7 +83,7 @@ fn header(text: &str) -> Result<(String, String), String> {
 }
 
 pub async fn run(args: ProxyArgs) -> Result<ExitCode> {
-    let setup = Setup::from_args(&args.chain, Task::Enhance).await?;
+    let setup = Setup::serving(&args.chain).await?;
     let options = ProxyOptions { source: args.chain.source.clone(), ..options(&setup, &args.mediation, false)? };
     // One sign-in for every connection to the server, restarts included.
     let remote =

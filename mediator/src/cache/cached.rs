@@ -11,7 +11,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::Cache;
+use super::background::{Background, LateAnswers};
+use super::{Cache, KeyedRecord};
 use tool_mediator_core::json::Json;
 use tool_mediator_core::{Answer, Expansion, ToolPatch, ToolTransformer, TransformError};
 use tool_mediator_core::{Tool, ToolContext};
@@ -24,16 +25,39 @@ use tool_mediator_core::{Tool, ToolContext};
 /// canonical JSON. Only tools that miss go to the inner transformer, so one new tool on a
 /// 100-tool page costs one tool's worth of work. Tools the inner one does not answer are not
 /// cached and are asked about again next time.
+///
+/// [In the background](CachedTransformer::in_background) the misses are not waited for: the
+/// cache's answers are given at once, and the chain hears later that the others came.
 pub struct CachedTransformer<T> {
-    inner: T,
+    inner: Arc<T>,
     cache: Arc<Cache>,
     name: String,
+    background: Option<Arc<Background>>,
 }
 
-impl<T: ToolTransformer> CachedTransformer<T> {
+impl<T: ToolTransformer + 'static> CachedTransformer<T> {
     pub fn new(inner: T, cache: Arc<Cache>) -> Self {
         let name = format!("cached-{}", inner.name());
-        CachedTransformer { inner, cache, name }
+        CachedTransformer { inner: Arc::new(inner), cache, name, background: None }
+    }
+
+    /// Asks the inner transformer in the background, for a front door that runs for long (the
+    /// proxy, the gateway, the Node binding) and must not keep a client waiting for a language
+    /// model: [`transform`](ToolTransformer::transform) answers at once with what the cache
+    /// holds, and the tools that miss are asked about in a task of its own. Their answers are
+    /// kept in the cache as they are without, and `late` is told they arrived: a chain that
+    /// hears it ([`MediatorBuilder::late_answers`](crate::MediatorBuilder::late_answers)) has
+    /// changed, and its sessions take their lists in again.
+    ///
+    /// A tool asked about is not asked again while its question is open; one whose question
+    /// failed is asked again the next time it misses (a warning for the first failure in a
+    /// row). An answer the store does not keep is kept in memory instead, so it is not asked
+    /// for at every listing. The runs under way end with the transformer (and with the
+    /// runtime). Outside a tokio runtime there is nowhere to ask in the background: misses are
+    /// waited for, as without.
+    pub fn in_background(mut self, late: LateAnswers) -> Self {
+        self.background = Some(Arc::new(Background::new(late, self.cache.ttl())));
+        self
     }
 
     pub fn inner(&self) -> &T {
@@ -48,6 +72,89 @@ impl<T: ToolTransformer> CachedTransformer<T> {
         }
         hash_tool(&mut hash, tool);
         hash.finalize().to_vec()
+    }
+
+    /// Asks the inner transformer about `misses` (positions in `tools`) in a task of its own,
+    /// but those asked about already; keeps what it answers and tells the chain.
+    fn ask_in_background(
+        &self,
+        background: &Arc<Background>,
+        tools: &[Tool],
+        keys: &[Vec<u8>],
+        misses: &[usize],
+        context: &ToolContext,
+    ) {
+        let wanted = misses.iter().map(|&index| (index, keys[index].clone())).collect();
+        let Some((asked, question)) = background.ask(wanted) else { return };
+        let batch: Vec<Tool> = asked.iter().map(|&index| tools[index].clone()).collect();
+        let (inner, cache, context) = (self.inner.clone(), self.cache.clone(), context.clone());
+        // The run holds no strong reference: the transformer going ends it.
+        let weak = Arc::downgrade(background);
+        background.run(async move {
+            let outcome = inner.transform(&batch, &context).await;
+            let Some(background) = weak.upgrade() else { return };
+            let fresh = match outcome {
+                Ok(fresh) => {
+                    background.succeeded();
+                    fresh
+                }
+                Err(error) => {
+                    let failed = tool_mediator_core::counted(batch.len(), "tool; it falls", "tools; they fall");
+                    let said = format!(
+                        "`{}` failed in the background for {failed} through, and is asked again at a later \
+                         listing: {error}",
+                        inner.name()
+                    );
+                    match background.failed() {
+                        true => tracing::warn!("{said}"),
+                        false => tracing::debug!("{said}"),
+                    }
+                    return;
+                }
+            };
+            // Only what the inner transformer would take back from the cache is kept: an answer
+            // refused when read would be asked for again at every listing.
+            let mut kept: Vec<KeyedRecord> = Vec::with_capacity(fresh.len());
+            for answer in &fresh {
+                let Some(tool) = batch.get(answer.index) else { continue };
+                match inner.admits(tool, answer) {
+                    Ok(()) => kept.extend(
+                        serde_json::to_vec(&Stored::of(answer))
+                            .ok()
+                            .map(|bytes| (question.keys[answer.index].clone(), bytes)),
+                    ),
+                    Err(reason) => tracing::warn!("refused `{}`'s answer for `{}`: {reason}", inner.name(), tool.name),
+                }
+            }
+            if kept.is_empty() {
+                return;
+            }
+            let stored = kept.clone();
+            let held = off_the_runtime(move || {
+                cache.put_many(&stored);
+                cache.flush();
+                cache.holds(&stored.iter().map(|(key, _)| key.as_slice()).collect::<Vec<_>>())
+            })
+            .await
+            .unwrap_or_default();
+            let lost: Vec<KeyedRecord> = kept
+                .into_iter()
+                .enumerate()
+                .filter(|(at, _)| !held.get(*at).copied().unwrap_or(false))
+                .map(|(_, record)| record)
+                .collect();
+            if !lost.is_empty() {
+                tracing::warn!(
+                    "the cache did not keep {} of `{}`; kept in memory instead",
+                    tool_mediator_core::counted(lost.len(), "answer", "answers"),
+                    inner.name()
+                );
+                background.aside.put_many(&lost);
+            }
+            background.arrived();
+            // Open until here: a listing the arrival sets off does not ask about these again.
+            drop(question);
+        });
     }
 }
 
@@ -110,7 +217,7 @@ impl Stored {
 }
 
 #[async_trait]
-impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
+impl<T: ToolTransformer + 'static> ToolTransformer for CachedTransformer<T> {
     fn name(&self) -> &str {
         &self.name
     }
@@ -127,11 +234,24 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
         let keys: Arc<[Vec<u8>]> = tools.iter().map(|tool| self.key(tool, context)).collect();
         // Every tool of the batch looked up at once: one round trip to a store on a network.
         let (cache, asked) = (self.cache.clone(), keys.clone());
-        let found = off_the_runtime(move || {
+        let mut found = off_the_runtime(move || {
             cache.get_many_within(&asked.iter().map(Vec::as_slice).collect::<Vec<_>>(), MAX_ANSWER_BYTES)
         })
         .await
         .unwrap_or_else(|| vec![None; keys.len()]);
+        if let Some(background) = &self.background {
+            // What a store did not keep, a run in the background kept aside.
+            let missed: Vec<usize> = (0..found.len()).filter(|&index| found[index].is_none()).collect();
+            if !missed.is_empty() {
+                let aside = background.aside.get_many_within(
+                    &missed.iter().map(|&index| keys[index].as_slice()).collect::<Vec<_>>(),
+                    MAX_ANSWER_BYTES,
+                );
+                for (index, record) in missed.into_iter().zip(aside) {
+                    found[index] = record;
+                }
+            }
+        }
         let mut answers = Vec::new();
         let mut misses = Vec::new();
         let mut refused = Vec::new();
@@ -158,6 +278,12 @@ impl<T: ToolTransformer> ToolTransformer for CachedTransformer<T> {
             );
         }
         if misses.is_empty() {
+            return Ok(answers);
+        }
+        if let Some(background) = &self.background
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            self.ask_in_background(background, tools, &keys, &misses, context);
             return Ok(answers);
         }
         let batch: Vec<Tool> = misses.iter().map(|&index| tools[index].clone()).collect();
@@ -527,7 +653,7 @@ mod tests {
         }
     }
 
-    fn run<T: ToolTransformer>(transformer: &CachedTransformer<T>, tools: &[Tool]) -> Vec<Answer> {
+    fn run<T: ToolTransformer + 'static>(transformer: &CachedTransformer<T>, tools: &[Tool]) -> Vec<Answer> {
         let context = ToolContext::new("s", SourceType::Web);
         tokio::runtime::Builder::new_current_thread()
             .build()
@@ -604,6 +730,195 @@ mod tests {
         // And kept in its place: the next run asks nothing.
         run(&cached, &tools);
         assert_eq!(asked.load(Ordering::Relaxed), 2);
+    }
+
+    /// Describes every tool once `gate` lets it, counting the tools it was asked about; fails
+    /// while `failing` is set.
+    #[derive(Clone)]
+    struct Held {
+        asked: Arc<AtomicUsize>,
+        gate: Arc<tokio::sync::Semaphore>,
+        failing: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Default for Held {
+        fn default() -> Self {
+            let closed = Arc::new(tokio::sync::Semaphore::new(0));
+            Held { asked: Arc::default(), gate: closed, failing: Arc::default() }
+        }
+    }
+
+    #[async_trait]
+    impl ToolTransformer for Held {
+        fn name(&self) -> &str {
+            "held"
+        }
+
+        fn priority(&self) -> i32 {
+            50
+        }
+
+        async fn transform(&self, tools: &[Tool], context: &ToolContext) -> Result<Vec<Answer>, TransformError> {
+            self.asked.fetch_add(tools.len(), Ordering::Relaxed);
+            let _let_through = self.gate.acquire().await.map_err(|error| error.to_string())?;
+            if self.failing.load(Ordering::Relaxed) {
+                return Err("the model is down".into());
+            }
+            Counting(Arc::default()).transform(tools, context).await
+        }
+    }
+
+    /// `held` behind `cache`, in the background, and what a chain would hear of its late answers.
+    fn in_the_background(held: &Held, cache: Cache) -> (CachedTransformer<Held>, tokio::sync::watch::Receiver<u64>) {
+        let late = LateAnswers::default();
+        let heard = late.heard();
+        (CachedTransformer::new(held.clone(), Arc::new(cache)).in_background(late), heard)
+    }
+
+    fn open_questions(cached: &CachedTransformer<Held>) -> usize {
+        cached.background.as_ref().expect("in the background").open_questions()
+    }
+
+    /// Yields to the runtime until `done`, failing after 10 s.
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let waiting = async {
+            while !done() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), waiting).await.unwrap_or_else(|_| panic!("{what} within 10 s"));
+    }
+
+    fn memory() -> Cache {
+        Cache::new(MemoryStore::default(), Duration::from_secs(60))
+    }
+
+    #[tokio::test]
+    async fn in_the_background_misses_are_asked_once_hits_come_at_once_and_the_chain_hears_of_the_rest() {
+        let held = Held::default();
+        let (cached, mut heard) = in_the_background(&held, memory());
+        let context = ToolContext::new("s", SourceType::Web);
+        let tools: Vec<Tool> = (0..3).map(|i| Tool::new(format!("t{i}"))).collect();
+
+        // The inner transformer is held: the answer comes all the same, without it.
+        let first = tokio::time::timeout(Duration::from_secs(10), cached.transform(&tools, &context)).await;
+        assert!(first.expect("not waiting for the inner transformer").unwrap().is_empty());
+        until("the run asks", || held.asked.load(Ordering::Relaxed) == 3).await;
+        // Listed again while the question is open: nothing is asked again.
+        assert!(cached.transform(&tools, &context).await.unwrap().is_empty());
+        assert!(cached.transform(&tools[1..], &context).await.unwrap().is_empty());
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(held.asked.load(Ordering::Relaxed), 3, "each tool asked about once");
+        assert!(!heard.has_changed().unwrap(), "nothing arrived yet");
+
+        held.gate.add_permits(100);
+        let told = tokio::time::timeout(Duration::from_secs(10), heard.changed()).await;
+        assert!(told.expect("told within 10 s").is_ok(), "answers arrived");
+        assert_eq!(*heard.borrow_and_update(), 1, "once, for the one run");
+        let answers = cached.transform(&tools, &context).await.unwrap();
+        assert_eq!(answers.len(), 3, "the cache's answers, at once");
+        assert!(answers.iter().all(|answer| answer.patch.description == Some(Some("described".into()))));
+        until("the question closes", || open_questions(&cached) == 0).await;
+        assert_eq!(cached.transform(&tools, &context).await.unwrap().len(), 3);
+        assert_eq!(held.asked.load(Ordering::Relaxed), 3, "nothing more asked");
+        assert!(!heard.has_changed().unwrap(), "nothing more told");
+    }
+
+    #[tokio::test]
+    async fn a_failed_run_is_said_once_and_asked_again_only_at_a_later_listing() {
+        let held = Held::default();
+        held.gate.add_permits(100);
+        held.failing.store(true, Ordering::Relaxed);
+        let (cached, mut heard) = in_the_background(&held, memory());
+        let context = ToolContext::new("s", SourceType::Web);
+        let tools = vec![Tool::new("t")];
+        let (logged, log) = logged();
+        let _subscriber = tracing::subscriber::set_default(logged);
+
+        for run in 1..=2 {
+            assert!(cached.transform(&tools, &context).await.unwrap().is_empty());
+            until("the run ends", || held.asked.load(Ordering::Relaxed) == run && open_questions(&cached) == 0).await;
+            // Nothing arrived, so nothing lists again: no retry without a listing.
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(held.asked.load(Ordering::Relaxed), run, "asked once per listing");
+            assert!(!heard.has_changed().unwrap(), "a failure tells nothing");
+        }
+        let said = log.lock().unwrap().clone();
+        let lines = |level: &str| {
+            said.lines().filter(|line| line.contains(level) && line.contains("failed in the background")).count()
+        };
+        assert_eq!((lines("WARN"), lines("DEBUG")), (1, 1), "a warning for the first failure in a row: {said}");
+
+        held.failing.store(false, Ordering::Relaxed);
+        cached.transform(&tools, &context).await.unwrap();
+        let told = tokio::time::timeout(Duration::from_secs(10), heard.changed()).await;
+        assert!(told.expect("told within 10 s").is_ok());
+        assert_eq!(cached.transform(&tools, &context).await.unwrap().len(), 1);
+    }
+
+    /// A store that keeps nothing (a full disk, a server that is down).
+    struct Forgetful;
+
+    impl crate::cache::CacheStore for Forgetful {
+        fn get(&self, _: &[u8]) -> Result<Option<Vec<u8>>, crate::cache::CacheError> {
+            Ok(None)
+        }
+        fn put(&self, _: &[u8], _: &[u8]) -> Result<(), crate::cache::CacheError> {
+            Err(crate::cache::CacheError::Store { dir: "forgetful".into(), message: "the disk is full".into() })
+        }
+        fn remove(&self, _: &[u8]) -> Result<(), crate::cache::CacheError> {
+            Ok(())
+        }
+        fn records(&self) -> Result<Vec<crate::cache::KeyedRecord>, crate::cache::CacheError> {
+            Ok(Vec::new())
+        }
+        fn clear(&self) -> Result<(), crate::cache::CacheError> {
+            Ok(())
+        }
+    }
+
+    /// Else each arrival would set off a listing that misses, asks, and arrives again.
+    #[tokio::test]
+    async fn answers_a_store_does_not_keep_are_kept_aside_and_not_asked_for_again() {
+        let held = Held::default();
+        held.gate.add_permits(100);
+        let (cached, mut heard) = in_the_background(&held, Cache::new(Forgetful, Duration::from_secs(60)));
+        let context = ToolContext::new("s", SourceType::Web);
+        let tools = vec![Tool::new("t")];
+        assert!(cached.transform(&tools, &context).await.unwrap().is_empty());
+        let told = tokio::time::timeout(Duration::from_secs(10), heard.changed()).await;
+        assert!(told.expect("told within 10 s").is_ok());
+        until("the question closes", || open_questions(&cached) == 0).await;
+        let answers = cached.transform(&tools, &context).await.unwrap();
+        assert_eq!(answers.len(), 1, "kept aside");
+        assert_eq!(held.asked.load(Ordering::Relaxed), 1, "not asked for again");
+    }
+
+    /// A subscriber that writes what it logs to the returned buffer.
+    fn logged() -> (impl tracing::Subscriber + Send + Sync, Arc<std::sync::Mutex<String>>) {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<std::sync::Mutex<String>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().push_str(&String::from_utf8_lossy(bytes));
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .finish();
+        (subscriber, lines.0)
     }
 
     proptest::proptest! {

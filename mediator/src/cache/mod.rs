@@ -10,6 +10,7 @@
 //! forgery by someone who can write to Redis or to the cache directory, or a record of another
 //! key or an older version) reads as a miss, with one warning.
 
+mod background;
 mod cached;
 mod key;
 mod memory;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use background::LateAnswers;
 pub use cached::{CachedTransformer, digest};
 pub use key::{CacheKey, KEY_VARIABLE, KeyError};
 pub use memory::MemoryStore;
@@ -264,6 +266,26 @@ impl Cache {
             );
         }
         None
+    }
+
+    /// Whether each of `keys` holds a fresh record written under it (what [`Cache::get_many`]
+    /// would read), without counting a use: to tell that records were kept.
+    pub fn holds(&self, keys: &[&[u8]]) -> Vec<bool> {
+        let records = match self.store.get_many(keys) {
+            Ok(records) if records.len() == keys.len() => records,
+            Ok(_) => return vec![false; keys.len()],
+            Err(error) => {
+                tracing::warn!("{error}");
+                return vec![false; keys.len()];
+            }
+        };
+        let now = self.clock.now_millis();
+        keys.iter()
+            .zip(records)
+            .map(|(key, record)| {
+                record.and_then(|record| self.authentic(key, record)).is_some_and(|record| expiry_of(&record) > now)
+            })
+            .collect()
     }
 
     /// The value under `key` even when it has expired, and whether it is still fresh: for

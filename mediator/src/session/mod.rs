@@ -23,6 +23,7 @@
 
 mod cursor;
 mod disclosure;
+mod earlier;
 mod groups;
 mod search;
 mod sources;
@@ -199,6 +200,8 @@ struct State {
     visible: Option<Vec<String>>,
     /// Bumped at every real change of the listing; cursors carry it.
     generation: u64,
+    /// Names the tools had before they were renamed, still callable.
+    earlier: earlier::EarlierNames,
 }
 
 /// One connected client's view of the tools. Every name it emits (enhanced tools, category
@@ -375,6 +378,7 @@ impl Session {
         let changed = {
             let mut state = self.state();
             state.upstream = kept;
+            let before = earlier::names_of(state.tools.as_deref(), &state.owners);
             // The search tool's name is the session's own: no server takes it.
             let reserved: &[&str] = if self.policy.search { &[search::SEARCH_TOOL] } else { &[] };
             if self.source_names.len() <= 1 {
@@ -404,6 +408,8 @@ impl Session {
                 state.tools = Some(tools);
                 state.owners = owners;
             }
+            let State { earlier, tools, owners, sources, .. } = &mut *state;
+            earlier.note(before, tools.as_deref(), owners, sources);
             state.derived = None;
             state.index = None;
             self.view_now(&mut state).1
@@ -511,7 +517,14 @@ impl Session {
                     let tools = state.tools.as_deref().unwrap_or_default();
                     // A tool folded away is still called by its name (the call shows the model
                     // knows it), unless calls must follow disclosure: then it is told how to see it.
-                    let index = match (derived.callable.get(name), derived.folded.get(name)) {
+                    // A name from an earlier listing reaches the tool it was shown for, if the
+                    // client may call that tool under its name now.
+                    let reached = match derived.callable.contains_key(name) || derived.folded.contains_key(name) {
+                        true => None,
+                        false => state.earlier.reach(name, tools, &state.owners, &state.sources),
+                    };
+                    let now = reached.as_ref().map_or(name, |reached| tools[reached.index].name());
+                    let index = match (derived.callable.get(now), derived.folded.get(now)) {
                         (Some(&index), _) => index,
                         (None, Some(&index)) if !self.policy.calls_follow_disclosure => index,
                         (None, Some(&index)) => {
@@ -519,6 +532,10 @@ impl Session {
                         }
                         (None, None) => return Route::NotFound,
                     };
+                    if reached.as_ref().is_some_and(|reached| reached.index != index) {
+                        // Another tool of the same name is the one callable under it.
+                        return Route::NotFound;
+                    }
                     let tool = &tools[index];
                     for (parameter, allowed) in self.filtered_enums(&state, tool) {
                         if let Some(value) = arguments.get(&parameter)
@@ -533,10 +550,14 @@ impl Session {
                             ));
                         }
                     }
+                    let arguments = match &reached {
+                        Some(reached) => reached.original_arguments(arguments),
+                        None => tool.original_arguments(arguments),
+                    };
                     return Route::Upstream {
                         source: state.owners.get(index).copied().unwrap_or_default(),
                         name: tool.original_name.clone(),
-                        arguments: tool.original_arguments(arguments),
+                        arguments,
                     };
                 }
             }
