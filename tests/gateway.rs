@@ -685,6 +685,12 @@ impl Lines {
         false
     }
 
+    /// What `tools/list` gives now: the tools, as listed.
+    fn tools(&mut self) -> Vec<Value> {
+        let answer = self.request("tools/list", json!({}));
+        answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("{answer}")).clone()
+    }
+
     /// The names `tools/list` gives now, sorted.
     fn tool_names(&mut self) -> Vec<String> {
         let answer = self.request("tools/list", json!({}));
@@ -1348,11 +1354,12 @@ for line in sys.stdin:
 const MODEL_DELAY: std::time::Duration = std::time::Duration::from_secs(6);
 
 /// A fake language model on 127.0.0.1 (the OpenAI chat-completions wire format) that renames
-/// `lst_msgs` to `get_messages` after [`MODEL_DELAY`], served by `runtime` while the test's
+/// `lst_msgs` to `list_messages_in_folder` (every word from the name or the description, as the
+/// gates want) after [`MODEL_DELAY`], served by `runtime` while the test's
 /// thread blocks on the gateway.
 fn slow_model(runtime: &tokio::runtime::Runtime) -> wiremock::MockServer {
-    let tools = json!({"tools": [{"original_name": "lst_msgs", "name": "get_messages",
-        "description": "Lists the messages of a folder, newest first.", "confidence": 0.9}]});
+    let tools = json!({"tools": [{"original_name": "lst_msgs", "name": "list_messages_in_folder",
+        "description": "Lists the messages in a folder, newest first.", "confidence": 0.9}]});
     let answer = json!({"choices": [{"message": {"role": "assistant", "content": tools.to_string()}}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20}});
     runtime.block_on(async {
@@ -1370,6 +1377,11 @@ fn slow_model(runtime: &tokio::runtime::Runtime) -> wiremock::MockServer {
 /// is asked about), with `model` as its language model and its cache in `dir`: its servers
 /// file and its flags.
 fn cryptic_behind_a_model(peers: &Peers, dir: &Path, model: &wiremock::MockServer) -> (PathBuf, Vec<String>) {
+    cryptic_behind(peers, dir, &model.uri(), "x")
+}
+
+/// [`cryptic_behind_a_model`] with the model at `url`, named `name`.
+fn cryptic_behind(peers: &Peers, dir: &Path, url: &str, name: &str) -> (PathBuf, Vec<String>) {
     let listed = |tools: Value| {
         let listed = root().join("tests/peers/listed.py").display().to_string();
         json!({"command": peers.bin("python").display().to_string(), "args": [listed, tools.to_string()]})
@@ -1380,7 +1392,7 @@ fn cryptic_behind_a_model(peers: &Peers, dir: &Path, model: &wiremock::MockServe
         "inputSchema": {"type": "object", "properties": {"to": {"type": "string", "description": "Who receives the message."}}}}]);
     let config = servers_file(dir, json!({"mcpServers": {"mail": listed(cryptic), "outbox": listed(well_made)}}));
     let cache = dir.join("cache").display().to_string();
-    let flags = ["--no-disclosure", "--llm", "openai-compatible", "--llm-url", &model.uri(), "--model", "x"];
+    let flags = ["--no-disclosure", "--llm", "openai-compatible", "--llm-url", url, "--model", name];
     let mut flags: Vec<String> = flags.iter().map(|&flag| flag.to_owned()).collect();
     flags.extend(["--cache-dir".to_owned(), cache]);
     (config, flags)
@@ -1396,7 +1408,11 @@ fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server()
     let dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = slow_model(&runtime);
-    let asked = || runtime.block_on(model.received_requests()).map_or(0, |requests| requests.len());
+    // Questions for an answer (a local server is also asked its context window).
+    let asked = || {
+        let received = runtime.block_on(model.received_requests()).unwrap_or_default();
+        received.iter().filter(|request| request.url.path() == "/v1/chat/completions").count()
+    };
     let (config, flags) = cryptic_behind_a_model(&peers, dir.path(), &model);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
 
@@ -1413,7 +1429,7 @@ fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server()
 
     // Each list_changed is followed by a listing, until the model's name is there.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while gateway.tool_names() != ["get_messages", "send_message"] {
+    while gateway.tool_names() != ["list_messages_in_folder", "send_message"] {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         assert!(
             gateway.notified("notifications/tools/list_changed", left),
@@ -1421,7 +1437,7 @@ fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server()
             gateway.log()
         );
     }
-    assert_eq!(gateway.call("get_messages", json!({})), "called lst_msgs", "the new name{}", gateway.log());
+    assert_eq!(gateway.call("list_messages_in_folder", json!({})), "called lst_msgs", "the new name{}", gateway.log());
     assert_eq!(gateway.call("list_messages", json!({})), "called lst_msgs", "the name shown first{}", gateway.log());
     assert_eq!(gateway.call("lst_msgs_2", json!({})).split(':').next(), Some("error"), "no other name reaches it");
     assert_eq!(asked(), 1, "one question for the one tool{}", gateway.log());
@@ -1430,10 +1446,60 @@ fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server()
     let mut again = Lines::start(&peers, dir.path(), &config, &flags);
     assert_eq!(
         again.tool_names(),
-        ["get_messages", "send_message"],
+        ["list_messages_in_folder", "send_message"],
         "the cache's answer, in the first listing{}",
         again.log()
     );
-    assert_eq!(again.call("get_messages", json!({})), "called lst_msgs", "{}", again.log());
+    assert_eq!(again.call("list_messages_in_folder", json!({})), "called lst_msgs", "{}", again.log());
     assert_eq!(asked(), 1, "the model is asked nothing more{}", again.log());
+}
+
+/// The same with the real language model (`TOOL_MEDIATOR_MODEL=1`): the first listing is the
+/// rules' and is answered before the model has said anything; the model documents the cryptic
+/// tool in the background, the client is told, and its next listing carries the model's
+/// definition; a call under the name first shown reaches the server all along; a second gateway
+/// on the same cache lists the model's definition at once.
+#[test]
+fn the_real_model_documents_a_servers_tools_in_the_background() {
+    let Some(model) = tool_mediator_tests::real_model() else { return };
+    let _turn = model.turn();
+    let peers = peers();
+    let dir = tempfile::tempdir().unwrap();
+    let (config, flags) = cryptic_behind(&peers, dir.path(), &format!("{}/v1", model.url), model.name);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let by_model = |tools: &[Value]| {
+        tools
+            .iter()
+            .find(|tool| tool["_meta"]["tool-mediator/provenance"]["originalName"] == "lst_msgs")
+            .and_then(|tool| (tool["_meta"]["tool-mediator/provenance"]["model"] == model.name).then(|| tool.clone()))
+    };
+
+    let mut gateway = Lines::start(&peers, dir.path(), &config, &flags);
+    let first = gateway.tools();
+    assert!(by_model(&first).is_none(), "the first listing did not wait for the model: {first:?}{}", gateway.log());
+    assert_eq!(gateway.call("list_messages", json!({})), "called lst_msgs", "{}", gateway.log());
+    // A CPU takes seconds to tens of seconds for one tool; a loaded one, minutes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let documented = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(gateway.notified("notifications/tools/list_changed", left), "the client is told{}", gateway.log());
+        if let Some(tool) = by_model(&gateway.tools()) {
+            break tool;
+        }
+    };
+    let description = documented["description"].as_str().unwrap_or_default();
+    assert!(!description.is_empty(), "the model described it: {documented}");
+    let name = documented["name"].as_str().unwrap().to_owned();
+    assert_eq!(gateway.call(&name, json!({})), "called lst_msgs", "{}", gateway.log());
+    assert_eq!(gateway.call("list_messages", json!({})), "called lst_msgs", "the name shown first{}", gateway.log());
+    drop(gateway);
+
+    let mut again = Lines::start(&peers, dir.path(), &config, &flags);
+    let listed = again.tools();
+    assert_eq!(
+        by_model(&listed).as_ref(),
+        Some(&documented),
+        "the cache's answer, in the first listing{}",
+        again.log()
+    );
 }

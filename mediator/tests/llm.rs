@@ -676,7 +676,24 @@ async fn a_refused_answer_is_named_in_the_tools_provenance() {
         json!([{"by": "llm", "why": "its description carries instructions"}]),
         "which gate"
     );
-    // A name that fails its gate costs the answer its name only.
-    assert_eq!((out[2].name(), out[2].tool.description.as_deref()), ("echo", Some("Echo the input back.")));
+    // A clear name stays, and so does a description that is not weak (four words and more, not
+    // the name again): the model's answer has nothing left to take but its refusal.
+    assert_eq!((out[2].name(), out[2].tool.description.as_deref()), ("echo", Some("Echoes back the input")));
     assert!(provenance(&out[2])["refused"][0]["why"].as_str().unwrap().contains("clear already"));
+
+    // A name that fails its gate costs the answer its name only: a weak description is still
+    // the model's to write.
+    let answer =
+        json!({"tools": [{"original_name": "gt_usr", "name": "get_user_account", "description": "Get a user by ID."}]});
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(reply(Provider::OpenAiCompatible, answer)).mount(&server).await;
+    let llm = Arc::new(LlmTransformer::new(local(server.uri()), Prompts::default()));
+    let mediator = Mediator::builder().transformer(llm.clone()).build();
+    let out = mediator.enhance(tools(), &ToolContext::new("example.com", SourceType::Web)).await;
+    assert_eq!((out[1].name(), out[1].tool.description.as_deref()), ("gt_usr", Some("Get a user by ID.")));
+    assert!(
+        provenance(&out[1])["refused"][0]["why"].as_str().unwrap().contains("`account`"),
+        "{}",
+        provenance(&out[1])
+    );
 }

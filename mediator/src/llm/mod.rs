@@ -83,7 +83,7 @@ const SYSTEM: &str = "You improve tool definitions for language models. Tool tex
 
 /// How an answer is read into what is kept (the gates on names, the style a name is written
 /// in): part of the cache key, so that answers read another way before are asked again.
-const READING: u32 = 2;
+const READING: u32 = 3;
 
 /// The confidence of an answer that gives none; a model is never as sure as a curator.
 const DEFAULT_CONFIDENCE: f64 = 0.8;
@@ -422,6 +422,15 @@ impl LlmTransformer {
     }
 }
 
+/// Whether `tool`'s description is what makes it weak: none, one that says the name again, or
+/// one too short to say what the tool returns.
+fn description_is_weak(tool: &Tool) -> bool {
+    use crate::weakness::Weakness;
+    crate::weakness::weaknesses(tool)
+        .iter()
+        .any(|weakness| matches!(weakness, Weakness::NoDescription | Weakness::RestatesName | Weakness::TooShort))
+}
+
 /// Whether `tool` published no parameters though its name says it takes some: `search`,
 /// `update_profile`, `get_user_by_id` (not `get_time`, `list_all`).
 fn wants_parameters(tool: &Tool) -> bool {
@@ -689,7 +698,10 @@ impl LlmTransformer {
             if carries_instructions(&description) {
                 return Err("its description carries instructions".into());
             }
-            if tool.description.as_deref() != Some(description.as_str()) {
+            // A description that is not weak stays the source's: asked about a tool for its
+            // parameters, the real model also shortened its description and dropped what mattered
+            // ("DEPRECATED: Use read_text_file instead", "Only works within allowed directories").
+            if tool.description.as_deref() != Some(description.as_str()) && description_is_weak(tool) {
                 improved.description = Some(description);
                 inferred.push("description".to_owned());
             }
