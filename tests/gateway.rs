@@ -1465,7 +1465,9 @@ fn the_real_model_documents_a_servers_tools_in_the_background() {
     let _turn = model.turn();
     let peers = peers();
     let dir = tempfile::tempdir().unwrap();
-    let (config, flags) = cryptic_behind(&peers, dir.path(), &format!("{}/v1", model.url), model.name);
+    let (config, mut flags) = cryptic_behind(&peers, dir.path(), &format!("{}/v1", model.url), model.name);
+    // The other tests of this binary run beside it on two cores: a tool may take minutes.
+    flags.extend(["--llm-deadline".to_owned(), "300s".to_owned()]);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let by_model = |tools: &[Value]| {
         tools

@@ -27,6 +27,9 @@ fn enhance(model: &RealModel, dir: &Path, page: &Path, cache: &Path, extra: &[&s
         "--cache-dir",
         cache.to_str().unwrap(),
         "--report",
+        // A loaded CI machine may take minutes a tool; no figure here depends on the time.
+        "--llm-deadline",
+        "300s",
     ];
     args.extend_from_slice(extra);
     run_with(dir, &args, None, &[])
@@ -131,6 +134,8 @@ fn categorize_groups_the_tools_by_the_models_categories() {
             "--model",
             model.name,
             "--no-cache",
+            "--llm-deadline",
+            "300s",
         ],
         None,
         &[],

@@ -15,11 +15,24 @@ use tool_mediator_core::UNCATEGORIZED;
 use tool_mediator_core::json::Json;
 use tool_mediator_core::{EnhancedTool, Tool};
 
+/// A digest of what a client reads of a tool's definition: its title, description, schemas and
+/// annotations (not its `_meta`, which says where it came from).
+fn definition(tool: &Tool) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (&tool.title, &tool.description).hash(&mut hasher);
+    for part in [&tool.input_schema, &tool.output_schema, &tool.annotations] {
+        part.as_ref().map(Json::as_str).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// The listing and the routing table, derived from the state.
 pub(super) struct Derived {
     /// What is listed, in order; a page is written from it when asked for.
     pub(super) listed: Vec<Listed>,
-    /// Names, and the schemas whose enums follow the state: what the client sees.
+    /// Names and a digest of each definition (with the schemas whose enums follow the state):
+    /// what the client sees.
     pub(super) signature: Vec<String>,
     pub(super) locals: BTreeMap<String, Local>,
     /// Exposed name -> index into the enhanced tools, for the tools listed now.
@@ -86,12 +99,14 @@ impl Session {
             .iter()
             .map(|entry| match entry {
                 Listed::Local(tool) => tool.name.clone(),
-                // A schema whose enum values follow the state is part of what the client sees.
+                // The definition is what the client sees, not the name alone: a language model's
+                // description arriving in the background is a change to announce. A schema whose
+                // enum values follow the state is part of it.
                 Listed::Enhanced(index) => match self.filtered_enums(state, &tools[*index]).is_empty() {
-                    true => tools[*index].name().to_owned(),
+                    true => format!("{}#{:016x}", tools[*index].name(), definition(&tools[*index].tool)),
                     false => {
                         let listed = self.as_listed(state, &tools[*index]);
-                        format!("{}#{}", listed.name, listed.input_schema.as_ref().map_or("", Json::as_str))
+                        format!("{}#{:016x}", listed.name, definition(&listed))
                     }
                 },
             })
