@@ -801,3 +801,19 @@ async fn the_screen_reads_each_tool_as_the_client_sees_it_and_undoes_a_poisoned_
         assert_eq!(session.route_call("list_accounts", no_args()).await, Route::NotFound);
     }
 }
+
+/// A tool whose description changes under the same name is a change the client is told of (a
+/// language model's description arriving in the background, an override file edited); the same
+/// list again is not.
+#[tokio::test]
+async fn a_changed_description_under_the_same_name_is_announced() {
+    let session = Session::passthrough(context());
+    let mut events = session.subscribe();
+    let described = |description: &str| vec![Tool::new("get_me").with_description(description)];
+    session.list_tools(&described("Get the signed-in user."), None).await.unwrap();
+    while events.try_recv().is_ok() {}
+    session.list_tools(&described("Get the signed-in user."), None).await.unwrap();
+    assert!(events.try_recv().is_err(), "nothing changed, nothing announced");
+    session.list_tools(&described("Get the signed-in user, with their teams."), None).await.unwrap();
+    assert_eq!(events.try_recv(), Ok(ListChanged), "the description changed");
+}
