@@ -494,11 +494,16 @@ async fn a_model_that_keeps_the_name_keeps_the_rules_rename() {
 /// A sample of the one-at-a-time names, spread over the listings: each named back by the rules
 /// (in its listing, as above), by the model alone (the tool with its description, eight tools to
 /// a request), and by the chain (both answers, the chain choosing as it does).
-#[tokio::test]
+#[test]
 #[ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1, --ignored"]
-async fn shortened_names_read_back_by_the_real_model() {
+fn shortened_names_read_back_by_the_real_model() {
     let Some(model) = tool_mediator_tests::real_model() else { return };
+    // Held for the whole test, outside the runtime: one test asks the model at a time.
     let _turn = model.turn();
+    tokio::runtime::Runtime::new().unwrap().block_on(read_back_by(model));
+}
+
+async fn read_back_by(model: &tool_mediator_tests::RealModel) {
     const SAMPLE: usize = 48;
     let listings = listings(&eval_dir().join("mcp_tool_names_toolsdk.jsonl"));
     let conventional = conventional_short_forms();
