@@ -346,6 +346,7 @@ impl Mediator {
                         if let Some(tool) = batch.get(slot) {
                             let refusal = answer.is_refusal();
                             for why in std::mem::take(&mut answer.refused) {
+                                let why = bounded(&why);
                                 events.push(ChainEvent::AnswerRefused {
                                     transformer: transformer.name().to_owned(),
                                     tool: tool.name.clone(),
@@ -471,7 +472,11 @@ impl Mediator {
                 .min()
                 .map(|(_, position)| position)
         };
-        let first = candidates.iter().position(|candidate| candidate.strong).or_else(least_weak);
+        // An answer given with full confidence (a curated override) is taken before any that
+        // only leaves fewer weaknesses: its aliases and category are the curator's.
+        let certain =
+            || candidates.iter().position(|candidate| candidate.acceptable && candidate.answer.confidence >= 1.0);
+        let first = candidates.iter().position(|candidate| candidate.strong).or_else(certain).or_else(least_weak);
         let most_confident = || {
             (0..candidates.len()).reduce(|best, next| {
                 if candidates[next].answer.confidence > candidates[best].answer.confidence { next } else { best }
@@ -597,6 +602,17 @@ impl Mediator {
 }
 
 /// Whether `tool`'s definition is weak and stays weak with `answer` taken.
+/// A refusal's reason as a tool's provenance keeps it: it may quote what a model wrote, so it is
+/// kept short and free of control characters.
+fn bounded(why: &str) -> String {
+    const MAX_CHARS: usize = 240;
+    let mut kept: String = why.chars().filter(|c| !c.is_control()).take(MAX_CHARS).collect();
+    if why.chars().filter(|c| !c.is_control()).nth(MAX_CHARS).is_some() {
+        kept.push('…');
+    }
+    kept
+}
+
 fn leaves_weak(tool: &Tool, answer: &Answer) -> bool {
     if answer.hidden || !weakness::is_weak(tool) {
         return false;

@@ -535,6 +535,52 @@ async fn an_answer_in_a_code_fence_is_read() {
     Mock::given(method("POST")).respond_with(reply_text(&fenced, "stop")).mount(&server).await;
     let answer = local(server.uri()).complete("system", "prompt", &json!({})).await.unwrap();
     assert_eq!(answer.json, good_answer());
+    // On one line, and with the model's words after it.
+    for fenced in [format!("```{}```", good_answer()), format!("```json\n{}\n```\nHope this helps!", good_answer())] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST")).respond_with(reply_text(&fenced, "stop")).mount(&server).await;
+        let answer = local(server.uri()).complete("system", "prompt", &json!({})).await.unwrap();
+        assert_eq!(answer.json, good_answer(), "{fenced}");
+    }
+}
+
+/// Answers a fixed answer for the first tool: a curated override, or a model, in a chain.
+struct Fixed(&'static str, i32, tool_mediator::Answer);
+
+#[async_trait::async_trait]
+impl tool_mediator::ToolTransformer for Fixed {
+    fn name(&self) -> &str {
+        self.0
+    }
+
+    fn priority(&self) -> i32 {
+        self.1
+    }
+
+    async fn transform(
+        &self,
+        _: &[Tool],
+        _: &ToolContext,
+    ) -> Result<Vec<tool_mediator::Answer>, tool_mediator::TransformError> {
+        Ok(vec![self.2.clone()])
+    }
+}
+
+/// A curated override (full confidence) is taken whole even when a later answer would leave the
+/// tool less weak: its category and argument names are the curator's.
+#[tokio::test]
+async fn a_curated_override_is_taken_before_a_model_that_leaves_fewer_weaknesses() {
+    let mut curated = tool_mediator::Answer::new(0, tool_mediator::ToolPatch::default(), 1.0);
+    curated.category = Some("accounts".into());
+    curated.argument_aliases.insert("user".into(), "uid".into());
+    let mut model = tool_mediator::Answer::new(0, tool_mediator::ToolPatch::default(), 0.9);
+    model.patch.description = Some(Some("Get one user account by its ID, with its profile.".into()));
+    let mediator =
+        Mediator::builder().transformer(Fixed("overrides", 200, curated)).transformer(Fixed("llm", 50, model)).build();
+    let out = mediator.enhance(vec![tools()[1].clone()], &ToolContext::new("example.com", SourceType::Web)).await;
+    assert_eq!(out[0].enhanced_by, "overrides");
+    assert_eq!(out[0].category.as_deref(), Some("accounts"));
+    assert_eq!(out[0].argument_aliases.get("user").map(String::as_str), Some("uid"));
 }
 
 #[tokio::test]

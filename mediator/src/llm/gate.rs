@@ -51,10 +51,8 @@ pub(crate) fn admit(tool: &Tool, answer: &Answer) -> Result<(), String> {
         None => {}
         Some(None) => return Err("it removes the input schema".into()),
         // A tool that published no parameters may be given some; one that did keeps its own.
-        Some(Some(schema))
-            if tool.parameter_names().is_empty() && answer.inferred.iter().any(|field| field == "inputSchema") =>
-        {
-            plainly_inferred(&schema.to_value())?
+        Some(Some(schema)) if takes_nothing(tool) && answer.inferred.iter().any(|field| field == "inputSchema") => {
+            plainly_inferred(tool, &schema.to_value())?
         }
         Some(Some(schema)) => only_descriptions_added(tool.input_schema_value().as_ref(), &schema.to_value())?,
     }
@@ -170,6 +168,25 @@ fn same_stem(a: &str, b: &str) -> bool {
     a.len() >= 4 && b.len() >= 4 && stem(a) == stem(b)
 }
 
+/// Whether `tool` takes no arguments as published: no schema, or an object schema with no
+/// parameters and nothing else that would let arguments in (`additionalProperties`, `anyOf`,
+/// `$ref`, ...). Only such a tool may be given parameters a model inferred.
+pub(crate) fn takes_nothing(tool: &Tool) -> bool {
+    if !tool.parameter_names().is_empty() {
+        return false;
+    }
+    match tool.input_schema_value() {
+        None => true,
+        Some(Value::Object(schema)) => schema.iter().all(|(key, value)| match key.as_str() {
+            "type" | "$schema" | "title" | "description" => true,
+            "properties" => value.as_object().is_some_and(serde_json::Map::is_empty),
+            "required" => value.as_array().is_some_and(Vec::is_empty),
+            _ => false,
+        }),
+        Some(_) => false,
+    }
+}
+
 /// A parameter name a model may give: a plain identifier.
 pub(crate) fn is_parameter_name(name: &str) -> bool {
     name.len() <= 64
@@ -179,10 +196,25 @@ pub(crate) fn is_parameter_name(name: &str) -> bool {
 
 /// Whether `schema` is one a model may infer for a tool with no parameters: an object of plain
 /// parameters, each a type and perhaps a description free of instructions; why not.
-fn plainly_inferred(schema: &Value) -> Result<(), String> {
+fn plainly_inferred(tool: &Tool, schema: &Value) -> Result<(), String> {
     let wrong = || Err("its inferred schema is not plain parameters".to_owned());
+    let Some(schema) = schema.as_object() else { return wrong() };
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return wrong() };
     if properties.len() > super::MAX_INFERRED_PARAMETERS {
+        return wrong();
+    }
+    // Beside the parameters, only what the source wrote itself, as it wrote it.
+    let original = tool.input_schema_value();
+    let kept = |key: &str, value: &Value| original.as_ref().and_then(|original| original.get(key)) == Some(value);
+    let top = schema.iter().all(|(key, value)| match key.as_str() {
+        "type" => value == "object",
+        "properties" => true,
+        "required" => value.as_array().is_some_and(|required| {
+            required.iter().all(|name| name.as_str().is_some_and(|name| properties.contains_key(name)))
+        }),
+        _ => kept(key, value),
+    });
+    if !top {
         return wrong();
     }
     for (name, property) in properties {
@@ -358,5 +390,35 @@ mod tests {
         assert_eq!(in_the_style_of("list_v2_items", "lst_v2_itms"), "list_v2_items");
         assert_eq!(in_the_style_of("list_v2_all_items", "lst_v2_itms"), "list_v2_all_items");
         assert_eq!(in_the_style_of("get_user_name", "gt_usrNm"), "get_userName");
+    }
+
+    #[test]
+    fn a_forged_inferred_schema_cannot_replace_a_schema_that_takes_arguments() {
+        let inferred = |original: Value, proposed: Value| {
+            let tool = Tool::new("search").with_description("search").with_input_schema(original);
+            let mut with_schema = tool.clone();
+            with_schema.input_schema = schema(proposed);
+            let mut answer = Answer::proposing(0, &tool, &with_schema, 0.9);
+            answer.inferred.push("inputSchema".into());
+            admit(&tool, &answer)
+        };
+        let plain = json!({"type": "object", "properties": {"query": {"type": "string", "description": "What to find."}},
+                           "required": ["query"]});
+        assert_eq!(inferred(json!({}), plain.clone()), Ok(()));
+        assert_eq!(inferred(json!({"type": "object", "properties": {}}), plain.clone()), Ok(()));
+        // Arguments let in otherwise than by `properties`: the source's schema stays.
+        for takes_some in [
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            json!({"type": "object", "anyOf": [{"properties": {"id": {"type": "string"}}}]}),
+            json!({"$ref": "#/$defs/input", "$defs": {"input": {"type": "object"}}}),
+        ] {
+            assert!(inferred(takes_some.clone(), plain.clone()).is_err(), "{takes_some}");
+        }
+        // Nothing beside plain parameters, and only required ones that exist.
+        let with_more =
+            json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": true});
+        assert!(inferred(json!({}), with_more).is_err());
+        let requiring = json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["other"]});
+        assert!(inferred(json!({}), requiring).is_err());
     }
 }

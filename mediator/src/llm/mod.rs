@@ -315,7 +315,7 @@ impl LlmTransformer {
             let tools: Vec<&Tool> = piece.iter().map(|(_, tool)| *tool).collect();
             let prompt = self.prompt(&tools, context);
             let max_tokens = Self::max_tokens(piece.len(), &prompt, window);
-            let deadline = tokio::time::Instant::now() + self.deadline.saturating_mul(piece.len() as u32);
+            let deadline = after(self.deadline.saturating_mul(u32::try_from(piece.len()).unwrap_or(u32::MAX)));
             started.fetch_add(1, Ordering::Relaxed);
             let outcome =
                 self.client.complete_within(SYSTEM, &prompt, &ANSWER_SCHEMA, max_tokens, Some(deadline)).await;
@@ -357,7 +357,7 @@ impl LlmTransformer {
             if !wants_parameters(&improved) || tokio::time::Instant::now() >= deadline {
                 continue;
             }
-            let within = deadline.min(tokio::time::Instant::now() + self.deadline);
+            let within = deadline.min(after(self.deadline));
             let schema = match self.infer(&improved, context, within).await {
                 Ok(inference) => inferred_schema(tool, &inference.parameters),
                 Err(error) => {
@@ -435,19 +435,16 @@ fn description_is_weak(tool: &Tool) -> bool {
 /// `update_profile`, `get_user_by_id` (not `get_time`, `list_all`).
 fn wants_parameters(tool: &Tool) -> bool {
     use crate::rules::{describe, identifier};
-    if !tool.parameter_names().is_empty() {
-        return false;
-    }
-    let takes_nothing = match tool.input_schema_value() {
-        None => true,
-        Some(Value::Object(schema)) => schema.keys().all(|key| {
-            matches!(key.as_str(), "type" | "properties" | "required" | "$schema" | "title" | "description")
-        }),
-        Some(_) => false,
-    };
     let words = identifier::words(&tool.name);
-    takes_nothing
+    gate::takes_nothing(tool)
         && (describe::implies_arguments(&words) || matches!(words.as_slice(), [verb] if describe::needs_object(verb)))
+}
+
+/// The moment `duration` from now; a year from now for a duration past what a clock can add (a
+/// deadline of a thousand years a tool, say).
+fn after(duration: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(duration).unwrap_or_else(|| now + Duration::from_secs(365 * 86_400))
 }
 
 /// About how many tokens `text` is: JSON and code run at about three bytes a token.
@@ -817,7 +814,7 @@ impl ToolTransformer for LlmTransformer {
         }
         // The whole call ends within its tools' share of time: with one request at a time, the
         // last batch waits for all the others.
-        let deadline = tokio::time::Instant::now() + self.deadline.saturating_mul(tools.len().max(1) as u32);
+        let deadline = after(self.deadline.saturating_mul(u32::try_from(tools.len().max(1)).unwrap_or(u32::MAX)));
         let started = AtomicU64::new(0);
         let started = &started;
         let mut finished = vec![false; batches.len()];

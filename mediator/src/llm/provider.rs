@@ -183,12 +183,14 @@ impl LlmClient {
     /// `/props`, Ollama's `/api/show`; asked once, within a few seconds), else `None` (a hosted
     /// model's window is far larger than any batch).
     pub async fn context_window(&self) -> Option<u32> {
-        *self.context.get_or_init(|| self.ask_context_window()).await
+        // A server that could not be reached is asked again next time (it may not be up yet);
+        // one that answered without saying is not.
+        self.context.get_or_try_init(|| self.ask_context_window()).await.ok().copied().flatten()
     }
 
-    async fn ask_context_window(&self) -> Option<u32> {
+    async fn ask_context_window(&self) -> Result<Option<u32>, Unreached> {
         if self.provider != Provider::OpenAiCompatible {
-            return None;
+            return Ok(None);
         }
         const ASKING: Duration = Duration::from_secs(5);
         const MAX_PROPS_BYTES: u64 = 4 * 1024 * 1024;
@@ -200,11 +202,11 @@ impl LlmClient {
             serde_json::from_str::<Value>(&text).ok()
         };
         // llama.cpp: the slots' context.
-        if let Ok(response) = self.http.get(at(&self.base_url, "/props")).timeout(ASKING).send().await
-            && let Some(props) = read(response).await
+        let props = self.http.get(at(&self.base_url, "/props")).timeout(ASKING).send().await.map_err(|_| Unreached)?;
+        if let Some(props) = read(props).await
             && let Some(tokens) = props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64)
         {
-            return u32::try_from(tokens).ok().filter(|&tokens| tokens > 0);
+            return Ok(u32::try_from(tokens).ok().filter(|&tokens| tokens > 0));
         }
         // Ollama: the context it runs the model with (`num_ctx`), else its default (2,048 before
         // 0.6, 4,096 since: the smaller is safe) within the model's own window.
@@ -219,9 +221,9 @@ impl LlmClient {
                 parameters.lines().find_map(|line| line.trim().strip_prefix("num_ctx")?.trim().parse::<u64>().ok())
             });
             let tokens = configured.unwrap_or(2048).min(trained.unwrap_or(u64::MAX));
-            return u32::try_from(tokens).ok().filter(|&tokens| tokens > 0);
+            return Ok(u32::try_from(tokens).ok().filter(|&tokens| tokens > 0));
         }
-        None
+        Ok(None)
     }
 
     /// The per-request timeout (120 s unless set; 30 minutes for a local server, where the
@@ -513,6 +515,9 @@ struct Sent {
     completion: Value,
 }
 
+/// The server could not be reached to ask it its context window.
+struct Unreached;
+
 struct Failure {
     retryable: bool,
     /// The request's timeout ran out (perhaps because the deadline was near).
@@ -568,9 +573,13 @@ fn shown(url: &str) -> String {
 fn unfenced(text: &str) -> &str {
     let trimmed = text.trim();
     let Some(opened) = trimmed.strip_prefix("```") else { return text };
-    // The fence's info string (`json`) runs to the end of its line.
-    let body = opened.split_once('\n').map_or("", |(_, body)| body);
-    body.trim_end().strip_suffix("```").unwrap_or(body)
+    // The fence's info string (`json`) runs to the end of its line; a fence on one line has none.
+    let body = match opened.split_once('\n') {
+        Some((_, body)) => body,
+        None => opened.strip_prefix("json").unwrap_or(opened),
+    };
+    // Up to the closing fence; what a model writes after it is not the answer.
+    body.rfind("```").map_or(body, |end| &body[..end])
 }
 
 /// reqwest's message without the URL (a local server's URL may carry a token in its query).
