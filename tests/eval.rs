@@ -89,18 +89,22 @@ fn identifier_splitting_on_loyola_oracle() {
 const SPLIT_FLOOR: f64 = 85.0;
 
 /// 200 well-named real tools: the rules must leave every name, description and schema alone.
-/// Tools are enhanced per server, as a real manifest would be.
-#[test]
-fn well_named_tools_come_out_unchanged() {
-    let dir = eval_dir();
-    let rows = json_lines(&dir.join("mcp_tools_wellnamed.jsonl"));
+/// The 200 well-named real MCP tools, by the server that publishes them.
+fn well_named_by_server() -> BTreeMap<String, Vec<Tool>> {
     let mut by_server: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
-    for row in &rows {
+    for row in json_lines(&eval_dir().join("mcp_tools_wellnamed.jsonl")) {
         let tool = Tool::new(row["name"].as_str().unwrap())
             .with_description(row["description"].as_str().unwrap_or_default())
             .with_input_schema(row["inputSchema"].clone());
         by_server.entry(row["server"].as_str().unwrap_or("").to_owned()).or_default().push(tool);
     }
+    by_server
+}
+
+/// Tools are enhanced per server, as a real manifest would be.
+#[test]
+fn well_named_tools_come_out_unchanged() {
+    let by_server = well_named_by_server();
     let (mut total, mut unchanged) = (0, 0);
     let mut changed = Vec::new();
     for tools in by_server.into_values() {
@@ -136,14 +140,7 @@ fn well_named_tools_keep_their_names_with_the_real_model() {
     use tool_mediator::llm::{LlmClient, LlmTransformer, Prompts, Provider};
     let Some(model) = tool_mediator_tests::real_model() else { return };
     let _turn = model.turn();
-    let rows = json_lines(&eval_dir().join("mcp_tools_wellnamed.jsonl"));
-    let mut by_server: BTreeMap<String, Vec<Tool>> = BTreeMap::new();
-    for row in &rows {
-        let tool = Tool::new(row["name"].as_str().unwrap())
-            .with_description(row["description"].as_str().unwrap_or_default())
-            .with_input_schema(row["inputSchema"].clone());
-        by_server.entry(row["server"].as_str().unwrap_or("").to_owned()).or_default().push(tool);
-    }
+    let by_server = well_named_by_server();
     let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
     let llm = std::sync::Arc::new(
         LlmTransformer::new(client, Prompts::default()).deadline(std::time::Duration::from_secs(120)),

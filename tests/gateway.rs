@@ -1409,10 +1409,7 @@ fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server()
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = slow_model(&runtime);
     // Questions for an answer (a local server is also asked its context window).
-    let asked = || {
-        let received = runtime.block_on(model.received_requests()).unwrap_or_default();
-        received.iter().filter(|request| request.url.path() == "/v1/chat/completions").count()
-    };
+    let asked = || runtime.block_on(tool_mediator_tests::questions(&model)).len();
     let (config, flags) = cryptic_behind_a_model(&peers, dir.path(), &model);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
 

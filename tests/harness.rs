@@ -646,6 +646,14 @@ pub fn read_pid_file(pid_file: &Path) -> u32 {
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// The questions a fake language model on `server` was asked: its requests for an answer
+/// (`/v1/chat/completions`), without those for the context window a local server is also asked
+/// (`/props`, `/api/show`).
+pub async fn questions(server: &wiremock::MockServer) -> Vec<wiremock::Request> {
+    let received = server.received_requests().await.unwrap_or_default();
+    received.into_iter().filter(|request| request.url.path() == "/v1/chat/completions").collect()
+}
+
 /// The real language model (Qwen2.5-Coder-1.5B-Instruct, served by llama.cpp's own server) that
 /// `tests/peers/model/install` puts in `.tools/model/`, started once per test binary on a free
 /// port of 127.0.0.1 by `tests/peers/model/serve`, which ends with the binary (it reads its

@@ -7,7 +7,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{fixture, root, run_with, stderr, stdout};
+use tool_mediator_tests::{fixture, questions, root, run_with, stderr, stdout};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -17,13 +17,6 @@ fn answer() -> Value {
         .map(|name| json!({"original_name": name, "name": if *name == "ChaScr" { "ChangeScreen" } else { "get_user" }, "description": "Described by the model.", "confidence": 0.9}))
         .collect();
     json!({"choices": [{"message": {"role": "assistant", "content": json!({"tools": entries}).to_string()}}], "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
-}
-
-/// The requests for an answer the server received (a local server is also asked its context
-/// window, at `/props` and `/api/show`).
-async fn completions(server: &MockServer) -> Vec<wiremock::Request> {
-    let received = server.received_requests().await.unwrap();
-    received.into_iter().filter(|request| request.url.path() == "/v1/chat/completions").collect()
 }
 
 fn manifest(dir: &std::path::Path) -> String {
@@ -64,7 +57,7 @@ async fn the_second_run_asks_nothing() {
     let second = enhance(&server, dir.path(), &cache, &[]);
     assert!(second.status.success());
     assert_eq!(first.stdout, second.stdout);
-    assert_eq!(completions(&server).await.len(), 1, "the second run is answered from the cache");
+    assert_eq!(questions(&server).await.len(), 1, "the second run is answered from the cache");
 
     let stats = run_with(dir.path(), &["cache", "stats", "--cache-dir", cache.to_str().unwrap()], None, &[]);
     let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
@@ -72,7 +65,7 @@ async fn the_second_run_asks_nothing() {
     let clear = run_with(dir.path(), &["cache", "clear", "--cache-dir", cache.to_str().unwrap()], None, &[]);
     assert!(clear.status.success());
     enhance(&server, dir.path(), &cache, &[]);
-    assert_eq!(completions(&server).await.len(), 2, "a cleared cache asks again");
+    assert_eq!(questions(&server).await.len(), 2, "a cleared cache asks again");
 }
 
 #[tokio::test]
@@ -126,7 +119,7 @@ async fn dry_run_sends_nothing() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).contains("dry run: 1 request,"), "{}", stderr(&output));
     assert!(stderr(&output).contains("TOOLS-BEGIN"));
-    assert_eq!(completions(&server).await.len(), 0);
+    assert_eq!(questions(&server).await.len(), 0);
 }
 
 #[test]
@@ -177,7 +170,7 @@ async fn categorize_asks_the_model_for_categories_with_its_own_prompt() {
     assert!(output.status.success(), "{}", stderr(&output));
     let categories: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(categories["categories"]["navigation"][0]["name"], "ChaScr");
-    let sent: Value = serde_json::from_slice(&completions(&server).await[0].body).unwrap();
+    let sent: Value = serde_json::from_slice(&questions(&server).await[0].body).unwrap();
     assert!(sent.to_string().contains("You group tools"), "the categorize prompt was used");
 }
 
@@ -234,7 +227,7 @@ async fn a_reply_over_the_configured_limit_falls_through() {
     assert!(log.contains("over the limit of 1 MiB (llm_max_response_bytes)"), "{log}");
     let document: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(document["tools"][1]["name"], "get_user", "the rules still spell it out");
-    assert_eq!(completions(&server).await.len(), 1, "a reply over the limit is not retried");
+    assert_eq!(questions(&server).await.len(), 1, "a reply over the limit is not retried");
 }
 
 /// `lint --judge`: the tool the screen is unsure of is judged by the model and flagged, with
@@ -286,10 +279,10 @@ async fn lint_judge_asks_about_the_grey_zone_once() {
         .collect();
     assert_eq!(suspected, ["read_note", "add"], "{report:#}");
     assert!(report.to_string().contains("a language model judged it poisoned: It steers every call to another tool."));
-    assert_eq!(completions(&server).await.len(), 1, "only the grey tool is asked about");
+    assert_eq!(questions(&server).await.len(), 1, "only the grey tool is asked about");
     let second = run_with(dir.path(), &args, None, &[]);
     assert_eq!(first.stdout, second.stdout);
-    assert_eq!(completions(&server).await.len(), 1, "the ruling is cached");
+    assert_eq!(questions(&server).await.len(), 1, "the ruling is cached");
 
     // Without a model, `--judge` is refused with what to do.
     let alone = run_with(dir.path(), &["lint", tools.to_str().unwrap(), "--judge", "--llm", "off"], None, &[]);

@@ -35,10 +35,9 @@ async fn model() -> MockServer {
     server
 }
 
-/// The questions the model was asked (a local server is also asked its context window).
+/// The questions the model was asked.
 async fn requests(model: &MockServer) -> usize {
-    let received = model.received_requests().await.unwrap();
-    received.iter().filter(|request| request.url.path() == "/v1/chat/completions").count()
+    tool_mediator_tests::questions(model).await.len()
 }
 
 /// A page of two tools; `changed` gives the second a new description.
@@ -92,9 +91,7 @@ async fn a_second_process_asks_nothing_and_a_changed_tool_costs_one_request() {
     let changed = enhance(&model, second_dir.path(), true, &["--cache-url", &url], &[]);
     assert_eq!(enhanced_names(&changed), ["ChangeScreen", "get_user"]);
     assert_eq!(requests(&model).await, 2, "the changed tool costs one request");
-    let received = model.received_requests().await.unwrap();
-    let mut questions = received.iter().filter(|request| request.url.path() == "/v1/chat/completions");
-    let sent: Value = serde_json::from_slice(&questions.nth(1).unwrap().body).unwrap();
+    let sent: Value = serde_json::from_slice(&tool_mediator_tests::questions(&model).await[1].body).unwrap();
     let sent = sent.to_string();
     assert!(sent.contains("gets usr") && !sent.contains("ChaScr"), "only the changed tool is asked about: {sent}");
 

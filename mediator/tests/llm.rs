@@ -492,6 +492,16 @@ fn reply_text(content: &str, finish_reason: &str) -> ResponseTemplate {
     }))
 }
 
+/// The bodies of the questions `server` was asked, without the context-window requests.
+async fn question_bodies(server: &MockServer) -> Vec<Value> {
+    let received = server.received_requests().await.unwrap();
+    received
+        .iter()
+        .filter(|request| request.url.path() == "/v1/chat/completions")
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect()
+}
+
 fn local(url: String) -> LlmClient {
     LlmClient::new(Provider::OpenAiCompatible, "local-model", Some(url), None)
         .with_retries(0, Duration::from_millis(10))
@@ -600,14 +610,7 @@ async fn a_cut_off_answer_is_asked_again_in_halves_then_left_to_the_rules() {
     assert_all_present_and_valid(&out);
     assert_eq!((out[0].name(), out[0].enhanced_by.as_str()), ("ChangeScreen", "llm"), "the half that fit");
     assert_eq!((out[1].name(), out[1].enhanced_by.as_str()), ("get_user", "rules"), "the half cut off again");
-    let asked: Vec<Value> = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .filter(|request| request.url.path() == "/v1/chat/completions")
-        .map(|request| serde_json::from_slice(&request.body).unwrap())
-        .collect();
+    let asked = question_bodies(&server).await;
     assert_eq!(asked.len(), 3, "the batch, then each half once");
     assert!(asked.iter().all(|body| body["max_tokens"].as_u64().is_some()), "every request bounds its output");
     let usage = llm.usage();
@@ -643,14 +646,7 @@ async fn batches_fit_the_context_window_the_server_reports() {
         let llm = LlmTransformer::new(client, Prompts::default());
         let context = ToolContext::new("example.com", SourceType::Web);
         tool_mediator::ToolTransformer::transform(&llm, &many, &context).await.unwrap();
-        let asked: Vec<Value> = server
-            .received_requests()
-            .await
-            .unwrap()
-            .iter()
-            .filter(|request| request.url.path() == "/v1/chat/completions")
-            .map(|request| serde_json::from_slice(&request.body).unwrap())
-            .collect();
+        let asked = question_bodies(&server).await;
         assert!(asked.len() > 1, "{answer_at}: twelve tools do not fit one request of 2,048 tokens");
         let mut tools = 0;
         for body in &asked {
