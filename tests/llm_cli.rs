@@ -309,3 +309,28 @@ fn an_unreachable_model_is_named_and_the_report_says_the_request_failed() {
     assert!(log.contains("the request to the model failed"), "{log}");
     assert!(!log.contains("the model declined"), "{log}");
 }
+
+/// A model server's URL that is not one, or a context window too small to use, is bad input:
+/// named with its place (the file's line and column, or the setting), exit 2, nothing written.
+#[test]
+fn a_bad_model_url_or_context_window_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = manifest(dir.path());
+    let flag =
+        run_with(dir.path(), &["enhance", &page, "--llm", "openai-compatible", "--llm-url", "not a url"], None, &[]);
+    assert_eq!(flag.status.code(), Some(2), "{}", stderr(&flag));
+    assert!(stderr(&flag).contains("llm_url: `not a url` is not a URL"), "{}", stderr(&flag));
+    assert!(flag.stdout.is_empty());
+    for (file, expected) in [
+        (
+            "llm_url = \"ftp://models.example\"\n",
+            "tool-mediator.toml:1:11: `ftp://models.example` is not an http or https URL",
+        ),
+        ("llm_context_tokens = 12\n", "tool-mediator.toml:1:22: 12 tokens is too small a context window"),
+    ] {
+        fs::write(dir.path().join("tool-mediator.toml"), file).unwrap();
+        let output = run_with(dir.path(), &["enhance", &page], None, &[]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{}", stderr(&output));
+    }
+}

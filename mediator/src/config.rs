@@ -24,7 +24,8 @@ pub struct MediatorConfig {
     /// The language model provider; none turns the LLM transformer off.
     pub llm_provider: Option<Provider>,
     pub model: Option<String>,
-    /// The provider's base URL (an OpenAI-compatible server's, say).
+    /// The provider's base URL (an OpenAI-compatible server's, say): http or https.
+    #[serde(deserialize_with = "model_url")]
     pub llm_url: Option<String>,
     /// The environment variable holding the API key (`ANTHROPIC_API_KEY` or `OPENAI_API_KEY`
     /// by default).
@@ -36,7 +37,8 @@ pub struct MediatorConfig {
     /// the rules. A small model on a CPU takes 15-20 s a tool.
     pub llm_deadline_secs: u64,
     /// The model's context window in tokens, when the server cannot say (llama.cpp's and
-    /// Ollama's are asked); batches are sized to fit it.
+    /// Ollama's are asked); batches are sized to fit it. At least 256.
+    #[serde(deserialize_with = "context_tokens")]
     pub llm_context_tokens: Option<u32>,
     /// The largest reply read from the language model, in bytes (16 MiB by default); a larger
     /// one fails its batch, whose tools fall through.
@@ -352,6 +354,13 @@ impl MediatorConfig {
     }
 
     fn llm(&self, provider: Provider, options: &ChainOptions) -> Result<LlmTransformer, BuildError> {
+        // What a flag, the environment or a host set is checked here; a file's, where it is read.
+        if let Some(problem) = self.llm_url.as_deref().and_then(model_url_problem) {
+            return Err(BuildError::Setting(format!("llm_url: {problem}")));
+        }
+        if let Some(problem) = self.llm_context_tokens.and_then(context_tokens_problem) {
+            return Err(BuildError::Setting(format!("llm_context_tokens: {problem}")));
+        }
         if self.needs_key(provider, options) {
             return Err(BuildError::MissingKey(self.missing_key(provider)));
         }
@@ -550,6 +559,42 @@ pub enum BuildError {
     Prompts(#[from] PromptError),
     #[error("{0}")]
     MissingKey(String),
+    /// A setting that cannot be used, named with why.
+    #[error("{0}")]
+    Setting(String),
+}
+
+/// Why `url` cannot be a model server's base URL, if it cannot: it must be an http or https URL.
+pub fn model_url_problem(url: &str) -> Option<String> {
+    match reqwest::Url::parse(url.trim()) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => None,
+        Ok(parsed) => Some(format!("`{url}` is not an http or https URL (its scheme is `{}`)", parsed.scheme())),
+        Err(error) => Some(format!("`{url}` is not a URL ({error}), such as http://127.0.0.1:11434")),
+    }
+}
+
+/// The smallest context window a model can be told to have: a batch's frame alone takes more.
+const MIN_CONTEXT_TOKENS: u32 = 256;
+
+fn context_tokens_problem(tokens: u32) -> Option<String> {
+    (tokens < MIN_CONTEXT_TOKENS)
+        .then(|| format!("{tokens} tokens is too small a context window (at least {MIN_CONTEXT_TOKENS})"))
+}
+
+fn model_url<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let url = Option::<String>::deserialize(deserializer)?;
+    match url.as_deref().and_then(model_url_problem) {
+        Some(problem) => Err(serde::de::Error::custom(problem)),
+        None => Ok(url),
+    }
+}
+
+fn context_tokens<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    let tokens = Option::<u32>::deserialize(deserializer)?;
+    match tokens.and_then(context_tokens_problem) {
+        Some(problem) => Err(serde::de::Error::custom(problem)),
+        None => Ok(tokens),
+    }
 }
 
 #[cfg(test)]
