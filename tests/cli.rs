@@ -2008,7 +2008,8 @@ fn the_example_configuration_names_every_key_at_its_default() {
     assert_eq!(example, MediatorConfig::default());
     let text = fs::read_to_string(&path).unwrap();
     let every: MediatorConfig = toml::from_str(
-        "llm_provider = \"openai\"\nmodel = \"m\"\nllm_url = \"u\"\napi_key_env = \"K\"\napi_key = \"k\"\n\
+        "llm_provider = \"openai\"\nmodel = \"m\"\nllm_url = \"http://u\"\nllm_context_tokens = 4096\napi_key_env = \"K\"\n\
+         api_key = \"k\"\n\
          cache_dir = \"c\"\ncache_url = \"redis://r\"\noverrides_url = \"o\"\npins_file = \"p\"\n",
     )
     .unwrap();
