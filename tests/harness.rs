@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
+pub mod restbench;
+pub mod shortening;
+
 /// The workspace root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_owned()
@@ -99,6 +102,25 @@ pub fn json_lines(path: &Path) -> Vec<Value> {
 /// `part` of `whole` in percent (0 of nothing is 0%).
 pub fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+}
+
+/// The 95% Wilson score interval of a share, `right` of `asked` (0 to 1 each end).
+pub fn wilson(right: usize, asked: usize) -> (f64, f64) {
+    if asked == 0 {
+        return (0.0, 0.0);
+    }
+    let (n, p, z) = (asked as f64, right as f64 / asked as f64, 1.96_f64);
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    (centre - half, centre + half)
+}
+
+/// `count` items spread evenly over `items`.
+pub fn spread<T: Clone>(items: &[T], count: usize) -> Vec<T> {
+    if items.len() <= count {
+        return items.to_vec();
+    }
+    (0..count).map(|i| items[i * items.len() / count].clone()).collect()
 }
 
 pub fn eval_dir() -> PathBuf {
@@ -695,7 +717,8 @@ fn start_real_model() -> RealModel {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = std::env::temp_dir().join(format!("tool-mediator-model-{port}.log"));
     let mut child = Command::new(&serve)
-        .args(["--port", &port.to_string()])
+        // A listing of fifty documented tools is ten thousand tokens (the tool-choice benchmark).
+        .args(["--port", &port.to_string(), "--ctx", "16384"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())

@@ -14,66 +14,12 @@ use serde_json::{Map, Value, json};
 use tool_mediator::search::{Document, ToolIndex};
 use tool_mediator::session::{DisclosureMode, Route, Session, SessionPolicy, WHOLE_BELOW};
 use tool_mediator::{Mediator, RuleTransformer, SourceType, Tool, ToolContext};
-use tool_mediator_tests::{eval_dir, fastmcp_venv, real_manifest, root, run, stderr};
+use tool_mediator_tests::restbench::{self, Query};
+use tool_mediator_tests::{fastmcp_venv, real_manifest, root, run, stderr};
 
 /// `search_tools`'s default limit, and the most it returns.
 const LIMIT: usize = 5;
 const MAX_LIMIT: usize = 50;
-
-/// A RestBench service's APIs as MCP tools: the name, the description, the parameters as the
-/// input schema.
-fn restbench_tools(service: &str) -> Vec<Value> {
-    let path = eval_dir().join(format!("restbench_docs/RestBench_tool_instruction_{service}_Initial.json"));
-    let docs: BTreeMap<String, Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut docs: Vec<Value> = docs.into_values().collect();
-    docs.sort_by_key(|doc| doc["ID"].as_u64());
-    docs.iter()
-        .map(|doc| {
-            let mut properties = Map::new();
-            let mut required = Vec::new();
-            for (list, is_required) in [("required_parameters", true), ("optional_parameters", false)] {
-                for parameter in doc[list].as_array().into_iter().flatten() {
-                    let name = parameter["name"].as_str().unwrap_or_default().to_owned();
-                    let mut schema = parameter["schema"].as_object().cloned().unwrap_or_default();
-                    if let Some(description) = parameter["description"].as_str() {
-                        schema.insert("description".into(), json!(description));
-                    }
-                    if is_required {
-                        required.push(json!(name));
-                    }
-                    properties.insert(name, Value::Object(schema));
-                }
-            }
-            json!({
-                "name": doc["tool_name"],
-                "description": doc["description"],
-                "inputSchema": {"type": "object", "properties": properties, "required": required},
-            })
-        })
-        .collect()
-}
-
-struct Query {
-    text: String,
-    relevant: Vec<String>,
-}
-
-fn restbench_queries(service: &str) -> Vec<Query> {
-    let text = std::fs::read_to_string(eval_dir().join("restbench_queries.jsonl")).unwrap();
-    text.lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|query| query["service"] == service)
-        .map(|query| Query {
-            text: query["query"].as_str().unwrap().to_owned(),
-            relevant: query["relevant"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|name| name.as_str().unwrap().to_owned())
-                .collect(),
-        })
-        .collect()
-}
 
 /// Recall at the limit (the share of a query's relevant tools found, averaged) and MRR (the
 /// reciprocal rank of the first relevant tool found, 0 when none is, averaged).
@@ -132,9 +78,9 @@ fn search_finds_restbench_apis_better_than_fastmcps_bm25() {
     println!("|---|---|---|---|---|---|---|");
     let mut totals = [(0.0, 0.0), (0.0, 0.0)];
     let mut count = 0;
-    for service in ["TMDB", "Spotify"] {
-        let tools = restbench_tools(service);
-        let queries = restbench_queries(service);
+    for service in restbench::SERVICES {
+        let tools = restbench::tools(service);
+        let queries = restbench::queries(service);
         let (ours, theirs) =
             (score(&queries, &ours(&tools, &queries, service)), score(&queries, &theirs(&tools, &queries)));
         println!(

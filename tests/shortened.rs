@@ -14,8 +14,7 @@
 //! from lists written by others, not from the SCANL data nor from the rules' own dictionary
 //! (`tests/data/eval/README.md` says where each comes from).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ops::Range;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -24,14 +23,8 @@ use tool_mediator::{
     Answer, Mediator, RuleTransformer, SourceType, Tool, ToolContext, ToolPatch, ToolTransformer, TransformError,
     schema,
 };
-use tool_mediator_tests::{eval_dir, json_lines, percent, root};
-
-/// The pair lists the measure shortens with, in this order: a word that several lists (or one
-/// list several times) abbreviate takes the abbreviation met first.
-const SOURCES: [(&str, &str); 2] = [
-    ("eslint-plugin-unicorn", "abbrev_pairs_unicorn.jsonl"),
-    ("abbreviations-in-code", "abbrev_pairs_abbreviations_in_code.jsonl"),
-];
+use tool_mediator_tests::shortening::{Pairs, SOURCES, Shortening, shorten};
+use tool_mediator_tests::{eval_dir, json_lines, percent, root, spread};
 
 /// A third list, measured alone and in neither figure: Microsoft's abbreviations for AL code
 /// (Business Central), business words (`Qty`, `Pmt`, `Inv`) and some of that platform's own:
@@ -48,28 +41,6 @@ const RECOVERED_FLOOR: f64 = 77.0;
 /// this was written: 85.1% (899 of 1,057) before the rules read context, then 90.8% (960).
 const ONE_AT_A_TIME_FLOOR: f64 = 88.0;
 
-/// word -> the abbreviation it is shortened to: the first pair of the lists that names it.
-#[derive(Default)]
-struct Pairs {
-    rows: usize,
-    by_expansion: HashMap<String, String>,
-}
-
-impl Pairs {
-    fn read(files: &[&str]) -> Pairs {
-        let mut pairs = Pairs::default();
-        for file in files {
-            for row in json_lines(&eval_dir().join(file)) {
-                let abbreviation = row["abbreviation"].as_str().unwrap().to_owned();
-                let expansion = row["expansion"].as_str().unwrap().to_owned();
-                pairs.rows += 1;
-                pairs.by_expansion.entry(expansion).or_insert(abbreviation);
-            }
-        }
-        pairs
-    }
-}
-
 /// The short forms the rules keep in names by design (the dictionary's `read`, `keep` and
 /// `acronyms`: repo, config, max, dir): a name shortened to one of them is not a miss.
 fn conventional_short_forms() -> HashSet<String> {
@@ -81,91 +52,6 @@ fn conventional_short_forms() -> HashSet<String> {
         forms.extend(dictionary[section].as_array().unwrap().iter().map(|word| word.as_str().unwrap().to_owned()));
     }
     forms
-}
-
-/// The words of an identifier and where they sit: split at separators, at lower-to-upper
-/// changes, before the last capital of a run followed by a lowercase letter (`HTTPResponse`),
-/// and between letters and digits: snake, kebab, camel and Pascal case. The measure keeps a
-/// splitter of its own, not the rules' (`identifier::split`): what it shortens must not depend
-/// on the code it measures.
-fn words(name: &str) -> Vec<Range<usize>> {
-    #[derive(PartialEq, Clone, Copy)]
-    enum Class {
-        Lower,
-        Upper,
-        Digit,
-        Other,
-    }
-    let class = |c: char| match c {
-        c if c.is_ascii_digit() => Class::Digit,
-        c if c.is_uppercase() => Class::Upper,
-        c if c.is_alphabetic() => Class::Lower,
-        _ => Class::Other,
-    };
-    let chars: Vec<(usize, char)> = name.char_indices().collect();
-    let mut spans = Vec::new();
-    let mut start: Option<usize> = None;
-    for (i, &(offset, c)) in chars.iter().enumerate() {
-        let current = class(c);
-        if current == Class::Other {
-            if let Some(from) = start.take() {
-                spans.push(from..offset);
-            }
-            continue;
-        }
-        let Some(from) = start else {
-            start = Some(offset);
-            continue;
-        };
-        let previous = class(chars[i - 1].1);
-        let next = chars.get(i + 1).map(|&(_, c)| class(c));
-        let boundary = match (previous, current) {
-            (Class::Lower, Class::Upper) => true,
-            (Class::Upper, Class::Upper) => next == Some(Class::Lower),
-            (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
-            _ => false,
-        };
-        if boundary {
-            spans.push(from..offset);
-            start = Some(offset);
-        }
-    }
-    if let Some(from) = start {
-        spans.push(from..name.len());
-    }
-    spans
-}
-
-/// `abbreviation` written the way `word` is: `account` -> `acct`, `Account` -> `Acct`,
-/// `ACCOUNT` -> `ACCT`.
-fn written_like(word: &str, abbreviation: &str) -> String {
-    let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
-    if letters.len() > 1 && letters.iter().all(|c| c.is_uppercase()) {
-        abbreviation.to_uppercase()
-    } else if letters.first().is_some_and(|c| c.is_uppercase()) {
-        let mut chars = abbreviation.chars();
-        chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
-    } else {
-        abbreviation.to_owned()
-    }
-}
-
-/// One shortening: the first word of `name` that a list abbreviates, replaced by its
-/// abbreviation in the same case.
-#[derive(Clone)]
-struct Shortening {
-    shortened: String,
-    abbreviation: String,
-    expansion: String,
-}
-
-fn shorten(name: &str, pairs: &Pairs) -> Option<Shortening> {
-    words(name).into_iter().find_map(|span| {
-        let word = &name[span.clone()];
-        let abbreviation = pairs.by_expansion.get(&word.to_lowercase())?;
-        let shortened = format!("{}{}{}", &name[..span.start], written_like(word, abbreviation), &name[span.end..]);
-        Some(Shortening { shortened, abbreviation: abbreviation.clone(), expansion: word.to_lowercase() })
-    })
 }
 
 /// What the rules rename each tool of one listing to (`None`: they keep its name).
@@ -314,14 +200,6 @@ fn one_at_a_time(listings: &[Vec<Tool>], pairs: &Pairs, conventional: &HashSet<S
         }
     }
     outcome
-}
-
-/// `count` items spread evenly over `items`.
-fn spread<T: Clone>(items: &[T], count: usize) -> Vec<T> {
-    if items.len() <= count {
-        return items.to_vec();
-    }
-    (0..count).map(|i| items[i * items.len() / count].clone()).collect()
 }
 
 #[test]
