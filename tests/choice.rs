@@ -1,0 +1,585 @@
+//! Does enhancing a listing make a model choose the right tool? Measured with the real model
+//! (Qwen2.5-Coder-1.5B-Instruct on llama.cpp, `tests/peers/model`) on RestBench's real user
+//! queries (`tests/data/eval`), each with the API to call first:
+//!
+//! ```sh
+//! # the smoke version (runs in CI): a dozen tasks over sixteen tools
+//! TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests --test choice -- --nocapture
+//! # the whole benchmark: 157 tasks, TMDB and Spotify (an hour or more on two cores)
+//! TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests --test choice -- --ignored --nocapture
+//! ```
+//!
+//! Each service's APIs are listed the way servers publish them: as documented (`published`),
+//! with every word an abbreviation list written by others shortens shortened (`shortened`), and
+//! shortened with the descriptions cut to three words or left out and the schemas emptied
+//! (`bare`). Each listing reaches the model raw, after the rules, and after the rules and the
+//! model (`tool-mediator enhance`, as a user runs it), as an MCP client shows it: names,
+//! descriptions and schemas in the `tools` array of a chat request, in the model's own
+//! tool-calling template. The model calls one tool (or answers in words: wrong). Reported: the
+//! share of tasks where it calls the right one, with a 95% Wilson interval, and the prompt
+//! tokens of the listing; and the same through a session with the default disclosure (category
+//! tools and `search_tools`, the model expanding and searching as it likes, four calls at most).
+//! `CHOICE_LISTINGS=DIR` writes each listing as the model was shown it into `DIR`;
+//! `CHOICE_SERVICE=TMDB` measures one service, `CHOICE_ROWS=bare/raw,bare/rules` some rows.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tool_mediator::session::{DisclosureMode, Route, Session, SessionPolicy};
+use tool_mediator::{Mediator, MediatorConfig, RuleTransformer, SourceType, Tool, ToolContext};
+use tool_mediator_tests::restbench::{self, Query};
+use tool_mediator_tests::shortening::{Pairs, SOURCES, shorten_every};
+use tool_mediator_tests::{RealModel, real_model, run_with, spread, stderr};
+
+/// What the client says before the user's request: an assistant with tools, nothing more.
+const SYSTEM: &str = "You are a helpful assistant. Use the tools to answer the user's request: call the tool the \
+                      request needs first.";
+
+/// The tasks asked through a session with disclosure, spread evenly over a service's.
+const DISCLOSED_TASKS: usize = 40;
+
+/// Calls the model may make in a session before it must have called a tool of the source:
+/// expanding a category, searching, then calling.
+const TURNS: usize = 4;
+
+/// How a listing is degraded before it reaches the mediator.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Listing {
+    /// As the documentation publishes it.
+    Published,
+    /// Every word an abbreviation list shortens, shortened.
+    Shortened,
+    /// Shortened names; descriptions cut to their first three words (even tools) or left out
+    /// (odd ones); schemas emptied.
+    Bare,
+}
+
+impl Listing {
+    fn name(self) -> &'static str {
+        match self {
+            Listing::Published => "published",
+            Listing::Shortened => "shortened",
+            Listing::Bare => "bare",
+        }
+    }
+
+    fn degrade(self, tools: &[Value], pairs: &Pairs) -> Vec<Value> {
+        tools
+            .iter()
+            .enumerate()
+            .map(|(index, tool)| {
+                let mut tool = tool.clone();
+                if self == Listing::Published {
+                    return tool;
+                }
+                tool["name"] = json!(shorten_every(tool["name"].as_str().unwrap(), pairs));
+                if self == Listing::Bare {
+                    let description = tool["description"].as_str().unwrap_or_default();
+                    let terse = description.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+                    let object = tool.as_object_mut().unwrap();
+                    if index % 2 == 0 {
+                        object.insert("description".into(), json!(terse));
+                    } else {
+                        object.remove("description");
+                    }
+                    object.insert("inputSchema".into(), json!({"type": "object"}));
+                }
+                tool
+            })
+            .collect()
+    }
+}
+
+/// What reaches the model.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stage {
+    Raw,
+    Rules,
+    /// The rules and the model, the model's answers through the gates.
+    Model,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Raw => "raw",
+            Stage::Rules => "rules",
+            Stage::Model => "rules + model",
+        }
+    }
+}
+
+/// A request and the source's name of the tool to call first.
+#[derive(Clone)]
+struct Task {
+    query: String,
+    right: String,
+}
+
+fn tasks(queries: Vec<Query>) -> Vec<Task> {
+    queries.into_iter().map(|query| Task { query: query.text, right: query.relevant[0].clone() }).collect()
+}
+
+/// A listing as the model is shown it: MCP tools, and the source's name of each.
+struct Shown {
+    tools: Vec<Value>,
+    sources: Vec<String>,
+}
+
+/// `tools` after `stage`: as they are, or through `tool-mediator enhance` (the rules; the rules
+/// and the real model, its answers kept in a cache between runs as a user's are).
+fn staged(stage: Stage, tools: &[Value], service: &str, model: &RealModel, dir: &Path) -> Shown {
+    if stage == Stage::Raw {
+        let sources = tools.iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect();
+        return Shown { tools: tools.to_vec(), sources };
+    }
+    let file = dir.join(format!("{service}.json"));
+    std::fs::write(&file, json!({"tools": tools}).to_string()).unwrap();
+    let url = format!("{}/v1", model.url);
+    let cache = std::env::temp_dir().join("tool-mediator-choice-cache");
+    let cache = cache.to_str().unwrap();
+    let mut args = vec!["enhance", file.to_str().unwrap(), "--cache-dir", cache];
+    if stage == Stage::Model {
+        // A loaded machine may take minutes a batch; no figure here depends on the time.
+        args.extend(["--llm", "openai-compatible", "--llm-url", &url, "--model", model.name, "--llm-deadline", "600s"]);
+    }
+    let output = run_with(dir, &args, None, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut shown = Shown { tools: Vec::new(), sources: Vec::new() };
+    for tool in out["tools"].as_array().unwrap() {
+        let source = tool["_meta"]["tool-mediator/provenance"]["originalName"].as_str().or(tool["name"].as_str());
+        shown.sources.push(source.unwrap().to_owned());
+        shown.tools.push(tool.clone());
+    }
+    shown
+}
+
+/// A tool in a chat request's `tools`, as an MCP client passes it: name, description, schema.
+fn function(tool: &Value) -> Value {
+    let mut function = json!({"name": tool["name"], "parameters": tool["inputSchema"]});
+    if let Some(description) = tool["description"].as_str() {
+        function["description"] = json!(description);
+    }
+    json!({"type": "function", "function": function})
+}
+
+/// The tool a model's reply calls, and its arguments.
+#[derive(Debug, Default)]
+struct Call {
+    name: Option<String>,
+    arguments: Value,
+}
+
+/// The first tool call in what the model has written so far: a parsed `tool_calls` entry, or
+/// (the 1.5B model often writes the call as JSON in its text) a `"name": "..."` in the text.
+fn call_in(content: &str, streamed: &Option<String>) -> Option<String> {
+    if streamed.is_some() {
+        return streamed.clone();
+    }
+    let at = content.find("\"name\"")?;
+    let rest = content[at + 6..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some(rest[..end].to_owned())
+}
+
+/// The JSON object of arguments in a call written as text, if it is whole.
+fn arguments_in(content: &str) -> Value {
+    let Some(at) = content.find("\"arguments\"") else { return json!({}) };
+    let rest = &content[at..];
+    let Some(open) = rest.find('{') else { return json!({}) };
+    let mut depth = 0;
+    for (offset, c) in rest[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return serde_json::from_str(&rest[open..=open + offset]).unwrap_or(json!({}));
+                }
+            }
+            _ => {}
+        }
+    }
+    json!({})
+}
+
+/// A chat client of the real model, as an MCP host is one.
+struct Chat {
+    http: reqwest::Client,
+    url: String,
+    model: &'static str,
+}
+
+/// A request the model server refused (a listing its tool-calling template cannot take).
+#[derive(Debug)]
+struct Refused(String);
+
+impl Chat {
+    fn new(model: &RealModel) -> Chat {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(1800)).build().unwrap();
+        Chat { http, url: format!("{}/v1/chat/completions", model.url), model: model.name }
+    }
+
+    /// The tool the model calls given `tools` and `messages`, and the request's prompt tokens.
+    /// Streamed, and let go of as soon as the call's name is written unless `whole` says its
+    /// arguments are wanted too (the first request of a listing is read whole for its usage).
+    async fn call(
+        &self,
+        tools: &[Value],
+        messages: &[Value],
+        whole: impl Fn(&str) -> bool,
+    ) -> Result<(Call, u64), Refused> {
+        let body = json!({
+            "model": self.model,
+            "messages": messages,
+            "tools": tools.iter().map(function).collect::<Vec<_>>(),
+            "tool_choice": "auto",
+            "temperature": 0,
+            "max_tokens": 128,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        let mut response = self.http.post(&self.url).json(&body).send().await.expect("the model server answers");
+        if !response.status().is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(Refused(text.chars().take(300).collect()));
+        }
+        let (mut content, mut streamed, mut arguments, mut tokens) = (String::new(), None, String::new(), 0);
+        let mut pending = Vec::new();
+        'read: while let Some(chunk) = response.chunk().await.expect("the stream reads") {
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let Some(data) = std::str::from_utf8(&line).unwrap_or("").trim().strip_prefix("data: ") else {
+                    continue;
+                };
+                if data == "[DONE]" {
+                    break 'read;
+                }
+                let Ok(event) = serde_json::from_str::<Value>(data) else { continue };
+                if let Some(prompt) = event["usage"]["prompt_tokens"].as_u64() {
+                    tokens = prompt;
+                }
+                let delta = &event["choices"][0]["delta"];
+                content.push_str(delta["content"].as_str().unwrap_or_default());
+                if let Some(call) = delta["tool_calls"].get(0) {
+                    if let Some(name) = call["function"]["name"].as_str() {
+                        streamed.get_or_insert_with(String::new).push_str(name);
+                    }
+                    arguments.push_str(call["function"]["arguments"].as_str().unwrap_or_default());
+                }
+                let named = call_in(&content, &streamed);
+                if named.is_some_and(|name| !whole(&name)) && event["choices"][0]["finish_reason"].is_null() {
+                    // Dropping the response closes the connection; the server stops generating.
+                    break 'read;
+                }
+            }
+        }
+        let name = call_in(&content, &streamed);
+        let arguments = if streamed.is_some() {
+            serde_json::from_str(&arguments).unwrap_or(json!({}))
+        } else {
+            arguments_in(&content)
+        };
+        Ok((Call { name, arguments }, tokens))
+    }
+}
+
+/// How one listing at one stage did.
+#[derive(Default)]
+struct Score {
+    right: usize,
+    asked: usize,
+    /// The model server refused the listing (every task counts wrong).
+    refused: Option<String>,
+    /// The prompt tokens of the first request (the listing, the system text, one request).
+    tokens: u64,
+    seconds: f64,
+    /// `request -> called (right)` of the wrong ones.
+    wrong: Vec<String>,
+}
+
+impl Score {
+    fn row(&self, service: &str, listing: &str, stage: &str) -> String {
+        let (low, high) = tool_mediator_tests::wilson(self.right, self.asked);
+        let share = tool_mediator_tests::percent(self.right, self.asked);
+        let refused =
+            self.refused.as_ref().map_or(String::new(), |why| format!(" (the server refused the listing: {why})"));
+        format!(
+            "| {service} | {listing} | {stage} | {}/{} | {share:.1}% [{:.1}, {:.1}] | {} | {:.0} s |{refused}",
+            self.right,
+            self.asked,
+            100.0 * low,
+            100.0 * high,
+            self.tokens,
+            self.seconds
+        )
+    }
+}
+
+fn messages(task: &Task) -> Vec<Value> {
+    vec![json!({"role": "system", "content": SYSTEM}), json!({"role": "user", "content": task.query})]
+}
+
+/// Each task asked of `shown`, whole.
+async fn measure(chat: &Chat, shown: &Shown, tasks: &[Task]) -> Score {
+    let started = Instant::now();
+    let mut score = Score { asked: tasks.len(), ..Score::default() };
+    for task in tasks {
+        // The first request is read to its end, for its usage: the listing's tokens.
+        let first = score.tokens == 0;
+        let (call, tokens) = match chat.call(&shown.tools, &messages(task), |_| first).await {
+            Ok(answer) => answer,
+            Err(Refused(why)) => {
+                score.refused = Some(why);
+                break;
+            }
+        };
+        if score.tokens == 0 {
+            score.tokens = tokens;
+        }
+        let source = call.name.as_ref().and_then(|name| {
+            shown.tools.iter().position(|tool| tool["name"] == name.as_str()).map(|at| &shown.sources[at])
+        });
+        if source == Some(&task.right) {
+            score.right += 1;
+        } else {
+            score.wrong.push(format!(
+                "{} -> {} ({})",
+                task.query,
+                call.name.as_deref().unwrap_or("(no call)"),
+                task.right
+            ));
+        }
+    }
+    score.seconds = started.elapsed().as_secs_f64();
+    score
+}
+
+/// Each task asked through a session of its own with the default disclosure over `tools` (the
+/// rules enhancing them, as the proxy does): a call to a category tool or `search_tools` is
+/// answered by the session and the model asked again with what it now lists.
+async fn measure_disclosed(
+    chat: &Chat,
+    tools: &[Value],
+    documented: &HashMap<&str, &str>,
+    service: &str,
+    tasks: &[Task],
+) -> Score {
+    let started = Instant::now();
+    let tools: Vec<Tool> = serde_json::from_value(Value::Array(tools.to_vec())).unwrap();
+    let mediator = Arc::new(Mediator::builder().transformer(RuleTransformer::new()).build());
+    let mut score = Score { asked: tasks.len(), ..Score::default() };
+    let context = ToolContext::new(service, SourceType::Api);
+    // The source's tools as the session names them: any other listed tool is the session's own
+    // (a category tool, `search_tools`), whose call needs its arguments.
+    let whole = DisclosureMode::Off.apply(SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) }, 5, 0);
+    let everything = Session::new(mediator.clone(), context.clone(), whole);
+    let upstream: HashSet<String> =
+        everything.list_tools(&tools, None).await.unwrap().into_tools().into_iter().map(|tool| tool.name).collect();
+    'tasks: for task in tasks {
+        let session = Session::new(mediator.clone(), context.clone(), MediatorConfig::default().session_policy());
+        let mut messages = messages(task);
+        let mut called = None;
+        for turn in 0..TURNS {
+            let listed = session.list_tools(&tools, None).await.unwrap().into_tools();
+            let listed: Vec<Value> = listed.iter().map(|tool| serde_json::to_value(tool).unwrap()).collect();
+            let first = score.tokens == 0;
+            let (call, tokens) = match chat.call(&listed, &messages, |name| first || !upstream.contains(name)).await {
+                Ok(answer) => answer,
+                Err(Refused(why)) => {
+                    score.refused = Some(why);
+                    break 'tasks;
+                }
+            };
+            if score.tokens == 0 {
+                score.tokens = tokens;
+            }
+            let Some(name) = call.name.clone() else { break };
+            let arguments = call.arguments.as_object().cloned().unwrap_or_default();
+            match session.route_call(&name, arguments.clone()).await {
+                Route::Upstream { name: source, .. } => {
+                    called = Some(documented.get(source.as_str()).map_or(source.clone(), |name| (*name).to_owned()));
+                    break;
+                }
+                Route::NotFound => {
+                    called = Some(format!("{name} (not listed)"));
+                    break;
+                }
+                Route::Local(result) => {
+                    let id = format!("call_{turn}");
+                    let text: Vec<&str> = result["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|part| part["text"].as_str())
+                        .collect();
+                    messages.push(json!({"role": "assistant", "content": "", "tool_calls": [
+                        {"id": id, "type": "function", "function": {"name": name, "arguments": Value::Object(arguments).to_string()}}
+                    ]}));
+                    messages.push(json!({"role": "tool", "tool_call_id": id, "content": text.join("\n")}));
+                }
+            }
+        }
+        if called.as_deref() == Some(task.right.as_str()) {
+            score.right += 1;
+        } else {
+            score.wrong.push(format!(
+                "{} -> {} ({})",
+                task.query,
+                called.as_deref().unwrap_or("(no call)"),
+                task.right
+            ));
+        }
+    }
+    score.seconds = started.elapsed().as_secs_f64();
+    score
+}
+
+/// One row of the benchmark.
+struct Row {
+    service: String,
+    listing: Listing,
+    stage: &'static str,
+    score: Score,
+}
+
+/// Every listing of `plan` at every stage of it, over `tools` and `tasks` of `service`; with
+/// `disclosed`, the raw listing through a session with the default disclosure too.
+async fn benchmark(
+    model: &RealModel,
+    service: &str,
+    tools: &[Value],
+    tasks: &[Task],
+    plan: &[(Listing, &[Stage], bool)],
+) -> Vec<Row> {
+    let chat = Chat::new(model);
+    let pairs = Pairs::read(&SOURCES.map(|(_, file)| file));
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = Vec::new();
+    // `CHOICE_ROWS=bare/raw,bare/disclosure`: only these rows.
+    let only: Option<Vec<String>> =
+        std::env::var("CHOICE_ROWS").ok().map(|rows| rows.split(',').map(|row| row.trim().to_owned()).collect());
+    let wanted = |listing: Listing, stage: &str| {
+        only.as_ref().is_none_or(|only| only.iter().any(|row| *row == format!("{}/{stage}", listing.name())))
+    };
+    for &(listing, stages, disclosed) in plan {
+        let degraded = listing.degrade(tools, &pairs);
+        // The source's names are the degraded ones: scored by the documented name.
+        let documented: HashMap<&str, &str> = degraded
+            .iter()
+            .zip(tools)
+            .map(|(degraded, tool)| (degraded["name"].as_str().unwrap(), tool["name"].as_str().unwrap()))
+            .collect();
+        assert_eq!(documented.len(), tools.len(), "{}: two tools shortened to one name", listing.name());
+        for &stage in stages.iter().filter(|stage| wanted(listing, stage.name())) {
+            let mut shown = staged(stage, &degraded, service, model, dir.path());
+            for source in &mut shown.sources {
+                *source = documented[source.as_str()].to_owned();
+            }
+            if let Some(dir) = std::env::var_os("CHOICE_LISTINGS") {
+                let file = Path::new(&dir).join(format!("{service}-{}-{}.json", listing.name(), stage.name()));
+                std::fs::write(file, serde_json::to_string_pretty(&json!({"tools": shown.tools})).unwrap()).unwrap();
+            }
+            let score = measure(&chat, &shown, tasks).await;
+            let row = Row { service: service.to_owned(), listing, stage: stage.name(), score };
+            println!("{}", row.score.row(service, listing.name(), row.stage));
+            wrong(&row);
+            rows.push(row);
+        }
+        if disclosed && wanted(listing, "disclosure") {
+            // Each expansion is a listing of its own for the server to read (about 25 s a task on
+            // two cores): a sample of the tasks, spread evenly.
+            let sample = spread(tasks, DISCLOSED_TASKS);
+            let score = measure_disclosed(&chat, &degraded, &documented, service, &sample).await;
+            let row = Row { service: service.to_owned(), listing, stage: "disclosure", score };
+            println!("{}", row.score.row(service, listing.name(), row.stage));
+            wrong(&row);
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+fn header() {
+    println!("| service | listing | stage | right | share [95% CI] | prompt tokens | time |");
+    println!("|---|---|---|---|---|---|---|");
+}
+
+/// The tasks `row` got wrong, on the standard error (the tables stay whole on the output).
+fn wrong(row: &Row) {
+    eprintln!("wrong, {} {} {}:", row.service, row.listing.name(), row.stage);
+    for line in &row.score.wrong {
+        eprintln!("  {line}");
+    }
+}
+
+/// The right count of `stage` of `listing` in `rows`.
+fn right(rows: &[Row], listing: Listing, stage: Stage) -> usize {
+    rows.iter().filter(|row| row.listing == listing && row.stage == stage.name()).map(|row| row.score.right).sum()
+}
+
+/// The smoke version, in CI: the first twelve TMDB tasks whose first tool differ, over their
+/// tools and the next ones up to sixteen, the bare listing raw, after the rules and after the
+/// rules and the model. An enhanced listing that picks worse than the raw one fails it.
+#[test]
+fn enhanced_listings_pick_no_worse_than_raw_ones() {
+    let Some(model) = real_model() else { return };
+    let _turn = model.turn();
+    let all = restbench::tools("TMDB");
+    let mut tasks = Vec::new();
+    for task in tasks_of("TMDB") {
+        if tasks.len() < 12 && !tasks.iter().any(|chosen: &Task| chosen.right == task.right) {
+            tasks.push(task);
+        }
+    }
+    let mut tools: Vec<Value> =
+        all.iter().filter(|tool| tasks.iter().any(|task| tool["name"] == task.right.as_str())).cloned().collect();
+    for tool in &all {
+        if tools.len() < 16 && !tools.contains(tool) {
+            tools.push(tool.clone());
+        }
+    }
+    let plan: &[(Listing, &[Stage], bool)] = &[(Listing::Bare, &[Stage::Raw, Stage::Rules, Stage::Model], false)];
+    header();
+    let rows = tokio::runtime::Runtime::new().unwrap().block_on(benchmark(model, "TMDB", &tools, &tasks, plan));
+    let raw = right(&rows, Listing::Bare, Stage::Raw);
+    for stage in [Stage::Rules, Stage::Model] {
+        let enhanced = right(&rows, Listing::Bare, stage);
+        assert!(enhanced >= raw, "{}: {enhanced} right, fewer than the raw listing's {raw}", stage.name());
+    }
+}
+
+fn tasks_of(service: &str) -> Vec<Task> {
+    tasks(restbench::queries(service))
+}
+
+/// The whole benchmark: both services, every listing, every stage, and the default disclosure.
+#[test]
+#[ignore = "asks the real model for an hour or more: TOOL_MEDIATOR_MODEL=1, --ignored"]
+fn tool_choice_benchmark() {
+    let Some(model) = real_model() else { return };
+    let _turn = model.turn();
+    let every: &[Stage] = &[Stage::Raw, Stage::Rules, Stage::Model];
+    let plan: &[(Listing, &[Stage], bool)] = &[
+        (Listing::Published, &[Stage::Raw, Stage::Rules], true),
+        (Listing::Shortened, &[Stage::Raw, Stage::Rules], false),
+        (Listing::Bare, every, true),
+    ];
+    let only: Option<String> = std::env::var("CHOICE_SERVICE").ok();
+    header();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut rows = Vec::new();
+    for service in restbench::SERVICES.iter().filter(|service| only.as_deref().is_none_or(|only| only == **service)) {
+        rows.extend(runtime.block_on(benchmark(model, service, &restbench::tools(service), &tasks_of(service), plan)));
+    }
+    for listing in [Listing::Published, Listing::Shortened, Listing::Bare] {
+        let raw = right(&rows, listing, Stage::Raw);
+        let rules = right(&rows, listing, Stage::Rules);
+        assert!(rules >= raw, "{}: the rules pick {rules}, the raw listing {raw}", listing.name());
+    }
+}
