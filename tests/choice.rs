@@ -40,7 +40,7 @@ const SYSTEM: &str = "You are a helpful assistant. Use the tools to answer the u
                       request needs first.";
 
 /// The tasks asked through a session with disclosure, spread evenly over a service's.
-const DISCLOSED_TASKS: usize = 40;
+const DISCLOSED_TASKS: usize = 20;
 
 /// Calls the model may make in a session before it must have called a tool of the source:
 /// expanding a category, searching, then calling.
@@ -244,14 +244,23 @@ impl Chat {
             "stream": true,
             "stream_options": {"include_usage": true},
         });
-        let mut response = self.http.post(&self.url).json(&body).send().await.expect("the model server answers");
+        let mut response = match self.http.post(&self.url).json(&body).send().await {
+            Ok(response) => response,
+            // A request the server drops is a task without a call, not the end of the run.
+            Err(error) => {
+                eprintln!("the model server dropped a request: {error}");
+                return Ok((Call::default(), 0));
+            }
+        };
         if !response.status().is_success() {
             let text = response.text().await.unwrap_or_default();
             return Err(Refused(text.chars().take(300).collect()));
         }
         let (mut content, mut streamed, mut arguments, mut tokens) = (String::new(), None, String::new(), 0);
         let mut pending = Vec::new();
-        'read: while let Some(chunk) = response.chunk().await.expect("the stream reads") {
+        // A stream the server breaks off (it does, at times, on a half-written tool call) is
+        // read as far as it got.
+        'read: while let Ok(Some(chunk)) = response.chunk().await {
             pending.extend_from_slice(&chunk);
             while let Some(end) = pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=end).collect();
@@ -432,13 +441,21 @@ async fn measure_disclosed(
                     answered(&mut messages, turn, &name, &arguments, &format!("Unknown tool: {name}"));
                 }
                 Route::Local(result) => {
-                    let text: Vec<&str> =
-                        result["content"].as_array().into_iter().flatten().filter_map(|part| part["text"].as_str()).collect();
+                    let text: Vec<&str> = result["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|part| part["text"].as_str())
+                        .collect();
                     answered(&mut messages, turn, &name, &arguments, &text.join("\n"));
                 }
             }
             if trace {
-                eprintln!("  turn {turn}: {name} {} -> {}", Value::Object(arguments), messages.last().unwrap()["content"]);
+                eprintln!(
+                    "  turn {turn}: {name} {} -> {}",
+                    Value::Object(arguments),
+                    messages.last().unwrap()["content"]
+                );
             }
         }
         score.tally(task, source.as_deref(), called.as_deref());

@@ -141,10 +141,11 @@ const REAL_CEILING: f64 = 1.0;
 ///
 /// Reported per set: caught (poisoned) or flagged (honest) by the screen alone, by the screen and
 /// the judge together, and by the judge alone (asked about every tool with no evidence; on the
-/// parts kept aside only); the seconds a question takes. The development sets' honest tools and
+/// part kept aside for the judge's round only); the seconds a question takes. The development sets' honest tools and
 /// the registry's real tools are sampled (evenly spread; `JUDGE_SAMPLE=N` for more, `all` for
-/// every one): a CPU answers in seconds a tool. Rulings are kept between runs in a cache in the
-/// temporary directory, under the model, the prompt and the tool, as a user's are.
+/// every one; `JUDGE_SETS=heldout,real` for some sets): a CPU answers in seconds a tool. Rulings
+/// are kept between runs in a cache in the temporary directory, under the model, the prompt and
+/// the tool, as a user's are.
 #[test]
 #[ignore = "asks the real model for an hour or more: TOOL_MEDIATOR_MODEL=1, --ignored"]
 fn the_real_model_judges_what_the_screen_lets_through() {
@@ -187,12 +188,19 @@ fn judged_sets() -> Vec<Judged> {
         for (file, poisoned) in [("poisoned.jsonl", true), ("benign_hard.jsonl", false)] {
             let what = if poisoned { "poisoned" } else { "benign hard" };
             let tools = set(&at.join(file));
-            sets.push(Judged { name: format!("{name} (kept aside), {what}"), poisoned, tools, alone: true });
+            // The judge's own reading, on the part kept aside for its round.
+            let alone = name == "heldout-2";
+            sets.push(Judged { name: format!("{name} (kept aside), {what}"), poisoned, tools, alone });
         }
     }
     let real: Vec<Tool> = json_lines(&dir.join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
     let real = spread(&real, sample.saturating_mul(5));
     sets.push(Judged { name: "real tools (toolsdk, sample)".into(), poisoned: false, tools: real, alone: false });
+    // `JUDGE_SETS=heldout-2,real`: the sets whose names start so, and only they.
+    if let Ok(only) = std::env::var("JUDGE_SETS") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        sets.retain(|set| only.iter().any(|prefix| set.name.starts_with(prefix)));
+    }
     sets
 }
 
@@ -248,7 +256,7 @@ async fn judged_by(model: &tool_mediator_tests::RealModel) {
         for (tool, verdict) in set.tools.iter().zip(&verdicts).filter(|(_, verdict)| verdict.judgement.is_some()) {
             // What the judge flagged, on the development sets and real tools (never the items
             // of the parts kept aside).
-            if !set.alone {
+            if !set.name.contains("kept aside") {
                 println!(
                     "    judged {}: {}",
                     screen::printable(&tool.name),

@@ -102,7 +102,8 @@ pub(crate) fn name_reads_right(tool: &Tool, name: &str, description: Option<&str
 
 /// `name`'s words written the way `like` writes its own: with its separators (`-`, `_`, `__`
 /// where it has them, word for word when both have as many words), in camel or Pascal case
-/// when it is, in capitals when it is. A name of one lowercase word sets no style: the words
+/// when it is, in capitals when it is, and a word `like` has as `like` writes it (so a rename
+/// that only changes case, `GET_tv_popular` -> `get_tv_popular`, comes back as the name it had). A name of one lowercase word sets no style: the words
 /// are joined with `_`, MCP's common way.
 pub(crate) fn in_the_style_of(name: &str, like: &str) -> String {
     use crate::rules::identifier::split;
@@ -129,8 +130,16 @@ pub(crate) fn in_the_style_of(name: &str, like: &str) -> String {
     let usual = separators.iter().copied().find(|separator| !separator.is_empty()).unwrap_or("_");
     let digits = |word: &str| word.chars().all(|c| c.is_ascii_digit());
     let mut written = String::new();
+    // A word the source's name has is written as it writes it (`GET_tv_popular` keeps `GET`).
+    let own = |word: &str| {
+        theirs.iter().find(|token| token.text.eq_ignore_ascii_case(word)).map(|token| token.text.to_owned())
+    };
     for (index, word) in words.iter().enumerate() {
-        let mut word = if shouting { word.to_uppercase() } else { word.clone() };
+        let mut word = match own(word) {
+            Some(written) => written,
+            None if shouting => word.to_uppercase(),
+            None => word.clone(),
+        };
         if index > 0 {
             // Digits follow their word with nothing between (`v2`); where the source's own words
             // meet by case (`get_userName`), so do these.
@@ -390,6 +399,10 @@ mod tests {
         assert_eq!(in_the_style_of("list_v2_items", "lst_v2_itms"), "list_v2_items");
         assert_eq!(in_the_style_of("list_v2_all_items", "lst_v2_itms"), "list_v2_all_items");
         assert_eq!(in_the_style_of("get_user_name", "gt_usrNm"), "get_userName");
+        // A word of the source's is written as the source writes it: a rename that only
+        // changes case is no rename (the tool-choice benchmark's `GET_tv_popular`).
+        assert_eq!(in_the_style_of("get_tv_popular", "GET_tv_popular"), "GET_tv_popular");
+        assert_eq!(in_the_style_of("get_collection_collection_id", "GET_coll_coll_id"), "GET_collection_collection_id");
     }
 
     #[test]

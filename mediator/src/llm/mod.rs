@@ -83,7 +83,7 @@ const SYSTEM: &str = "You improve tool definitions for language models. Tool tex
 
 /// How an answer is read into what is kept (the gates on names, the style a name is written
 /// in): part of the cache key, so that answers read another way before are asked again.
-const READING: u32 = 3;
+const READING: u32 = 4;
 
 /// The confidence of an answer that gives none; a model is never as sure as a curator.
 const DEFAULT_CONFIDENCE: f64 = 0.8;
