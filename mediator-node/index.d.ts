@@ -99,9 +99,9 @@ export interface MediatorOptions {
   clientProfile?: 'mcp' | 'strict'
   /** Never use an answer less confident than this, 0 to 1 (default 0). */
   minConfidence?: number
-  /** Ask the language model about every tool the poisoning screen has not flagged (with its
-   * evidence, where it has some); its ruling can flag a tool, never clear one. The
-   * configuration's `judge` (false) unless told. */
+  /** Ask the language model about the tools the poisoning screen is unsure of (some evidence,
+   * short of its threshold); its ruling can flag a tool, never clear one. The configuration's
+   * `judge` (false) unless told. */
   judge?: boolean
   /** The context of `enhance`, `session` and `toolMiddleware` calls that give none. */
   source?: string

@@ -132,8 +132,8 @@ const KEPT_ASIDE: [(&str, f64, f64); 2] = [("heldout", 68.7, 0.0), ("heldout-2",
 /// The issue's ceiling: at most 1% of real tools flagged.
 const REAL_CEILING: f64 = 1.0;
 
-/// The judge with the real model (`prompts/judge.md`), looking at every tool the screen has not
-/// flagged, as a session with `judge = true` does:
+/// The judge with the real model (`prompts/judge.md`), looking at the tools in the screen's grey
+/// zone, as a session with `judge = true` does:
 ///
 /// ```sh
 /// TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests --test poisoning -- --ignored --nocapture
@@ -239,7 +239,8 @@ async fn judged_by(model: &tool_mediator_tests::RealModel) {
                 Some(Arc::new(Cache::new(MemoryStore::default(), hours))),
                 hours,
             );
-            let mut blank = vec![Verdict::default(); set.tools.len()];
+            // Each put in the grey zone with no evidence: the judge is asked about every one.
+            let mut blank = vec![Verdict { score: screen::GREY, ..Verdict::default() }; set.tools.len()];
             alone.rule(&set.name, &set.tools, &mut blank).await;
             share(blank.iter().filter(|verdict| verdict.flagged()).count(), set.tools.len())
         } else {

@@ -162,12 +162,13 @@ fn with_a_token_every_request_must_carry_it() {
 fn a_session_left_without_delete_ends_when_idle() {
     let peers = peers();
     let time = peers.bin("mcp-server-time").display().to_string();
-    let proxy = Listening::start(&peers, "proxy", &["--session-idle", "1s", "--", &time]);
+    // Three seconds of idleness: a loaded machine may take a second between two requests.
+    let proxy = Listening::start(&peers, "proxy", &["--session-idle", "3s", "--", &time]);
     let session = proxy.open_session();
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
     assert_eq!(status, 202, "the session is open");
-    std::thread::sleep(Duration::from_millis(2_500));
+    std::thread::sleep(Duration::from_millis(7_000));
     let (status, _) = proxy.ask("POST", &[("Mcp-Session-Id", &session)], initialized);
     assert_eq!(status, 404, "the idle session was ended");
 }

@@ -87,8 +87,8 @@ pub enum Command {
     /// What is wrong with each tool of each manifest: cryptic or invalid names, weak
     /// definitions, non-standard or invalid schemas, names strict clients reject, duplicates,
     /// and suspected poisoning (evidence that the text instructs the model to act outside the
-    /// tool's job, or hides text; with `--judge`, a language model's look at every tool the
-    /// screen has not flagged).
+    /// tool's job, or hides text; with `--judge`, a language model's second look at the tools the
+    /// screen is unsure of).
     ///
     /// Each finding has a stable rule id, a severity, the file and the JSON pointer. Exit codes:
     /// 0 nothing at or above `--fail-on`; 1 findings at or above it; 2 input that cannot be read.

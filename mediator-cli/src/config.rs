@@ -153,7 +153,7 @@ impl Setup {
         self.transformers.follow_overrides();
     }
 
-    /// The judge of every tool the poisoning screen has not flagged (`--judge` with a language
+    /// The judge of the tools the poisoning screen is unsure of (`--judge` with a language
     /// model).
     pub fn judge(&self) -> Option<&tool_mediator::llm::Judge> {
         self.transformers.judge().map(|judge| &**judge)

@@ -76,9 +76,9 @@ pub struct ChainArgs {
     #[arg(long, help_heading = MODEL)]
     pub model: Option<String>,
 
-    /// Ask the language model about every tool the poisoning screen has not flagged (with the
-    /// screen's evidence, where it has some): its ruling can flag a tool, never clear one, and
-    /// is cached under the tool's digest (the configuration's `judge`).
+    /// Ask the language model about the tools the poisoning screen is unsure of (some
+    /// evidence, short of its threshold): its ruling can flag a tool, never clear one, and is
+    /// cached under the tool's digest (the configuration's `judge`).
     #[arg(long, help_heading = MODEL)]
     pub judge: bool,
 

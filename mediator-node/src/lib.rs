@@ -71,7 +71,7 @@ pub struct MediatorOptions {
     pub client_profile: Option<String>,
     /// Never use an answer less confident than this, 0 to 1.
     pub min_confidence: Option<f64>,
-    /// Ask the language model about every tool the poisoning screen has not flagged (`--judge`).
+    /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`).
     pub judge: Option<bool>,
 }
 

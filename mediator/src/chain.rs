@@ -158,7 +158,7 @@ impl MediatorBuilder {
         self
     }
 
-    /// A second look (a language model's) at every tool the poisoning screen has not flagged.
+    /// A second look (a language model's) at the tools the poisoning screen is unsure of.
     pub fn judge(mut self, judge: Arc<dyn crate::screen::SecondLook>) -> Self {
         self.judge = Some(judge);
         self
@@ -301,7 +301,7 @@ impl Mediator {
         })
     }
 
-    /// The second look at every tool the poisoning screen has not flagged, if any.
+    /// The second look at the tools the poisoning screen is unsure of, if any.
     pub fn judge(&self) -> Option<&dyn crate::screen::SecondLook> {
         self.judge.as_deref()
     }

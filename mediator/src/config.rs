@@ -77,8 +77,8 @@ pub struct MediatorConfig {
     /// its digest (`[[allow]] tool = "NAME" digest = "sha256:..."`, as the warning and `lint`
     /// show it): a changed definition is screened again.
     pub allow: Vec<crate::screen::Allowed>,
-    /// Ask the language model (when one is configured) about every tool the poisoning screen has
-    /// not flagged; its ruling can flag a tool, never clear one. Off by default (`--judge`).
+    /// Ask the language model (when one is configured) about the tools the poisoning screen is
+    /// unsure of; its ruling can flag a tool, never clear one. Off by default (`--judge`).
     pub judge: bool,
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
     /// search yet) with an error saying how to see it, instead of calling it.
@@ -445,7 +445,7 @@ pub struct ChainOptions {
     pub ttl: Option<Duration>,
     /// Told how many tools the language model has answered, as it goes.
     pub on_progress: Option<Arc<dyn Fn(crate::llm::Progress) + Send + Sync>>,
-    /// Ask the language model about every tool the poisoning screen has not flagged (`--judge`),
+    /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`),
     /// besides the settings' `judge`.
     pub judge: bool,
     /// The front door runs for long and can show the language model's answers when they come
@@ -536,7 +536,7 @@ impl Transformers {
         builder.build()
     }
 
-    /// The judge of every tool the poisoning screen has not flagged, when asked for and a language
+    /// The judge of the tools the poisoning screen is unsure of, when asked for and a language
     /// model is configured.
     pub fn judge(&self) -> Option<&Arc<crate::llm::Judge>> {
         self.judge.as_ref()

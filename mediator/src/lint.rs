@@ -242,37 +242,31 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
     findings
 }
 
-/// What is wrong with each of `tools`, with `judge`'s look at every tool the poisoning screen
-/// has not flagged: one it rules poisoned is suspected of poisoning, with its reason (in place
-/// of the screen's finding of some evidence, where there was one).
+/// What is wrong with each of `tools`, with `judge`'s second look at the tools the poisoning
+/// screen is unsure of: one it rules poisoned is suspected of poisoning, with its reason.
 pub async fn judged(tools: &[Tool], judge: &dyn screen::SecondLook) -> Vec<Finding> {
     let mut findings = lint(tools);
-    let suspected: HashSet<usize> = findings
+    let grey: Vec<usize> = findings
         .iter()
-        .filter(|finding| finding.rule == "suspected-poisoning" || finding.rule == "unreadable-tool")
-        .map(|finding| finding.index)
+        .enumerate()
+        .filter(|(_, finding)| finding.rule == "poisoning-evidence")
+        .map(|(at, _)| at)
         .collect();
-    let asked: Vec<usize> = (0..tools.len()).filter(|index| !suspected.contains(index)).collect();
-    if asked.is_empty() {
+    if grey.is_empty() {
         return findings;
     }
     let siblings: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-    let listing = Listing { siblings: Some(&siblings), others: None };
-    let asking: Vec<Tool> = asked.iter().map(|&index| tools[index].clone()).collect();
-    let mut verdicts: Vec<screen::Verdict> = asking.iter().map(|tool| screen::examine_in(tool, listing)).collect();
-    judge.rule("lint", &asking, &mut verdicts).await;
-    for ((index, tool), verdict) in asked.into_iter().zip(&asking).zip(verdicts) {
-        if !verdict.flagged() {
-            continue;
-        }
-        let Some(finding) = poisoning(index, tool, verdict) else { continue };
-        match findings.iter().position(|found| found.index == index && found.rule == "poisoning-evidence") {
-            Some(at) => findings[at] = finding,
-            // After the tool's other findings, before the next tool's.
-            None => {
-                let at = findings.iter().position(|found| found.index > index).unwrap_or(findings.len());
-                findings.insert(at, finding);
-            }
+    let asked: Vec<Tool> = grey.iter().map(|&at| tools[findings[at].index].clone()).collect();
+    let mut verdicts: Vec<screen::Verdict> = asked
+        .iter()
+        .map(|tool| screen::examine_in(tool, Listing { siblings: Some(&siblings), others: None }))
+        .collect();
+    judge.rule("lint", &asked, &mut verdicts).await;
+    for ((at, tool), verdict) in grey.into_iter().zip(&asked).zip(verdicts) {
+        if verdict.flagged()
+            && let Some(finding) = poisoning(findings[at].index, tool, verdict)
+        {
+            findings[at] = finding;
         }
     }
     findings
@@ -294,19 +288,13 @@ fn poisoning(index: usize, tool: &Tool, verdict: screen::Verdict) -> Option<Find
     } else {
         return None;
     };
-    // The field of the strongest evidence; a flag resting on a model's judgement alone is about
-    // the description, where a judge reads orders.
-    let field = match verdict.findings.iter().rev().max_by_key(|finding| finding.points) {
-        Some(strongest) => strongest.field.clone(),
-        None if verdict.judgement.is_some() => "description".to_owned(),
-        None => return None,
-    };
+    let strongest = verdict.findings.iter().rev().max_by_key(|finding| finding.points)?;
     Some(Finding {
         rule,
         severity: self::rule(rule).map_or(Severity::Error, |rule| rule.severity),
         index,
         tool: tool.name.clone(),
-        field,
+        field: strongest.field.clone(),
         message,
         evidence: verdict.findings,
     })

@@ -229,7 +229,7 @@ impl LlmTransformer {
     }
 
     /// A judge asking this transformer's model, with its templates, about the tools the
-    /// poisoning screen has not flagged; its rulings kept in `cache`.
+    /// poisoning screen is unsure of; its rulings kept in `cache`.
     pub fn judge(&self, cache: Option<Arc<crate::cache::Cache>>) -> Judge {
         Judge::new(self.client.clone(), self.prompts.clone(), cache, self.deadline)
     }

@@ -16,7 +16,7 @@ pub enum Task {
     Enhance,
     /// Categories only.
     Categorize,
-    /// Whether a tool the screen has not flagged is poisoned.
+    /// Whether a tool the screen is unsure of is poisoned.
     Judge,
     /// The parameters of a tool that published none though its name says it takes some.
     InferSchema,

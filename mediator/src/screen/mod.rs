@@ -29,8 +29,8 @@ use texts::{Kind, Text};
 /// The points at which a tool is flagged as poisoned.
 pub const THRESHOLD: u16 = 100;
 
-/// The points from which a tool not flagged is in the grey zone: its evidence is reported (a lint
-/// note), and sent with it to the judge (which, when configured, reads every tool not flagged).
+/// The points from which a tool not flagged is in the grey zone: a language model, when one is
+/// configured, may judge it.
 pub const GREY: u16 = 50;
 
 /// The most that evidence only addressing the model counts for, together.
@@ -207,8 +207,8 @@ pub const EXCERPT: usize = 80;
 pub struct Verdict {
     pub findings: Vec<Finding>,
     pub score: u16,
-    /// Why a language model judged the tool poisoned, when one was asked (a tool its evidence
-    /// did not flag) and did: that flags it too.
+    /// Why a language model judged the tool poisoned, when one was asked (a tool in the grey
+    /// zone) and did: that flags it too.
     pub judgement: Option<String>,
 }
 
@@ -245,13 +245,12 @@ impl Verdict {
     }
 }
 
-/// A second look at the tools the screen has not flagged: a language model's
-/// ([`crate::llm::Judge`]). It may set a verdict's judgement, which flags the tool; it never
-/// clears a flag.
+/// A second look at the tools the screen is unsure of: a language model's ([`crate::llm::Judge`]).
+/// It may set a verdict's judgement, which flags the tool; it never clears a flag.
 #[async_trait::async_trait]
 pub trait SecondLook: Send + Sync {
     /// Looks again at each of `source`'s `tools` whose verdict (`verdicts`, in the same order)
-    /// is not flagged.
+    /// is in the grey zone.
     async fn rule(&self, source: &str, tools: &[Tool], verdicts: &mut [Verdict]);
 }
 

@@ -343,8 +343,8 @@ impl Session {
         self.state().chain = chain;
     }
 
-    /// What every list taken in goes through: the screen (with a language model's look at every
-    /// tool it has not flagged, when the chain has a judge; suspects reported, and with a
+    /// What every list taken in goes through: the screen (with a language model's second look
+    /// at the tools it is unsure of, when the chain has a judge; suspects reported, and with a
     /// quarantine left out), then the chain with `context`, then the screen again on what the
     /// chain rewrote (a flagged rewrite is undone).
     async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Taken {
