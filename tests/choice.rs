@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tool_mediator::session::{DisclosureMode, Route, Session, SessionPolicy};
 use tool_mediator::{Mediator, MediatorConfig, RuleTransformer, SourceType, Tool, ToolContext};
-use tool_mediator_tests::restbench::{self, Query};
+use tool_mediator_tests::restbench;
 use tool_mediator_tests::shortening::{Pairs, SOURCES, shorten_every};
 use tool_mediator_tests::{RealModel, real_model, run_with, spread, stderr};
 
@@ -120,8 +120,9 @@ struct Task {
     needed: Vec<String>,
 }
 
-fn tasks(queries: Vec<Query>) -> Vec<Task> {
-    queries.into_iter().map(|query| Task { query: query.text, needed: query.relevant }).collect()
+/// A service's tasks, in RestBench's order.
+fn tasks_of(service: &str) -> Vec<Task> {
+    restbench::queries(service).into_iter().map(|query| Task { query: query.text, needed: query.relevant }).collect()
 }
 
 /// A listing as the model is shown it: MCP tools, and the source's name of each.
@@ -622,10 +623,6 @@ fn enhanced_listings_pick_no_worse_than_raw_ones() {
 /// The smoke version's size: about two seconds a task and stage on two cores.
 const SMOKE_TASKS: usize = 30;
 const SMOKE_TOOLS: usize = 24;
-
-fn tasks_of(service: &str) -> Vec<Task> {
-    tasks(restbench::queries(service))
-}
 
 /// The whole benchmark: both services, every listing, every stage, and the default disclosure.
 #[test]

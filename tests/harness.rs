@@ -104,6 +104,15 @@ pub fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
 }
 
+/// The model measures' answers, kept between runs in `name` under the temporary directory (under
+/// the model, the prompts and the version, as the mediator keeps them): a change to the chain is
+/// measured again without asking again.
+pub fn kept_answers(name: &str) -> (PathBuf, Arc<tool_mediator::cache::Cache>) {
+    let kept = std::env::temp_dir().join(name);
+    let store = tool_mediator::cache::SledStore::open(&kept).unwrap();
+    (kept, Arc::new(tool_mediator::cache::Cache::new(store, Duration::from_secs(30 * 86_400))))
+}
+
 /// The 95% Wilson score interval of a share, `right` of `asked` (0 to 1 each end).
 pub fn wilson(right: usize, asked: usize) -> (f64, f64) {
     if asked == 0 {

@@ -207,14 +207,12 @@ fn judged_sets() -> Vec<Judged> {
 async fn judged_by(model: &tool_mediator_tests::RealModel) {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
-    use tool_mediator::cache::{Cache, MemoryStore, SledStore};
+    use tool_mediator::cache::{Cache, MemoryStore};
     use tool_mediator::llm::{Judge, LlmClient, Prompts, Provider};
     use tool_mediator::screen::SecondLook as _;
 
     let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
-    let kept = std::env::temp_dir().join("tool-mediator-judge-eval");
-    let store = SledStore::open(&kept).unwrap();
-    let cache = Arc::new(Cache::new(store, Duration::from_secs(30 * 86_400)));
+    let (_, cache) = tool_mediator_tests::kept_answers("tool-mediator-judge-eval");
     let hours = Duration::from_secs(6 * 3600);
     let judge = Judge::new(client.clone(), Prompts::default(), Some(cache), hours);
     println!("| set | tools | screen alone | screen + judge | judge alone | judge asked | s a question |");

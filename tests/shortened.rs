@@ -401,12 +401,7 @@ async fn read_back_by(model: &tool_mediator_tests::RealModel) {
     let llm = std::sync::Arc::new(
         LlmTransformer::new(client, Prompts::default()).batching(8, 1).deadline(std::time::Duration::from_secs(120)),
     );
-    // The model's answers are kept between runs (under the model, the prompts and the version,
-    // as the mediator keeps them): a change to the chain is measured again without asking again.
-    let kept = std::env::temp_dir().join("tool-mediator-model-eval");
-    let store = tool_mediator::cache::SledStore::open(&kept).unwrap();
-    let cache =
-        std::sync::Arc::new(tool_mediator::cache::Cache::new(store, std::time::Duration::from_secs(30 * 86_400)));
+    let (kept, cache) = tool_mediator_tests::kept_answers("tool-mediator-model-eval");
     let asking = tool_mediator::cache::CachedTransformer::new(llm.clone(), cache);
     let tools: Vec<Tool> = sample.iter().map(|(_, tool, _)| tool.clone()).collect();
     let started = Instant::now();
