@@ -305,15 +305,24 @@ pub struct HttpSession {
     client: reqwest::Client,
     pub url: String,
     session: Option<String>,
+    revision: String,
 }
 
 impl HttpSession {
     pub async fn open(url: &str) -> HttpSession {
+        HttpSession::open_at(url, "2025-11-25").await
+    }
+
+    /// A session whose client asks for `revision`, and speaks the one agreed.
+    pub async fn open_at(url: &str, revision: &str) -> HttpSession {
         let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
-        let mut session = HttpSession { client, url: url.to_owned(), session: None };
+        let mut session = HttpSession { client, url: url.to_owned(), session: None, revision: revision.to_owned() };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
-        session.post(&init).await;
+            "protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+        let agreed = answer_in(&session.post(&init).await);
+        if let Some(agreed) = agreed["result"]["protocolVersion"].as_str() {
+            session.revision = agreed.to_owned();
+        }
         session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         session
     }
@@ -325,12 +334,20 @@ impl HttpSession {
             .post(&self.url)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-protocol-version", &self.revision)
             .body(message.to_string());
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
-        let response = request.send().await.unwrap_or_else(|error| panic!("{}: {error}", self.url));
+        let response = request.send().await.unwrap_or_else(|error| {
+            let mut why = error.to_string();
+            let mut cause = std::error::Error::source(&error);
+            while let Some(inner) = cause {
+                why += &format!(": {inner}");
+                cause = inner.source();
+            }
+            panic!("{}: {why}", self.url)
+        });
         if let Some(session) = response.headers().get("mcp-session-id") {
             self.session = Some(session.to_str().unwrap().to_owned());
         }

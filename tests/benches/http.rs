@@ -1,9 +1,20 @@
 //! `cargo bench -p tool-mediator-tests --bench http`: the added latency of a `tools/call` over
-//! Streamable HTTP through `tool-mediator proxy --listen ... --url ...` and through `tool-mediator
-//! gateway --listen ...` with the server as its one entry and with a second server beside it, against the same call to the server's
-//! endpoint directly and through FastMCP's proxy (`fastmcp run URL --transport http`), side by
-//! side in one run. The server is server-everything in its `streamableHttp`
-//! mode; FastMCP comes from PyPI into `.tools/bench-venv` on the first run.
+//! Streamable HTTP through tool-mediator's fronts, against the same call to the server's
+//! endpoint directly, through HAProxy (a plain HTTP reverse proxy: the floor of one more hop,
+//! though it cannot mediate) and through FastMCP's proxy (`fastmcp run URL --transport http`),
+//! side by side in one run. The server is server-everything in its `streamableHttp` mode;
+//! FastMCP comes from PyPI into `.tools/bench-venv` on the first run; HAProxy is Debian's
+//! (`/usr/sbin/haproxy`, left out when it is not installed).
+//!
+//! tool-mediator's fronts: `proxy --listen ... --url ...`; `gateway --listen` with the server
+//! as its one entry, shared by every session (the default scope) and a session's own
+//! (`"scope": "session"`); with a second server beside it; and with server-everything over stdio
+//! as its one entry, shared and a session's own (these two are read against each other: the
+//! server is another process then).
+//!
+//! Each front is called by a client of 2025-06-18 and one of 2025-11-25: from 2025-11-25 on, a
+//! server that can resume its streams (server-everything can) opens each answer's stream with
+//! a priming event, and answers later.
 //!
 //! One client (reqwest, keep-alive) per path, each with its own MCP session; the calls
 //! alternate between the paths, one each a round, each round starting at the next path, so all
@@ -11,6 +22,7 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,85 +31,116 @@ use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers};
 
 const ROUNDS: usize = 1_000;
 const WARM_UP: usize = 100;
+const HAPROXY: &str = "/usr/sbin/haproxy";
+/// The revisions the clients speak: the one before priming events, and the one with them.
+const CLIENT_REVISIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
+
+fn port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
 
 fn main() {
     let peers = peers();
     let fastmcp = fastmcp_venv().join("bin/fastmcp");
-    let port = |_| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let [server_port, ours_port, gateway_port, several_port, theirs_port]: [u16; 5] = std::array::from_fn(port);
-
-    let server = Running::start(
+    let dir = tempfile::tempdir().unwrap();
+    let server_port = port();
+    let _server = Running::start(
         peers.command(peers.bin("mcp-server-everything")).arg("streamableHttp").env("PORT", server_port.to_string()),
         "listening on port",
     );
     let upstream = format!("http://127.0.0.1:{server_port}/mcp");
-    let ours = Running::start(
-        peers.command(binary()).args([
-            "proxy",
-            "--no-disclosure",
-            "--listen",
-            &format!("127.0.0.1:{ours_port}"),
-            "--url",
-            &upstream,
-        ]),
-        "serving MCP at",
-    );
-    // The gateway with the same server as its one entry.
-    let servers = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(servers.path(), json!({"mcpServers": {"everything": {"url": upstream}}}).to_string()).unwrap();
-    let gateway = Running::start(
-        peers
-            .command(binary())
-            .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{gateway_port}"), "--servers"])
-            .arg(servers.path()),
-        "serving MCP at",
-    );
-    // The gateway with a second server beside it (mcp-server-time, over stdio, which has no
-    // `echo`): the call is routed among servers by the session, not passed through.
-    let two = tempfile::NamedTempFile::new().unwrap();
+    let everything = peers.bin("mcp-server-everything").display().to_string();
     let time = peers.bin("mcp-server-time").display().to_string();
-    let entries = json!({"mcpServers": {"everything": {"url": upstream}, "time": {"command": time}}});
-    std::fs::write(two.path(), entries.to_string()).unwrap();
-    let several = Running::start(
-        peers
-            .command(binary())
-            .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{several_port}"), "--servers"])
-            .arg(two.path()),
+    // Each front: its name, and where a client finds it; the processes live until the end.
+    let mut fronts: Vec<(String, String)> = vec![("server-everything directly".into(), upstream.clone())];
+    let mut running = Vec::new();
+    if Path::new(HAPROXY).exists() {
+        let at = port();
+        let config = dir.path().join("haproxy.cfg");
+        std::fs::write(&config, haproxy_config(at, server_port)).unwrap();
+        // HAProxy says nothing once it listens: it is ready when its port answers.
+        running.push(Running::listening(Command::new(HAPROXY).args(["-db", "-f"]).arg(&config), at));
+        fronts.push(("through HAProxy (a plain reverse proxy)".into(), format!("http://127.0.0.1:{at}/mcp")));
+    }
+    let mut front = |name: &str, path: &str, command: &mut Command, ready: &'static str, port: u16| {
+        running.push(Running::start(command, ready));
+        fronts.push((name.to_owned(), format!("http://127.0.0.1:{port}{path}")));
+    };
+    let at = port();
+    let listen = format!("127.0.0.1:{at}");
+    front(
+        "through tool-mediator proxy",
+        "/mcp",
+        peers.command(binary()).args(["proxy", "--no-disclosure", "--listen", &listen, "--url", &upstream]),
         "serving MCP at",
+        at,
     );
-    let theirs = Running::start(
+    let gateways = [
+        ("through tool-mediator gateway, shared (the default)", json!({"everything": {"url": upstream}})),
+        (
+            "through tool-mediator gateway, a session's own",
+            json!({"everything": {"url": upstream, "scope": "session"}}),
+        ),
+        (
+            "through tool-mediator gateway, shared, a stdio server beside it",
+            json!({"everything": {"url": upstream}, "time": {"command": time}}),
+        ),
+        (
+            "through tool-mediator gateway, over stdio, shared",
+            json!({"everything": {"command": everything, "args": ["stdio"]}}),
+        ),
+        (
+            "through tool-mediator gateway, over stdio, a session's own",
+            json!({"everything": {"command": everything, "args": ["stdio"], "scope": "session"}}),
+        ),
+    ];
+    for (n, (name, servers)) in gateways.into_iter().enumerate() {
+        let file = dir.path().join(format!("servers-{n}.json"));
+        std::fs::write(&file, json!({"mcpServers": servers}).to_string()).unwrap();
+        let at = port();
+        let listen = format!("127.0.0.1:{at}");
+        front(
+            name,
+            "/mcp",
+            peers.command(binary()).args(["gateway", "--no-disclosure", "--listen", &listen, "--servers"]).arg(&file),
+            "serving MCP at",
+            at,
+        );
+    }
+    let at = port();
+    front(
+        "through FastMCP's proxy",
+        "/mcp",
         Command::new(&fastmcp).args([
             "run",
             &upstream,
             "--transport",
             "http",
             "--port",
-            &theirs_port.to_string(),
+            &at.to_string(),
             "--no-banner",
         ]),
         "Uvicorn running",
+        at,
     );
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let mut paths = [
-            ("server-everything directly", HttpSession::open(&upstream).await),
-            ("through tool-mediator proxy", HttpSession::open(&format!("http://127.0.0.1:{ours_port}/mcp")).await),
-            ("through tool-mediator gateway", HttpSession::open(&format!("http://127.0.0.1:{gateway_port}/mcp")).await),
-            (
-                "through tool-mediator gateway, two servers",
-                HttpSession::open(&format!("http://127.0.0.1:{several_port}/mcp")).await,
-            ),
-            ("through FastMCP's proxy", HttpSession::open(&format!("http://127.0.0.1:{theirs_port}/mcp")).await),
-        ];
-        let mut times: [Vec<f64>; 5] = Default::default();
+        // Every front twice: a client of each revision (a server answers them differently).
+        let mut paths = Vec::new();
+        for revision in CLIENT_REVISIONS {
+            for (name, url) in &fronts {
+                paths.push((revision, name.as_str(), HttpSession::open_at(url, revision).await));
+            }
+        }
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); paths.len()];
         // Each round starts at another path: the call right after a direct one was measured
         // 0.13 ms slower, whichever path it was, so no path may always stand there.
         let count = paths.len();
         for round in 0..WARM_UP + ROUNDS {
             for step in 0..count {
                 let index = (round + step) % count;
-                let took = call_echo(&mut paths[index].1, round).await;
+                let took = call_echo(&mut paths[index].2, round).await;
                 if round >= WARM_UP {
                     times[index].push(took);
                 }
@@ -105,24 +148,74 @@ fn main() {
         }
         let medians: Vec<f64> = times.iter_mut().map(|times| percentile(times, 0.5)).collect();
         println!("tools/call `echo`, {ROUNDS} calls a path, alternating (milliseconds)");
-        println!("| path | median | p90 | added at the median |");
-        println!("|---|---|---|---|");
-        for (index, (name, _)) in paths.iter().enumerate() {
-            let added = medians[index] - medians[0];
-            println!(
-                "| {name} | {:.3} | {:.3} | {} |",
-                medians[index],
-                percentile(&mut times[index], 0.9),
-                if index == 0 { "".to_owned() } else { format!("{added:.3}") }
-            );
-        }
-        let theirs = medians[4] - medians[0];
-        for (index, (name, _)) in paths.iter().enumerate().take(4).skip(1) {
-            let ours = medians[index] - medians[0];
-            println!("FastMCP's proxy adds {:.1}x what tool-mediator adds {name}", theirs / ours.max(0.001));
+        for revision in CLIENT_REVISIONS {
+            let of = |index: usize| paths[index].0 == revision;
+            let direct = (0..count).find(|&index| of(index)).unwrap();
+            println!("\nThe client speaks {revision}:\n");
+            println!("| path | median | p90 | added at the median |");
+            println!("|---|---|---|---|");
+            for index in (0..count).filter(|&index| of(index)) {
+                let added = medians[index] - medians[direct];
+                println!(
+                    "| {} | {:.3} | {:.3} | {} |",
+                    paths[index].1,
+                    medians[index],
+                    percentile(&mut times[index], 0.9),
+                    if index == direct { "".to_owned() } else { format!("{added:.3}") }
+                );
+            }
+            let added = |prefix: &str| {
+                (0..count)
+                    .find(|&index| of(index) && paths[index].1.starts_with(prefix))
+                    .map(|index| medians[index] - medians[direct])
+            };
+            let pair = |shared: &str, own: &str| Some((added(shared)?, added(own)?));
+            if let Some((shared, own)) =
+                pair("through tool-mediator gateway, shared (", "through tool-mediator gateway, a session's own")
+            {
+                println!("\na shared url server costs {:+.3} ms a call against a session's own", shared - own);
+            }
+            if let Some((shared, own)) = pair(
+                "through tool-mediator gateway, over stdio, shared",
+                "through tool-mediator gateway, over stdio, a session's own",
+            ) {
+                println!("a shared stdio server costs {:+.3} ms a call against a session's own", shared - own);
+            }
+            if let Some((gateway, haproxy)) = pair("through tool-mediator gateway, shared (", "through HAProxy") {
+                println!("the gateway (a shared url server) adds {:+.3} ms over HAProxy's hop", gateway - haproxy);
+            }
+            if let Some((theirs, ours)) = pair("through FastMCP", "through tool-mediator gateway, shared (") {
+                if ours > 0.01 {
+                    println!("FastMCP's proxy adds {:.1}x what the gateway (a shared url server) adds", theirs / ours);
+                } else {
+                    println!("FastMCP's proxy adds {theirs:.3} ms; the gateway (a shared url server) {ours:+.3} ms");
+                }
+            }
         }
     });
-    drop((server, ours, gateway, several, theirs));
+    drop(running);
+}
+
+/// HAProxy in front of the server at `server`, listening on `at`: a plain HTTP reverse proxy,
+/// keep-alive on both sides, as a team would put one in front of a server.
+fn haproxy_config(at: u16, server: u16) -> String {
+    format!(
+        "global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    option http-keep-alive
+frontend mcp
+    bind 127.0.0.1:{at}
+    default_backend everything
+backend everything
+    http-reuse always
+    server everything 127.0.0.1:{server}
+"
+    )
 }
 
 /// A server process, started and waited for until it says `ready` on stderr or stdout.
@@ -146,6 +239,17 @@ impl Running {
             });
         }
         receiver.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("not ready: {command:?}"));
+        Running(child)
+    }
+
+    /// A process that says nothing when it is ready: waited for until `port` takes connections.
+    fn listening(command: &mut Command, port: u16) -> Running {
+        let child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().unwrap();
+        let until = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "not listening on {port}: {command:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
         Running(child)
     }
 }

@@ -1,20 +1,22 @@
-//! `cargo bench -p tool-mediator-tests --bench load`: many clients at once through one gateway.
-//! Fifty MCP sessions over Streamable HTTP, opened together, each making its calls one after
-//! another, all fifty at once, through `tool-mediator gateway --listen` and through FastMCP's
-//! proxy of the same servers file (`create_proxy(config)`, served over HTTP), one after the
-//! other in one run (FastMCP's proxy twice: at its defaults, and with one client connected once
-//! and shared by every request), then tool-mediator again (the machine may have changed meanwhile; both of
-//! its runs are shown). For each: calls a second, the median and 99th percentile latency, the
-//! front's peak resident memory (VmHWM) and how many processes it had running under it while
-//! the fifty sessions were open.
+//! `cargo bench -p tool-mediator-tests --bench load`: many clients at once in front of the same
+//! three servers. Fifty, then two hundred MCP sessions over Streamable HTTP, opened together,
+//! each making its calls one after another, all at once, through `tool-mediator gateway
+//! --listen` (the servers shared by every session, its default), through FastMCP's proxy of the
+//! same servers with one client connected once and shared by every request
+//! (`create_proxy(client)`, served over HTTP), and through HAProxy routing a path to each server
+//! (`/s0/mcp`, ...): a plain reverse proxy cannot mediate, list or prefix, so a client of it
+//! holds a session with each server, but it is the floor of one more hop. One after the other
+//! in one run, the gateway first and again last (the machine may change meanwhile; both of its
+//! runs are shown). For each: calls a second, the median and 99th percentile latency, the
+//! front's peak resident memory (VmHWM), its open files and the processes under it while the
+//! sessions are open.
 //!
-//! FastMCP's proxy, at its defaults, connects to the servers anew for each request: for these
-//! stdio servers, a process (the Python SDK) started for every call. It is given fewer calls a
-//! session, or the run would take most of an hour; its rate is still calls a second.
-//!
-//! The servers are three `tests/peers/named.py` (the MCP Python SDK over stdio); each call is an
-//! `echo` of one of them, round robin, and its answer must carry the call's own text. The load
-//! is bounded: it stops by itself after every session has made its calls.
+//! The servers are three server-everything in their `streamableHttp` mode (the TypeScript SDK),
+//! started once for every front; each call is an `echo` of one of them, round robin, and its
+//! answer must carry the call's own text. FastMCP's proxy at its defaults (a connection to the
+//! servers for every request) is left out: it is the shared client that a team would run. The
+//! load is bounded: it stops by itself after every session has made its calls. `LOAD_SESSIONS=50`
+//! runs one count only; HAProxy (Debian's, `/usr/sbin/haproxy`) is left out when not installed.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -23,88 +25,138 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers, root};
+use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers};
 
 const SERVERS: usize = 3;
-const SESSIONS: usize = 50;
+const SESSIONS: [usize; 2] = [50, 200];
 const CALLS: usize = 20;
-/// FastMCP's proxy connects to the servers again for every call (a process each, for a stdio
-/// server): fewer calls, or the run would take most of an hour.
-const THEIR_CALLS: usize = 2;
 const WARM_UP: usize = 1;
+const HAPROXY: &str = "/usr/sbin/haproxy";
+
+fn port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
 
 fn main() {
     let peers = peers();
     let venv = fastmcp_venv();
     let dir = tempfile::tempdir().unwrap();
-    let named = root().join("tests/peers/named.py");
-    let servers: serde_json::Map<String, Value> = (0..SERVERS)
-        .map(|n| (format!("s{n}"), json!({"command": peers.bin("python"), "args": [named, format!("s{n}")]})))
+    let ports: Vec<u16> = (0..SERVERS).map(|_| port()).collect();
+    let _servers: Vec<Front> = ports
+        .iter()
+        .map(|&at| {
+            let everything = peers.bin("mcp-server-everything");
+            Front::start(peers.command(everything).arg("streamableHttp").env("PORT", at.to_string()), at)
+        })
+        .collect();
+    let servers: serde_json::Map<String, Value> = ports
+        .iter()
+        .enumerate()
+        .map(|(n, at)| (format!("s{n}"), json!({"url": format!("http://127.0.0.1:{at}/mcp")})))
         .collect();
     let config = dir.path().join("servers.json");
     std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
-    let port = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let haproxy = dir.path().join("haproxy.cfg");
+    std::fs::write(&haproxy, haproxy_config(&ports)).unwrap();
+    let counts: Vec<usize> = match std::env::var("LOAD_SESSIONS") {
+        Ok(count) => vec![count.parse().expect("LOAD_SESSIONS is a number")],
+        Err(_) => SESSIONS.to_vec(),
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let mut rows = Vec::new();
-    let fronts = [
-        ("tool-mediator gateway", Proxy::Ours),
-        ("FastMCP's proxy, at its defaults", Proxy::FastMcp),
-        ("FastMCP's proxy, one shared client", Proxy::FastMcpShared),
-        ("tool-mediator gateway, again", Proxy::Ours),
+    let mut fronts = vec![
+        ("tool-mediator gateway", Kind::Ours),
+        ("FastMCP's proxy, one shared client", Kind::FastMcpShared),
+        ("HAProxy, a path to each server", Kind::HaProxy),
+        ("tool-mediator gateway, again", Kind::Ours),
     ];
-    for (name, proxy) in fronts {
-        let port = port();
-        let front = match proxy {
-            Proxy::Ours => Front::start(
-                peers
-                    .command(binary())
-                    .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{port}"), "--servers"])
-                    .arg(&config),
-                port,
-            ),
-            Proxy::FastMcp => Front::start(&mut fastmcp_http_proxy(&venv, &config, port, false), port),
-            Proxy::FastMcpShared => Front::start(&mut fastmcp_http_proxy(&venv, &config, port, true), port),
-        };
-        let url = format!("http://127.0.0.1:{port}/mcp");
-        let calls = if matches!(proxy, Proxy::FastMcp) { THEIR_CALLS } else { CALLS };
-        let measured = runtime.block_on(load(&url, &front, calls));
-        rows.push((name, measured));
-        drop(front);
+    if !Path::new(HAPROXY).exists() {
+        fronts.retain(|(_, proxy)| !matches!(proxy, Kind::HaProxy));
     }
-    println!(
-        "{SESSIONS} sessions at once over Streamable HTTP, {CALLS} calls each through tool-mediator \
-         ({THEIR_CALLS} through FastMCP's proxy), {SERVERS} stdio servers"
-    );
-    println!("| front | calls/s | p50 ms | p99 ms | peak RSS MiB | processes under it |");
-    println!("|---|---|---|---|---|---|");
-    for (name, measured) in &rows {
-        println!(
-            "| {name} | {:.0} | {:.2} | {:.2} | {:.1} | {} |",
-            measured.per_second,
-            measured.p50,
-            measured.p99,
-            measured.peak_kib as f64 / 1024.0,
-            measured.processes
-        );
-    }
-    let ours = &rows[0].1;
-    for (name, theirs) in &rows[1..3] {
-        println!(
-            "tool-mediator against {name}: {:.1}x the calls a second, {:.1}x lower p99, {:.1}x less memory",
-            ours.per_second / theirs.per_second,
-            theirs.p99 / ours.p99,
-            theirs.peak_kib as f64 / ours.peak_kib.max(1) as f64
-        );
+    for sessions in counts {
+        let mut rows = Vec::new();
+        for (name, proxy) in &fronts {
+            let at = port();
+            let front = match proxy {
+                Kind::Ours => Front::start(
+                    peers
+                        .command(binary())
+                        .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{at}"), "--servers"])
+                        .arg(&config),
+                    at,
+                ),
+                Kind::FastMcpShared => Front::start(&mut fastmcp_http_proxy(&venv, &config, at), at),
+                Kind::HaProxy => {
+                    let config = std::fs::read_to_string(&haproxy).unwrap().replace("@PORT@", &at.to_string());
+                    let file = dir.path().join(format!("haproxy-{at}.cfg"));
+                    std::fs::write(&file, config).unwrap();
+                    Front::start(Command::new(HAPROXY).args(["-db", "-f"]).arg(&file), at)
+                }
+            };
+            let base = format!("http://127.0.0.1:{at}");
+            let measured = runtime.block_on(load(&base, matches!(proxy, Kind::HaProxy), &front, sessions));
+            rows.push((*name, measured));
+            drop(front);
+        }
+        println!("\n{sessions} sessions at once over Streamable HTTP, {CALLS} calls each, {SERVERS} HTTP servers\n");
+        println!("| front | calls/s | p50 ms | p99 ms | peak RSS MiB | open files | processes under it |");
+        println!("|---|---|---|---|---|---|---|");
+        for (name, measured) in &rows {
+            println!(
+                "| {name} | {:.0} | {:.2} | {:.2} | {:.1} | {} | {} |",
+                measured.per_second,
+                measured.p50,
+                measured.p99,
+                measured.peak_kib as f64 / 1024.0,
+                measured.open_files,
+                measured.processes
+            );
+        }
+        let ours = &rows[0].1;
+        for (name, theirs) in &rows[1..rows.len() - 1] {
+            println!(
+                "tool-mediator against {name}: {:.1}x the calls a second, p99 {:.2}x theirs, {:.1}x less memory",
+                ours.per_second / theirs.per_second,
+                ours.p99 / theirs.p99,
+                theirs.peak_kib as f64 / ours.peak_kib.max(1) as f64
+            );
+        }
     }
 }
 
-enum Proxy {
+/// Which front stands before the servers.
+enum Kind {
     Ours,
-    /// `create_proxy(config)`: a new connection to the servers for every request.
-    FastMcp,
     /// `create_proxy(client)` with a client connected once: every request over its one session.
     FastMcpShared,
+    /// A plain reverse proxy: a path to each server, its sessions passed through.
+    HaProxy,
+}
+
+/// HAProxy routing `/sN/...` to server N with the prefix taken off, listening on `@PORT@`:
+/// keep-alive on both sides, as a team would put one in front of its servers.
+fn haproxy_config(ports: &[u16]) -> String {
+    let mut config = "global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    option http-keep-alive
+frontend mcp
+    bind 127.0.0.1:@PORT@
+"
+    .to_owned();
+    for n in 0..ports.len() {
+        config += &format!("    use_backend s{n} if {{ path_beg /s{n}/ }}\n");
+    }
+    for (n, at) in ports.iter().enumerate() {
+        config += &format!(
+            "backend s{n}\n    http-request replace-path /s{n}(/.*) \\1\n    http-reuse always\n    server s{n} 127.0.0.1:{at}\n"
+        );
+    }
+    config
 }
 
 struct Measured {
@@ -112,67 +164,61 @@ struct Measured {
     p50: f64,
     p99: f64,
     peak_kib: u64,
+    open_files: usize,
     processes: usize,
 }
 
-/// Opens the sessions, makes every call, and reads the front's memory and processes while the
-/// sessions are open.
-async fn load(url: &str, front: &Front, calls: usize) -> Measured {
-    let mut sessions = futures_util::future::join_all((0..SESSIONS).map(|_| Session::open(url))).await;
-    let tools = sessions[0].echo_tools().await;
-    assert_eq!(tools.len(), SERVERS, "an echo of each server: {tools:?}");
+/// Opens the sessions, makes every call, and reads the front's memory, open files and
+/// processes while the sessions are open.
+async fn load(base: &str, plain: bool, front: &Front, sessions: usize) -> Measured {
+    let opened = futures_util::future::join_all((0..sessions).map(|_| Session::open(base, plain))).await;
     // Every session warms its way first: not measured.
-    let warmed = sessions.into_iter().enumerate().map(|(index, mut session)| {
-        let tools = tools.clone();
-        async move {
-            for call in 0..WARM_UP {
-                session.echo(&tools[(index + call) % tools.len()], index, call).await;
-            }
-            session
+    let warmed = opened.into_iter().enumerate().map(|(index, mut session)| async move {
+        for call in 0..WARM_UP {
+            session.echo(index + call, index, call).await;
         }
+        session
     });
-    let sessions = futures_util::future::join_all(warmed).await;
+    let opened = futures_util::future::join_all(warmed).await;
     let began = Instant::now();
-    let calls = sessions.into_iter().enumerate().map(|(index, mut session)| {
-        let tools = tools.clone();
-        async move {
-            let mut took = Vec::with_capacity(calls);
-            for call in 0..calls {
-                took.push(session.echo(&tools[(index + call) % tools.len()], index, WARM_UP + call).await);
-            }
-            (session, took)
+    let calls = opened.into_iter().enumerate().map(|(index, mut session)| async move {
+        let mut took = Vec::with_capacity(CALLS);
+        for call in 0..CALLS {
+            took.push(session.echo(index + call, index, WARM_UP + call).await);
         }
+        (session, took)
     });
     let done = futures_util::future::join_all(calls).await;
     let seconds = began.elapsed().as_secs_f64();
     let processes = descendants(front.0.id());
     let peak_kib = peak_kib(front.0.id());
+    let open_files = std::fs::read_dir(format!("/proc/{}/fd", front.0.id())).map_or(0, Iterator::count);
     let mut times: Vec<f64> = done.iter().flat_map(|(_, took)| took.iter().copied()).collect();
     let per_second = times.len() as f64 / seconds;
     for (session, _) in done {
         session.close().await;
     }
-    Measured { per_second, p50: percentile(&mut times, 0.5), p99: percentile(&mut times, 0.99), peak_kib, processes }
+    Measured {
+        per_second,
+        p50: percentile(&mut times, 0.5),
+        p99: percentile(&mut times, 0.99),
+        peak_kib,
+        open_files,
+        processes,
+    }
 }
 
-/// FastMCP's proxy of the servers file, served over Streamable HTTP on `port`: given the file
-/// (its default, a connection for each request), or with `shared`, a client connected once.
-fn fastmcp_http_proxy(venv: &Path, config: &Path, port: u16, shared: bool) -> Command {
-    let script = if shared {
-        "import asyncio, json, sys\n\
+/// FastMCP's proxy of the servers file with a client connected once and shared by every
+/// request, served over Streamable HTTP on `port`.
+fn fastmcp_http_proxy(venv: &Path, config: &Path, port: u16) -> Command {
+    let script = "import asyncio, json, sys\n\
          from fastmcp import Client\n\
          from fastmcp.server import create_proxy\n\
          async def main():\n\
          \x20   async with Client(json.load(open(sys.argv[1]))) as client:\n\
          \x20       await create_proxy(client).run_async(transport='http', host='127.0.0.1', \
          port=int(sys.argv[2]), show_banner=False)\n\
-         asyncio.run(main())\n"
-    } else {
-        "import json, sys\n\
-         from fastmcp.server import create_proxy\n\
-         create_proxy(json.load(open(sys.argv[1]))).run(transport='http', host='127.0.0.1', \
-         port=int(sys.argv[2]), show_banner=False)\n"
-    };
+         asyncio.run(main())\n";
     let mut command = Command::new(venv.join("bin/python"));
     command.arg("-c").arg(script).arg(config).arg(port.to_string()).env("FASTMCP_LOG_LEVEL", "ERROR");
     command
@@ -245,47 +291,63 @@ fn peak_kib(pid: u32) -> u64 {
     line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).unwrap_or(0)
 }
 
-/// A session of the load, numbering its requests.
-struct Session {
-    http: HttpSession,
-    next: u64,
+/// A client of the load: one MCP session with a mediating front, whose `echo` tools it lists;
+/// or, through a plain proxy, one with each server, by its path.
+enum Session {
+    Mediated { http: HttpSession, tools: Vec<String>, next: u64 },
+    Plain { servers: Vec<HttpSession>, next: u64 },
 }
 
 impl Session {
-    async fn open(url: &str) -> Session {
-        Session { http: HttpSession::open(url).await, next: 1 }
-    }
-
-    /// The tools whose name ends in `echo`, as this front names them.
-    async fn echo_tools(&mut self) -> Vec<String> {
-        self.next += 1;
-        let list = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/list"});
-        let answer = answer_in(&self.http.post(&list).await);
-        let mut names: Vec<String> = answer["result"]["tools"]
+    async fn open(base: &str, plain: bool) -> Session {
+        if plain {
+            let urls: Vec<String> = (0..SERVERS).map(|n| format!("{base}/s{n}/mcp")).collect();
+            let servers = futures_util::future::join_all(urls.iter().map(|url| HttpSession::open(url))).await;
+            return Session::Plain { servers, next: 1 };
+        }
+        let mut http = HttpSession::open(&format!("{base}/mcp")).await;
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let answer = answer_in(&http.post(&list).await);
+        let mut tools: Vec<String> = answer["result"]["tools"]
             .as_array()
-            .unwrap_or_else(|| panic!("{}: {answer}", self.http.url))
+            .unwrap_or_else(|| panic!("{}: {answer}", http.url))
             .iter()
             .filter_map(|tool| tool["name"].as_str().filter(|name| name.ends_with("echo")).map(str::to_owned))
             .collect();
-        names.sort();
-        names
+        tools.sort();
+        assert_eq!(tools.len(), SERVERS, "an echo of each server: {tools:?}");
+        Session::Mediated { http, tools, next: 2 }
     }
 
-    /// One `echo` call; its milliseconds.
-    async fn echo(&mut self, tool: &str, session: usize, call: usize) -> f64 {
-        self.next += 1;
+    /// One `echo` call of server `server` (modulo their number); its milliseconds.
+    async fn echo(&mut self, server: usize, session: usize, call: usize) -> f64 {
         let text = format!("session {session} call {call}");
-        let message = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
-            "params": {"name": tool, "arguments": {"text": text}}});
+        let (http, tool, id) = match self {
+            Session::Mediated { http, tools, next } => {
+                *next += 1;
+                (http, tools[server % SERVERS].clone(), *next)
+            }
+            Session::Plain { servers, next } => {
+                *next += 1;
+                (&mut servers[server % SERVERS], "echo".to_owned(), *next)
+            }
+        };
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"message": text}}});
         let start = Instant::now();
-        let answer = self.http.post(&message).await;
+        let answer = http.post(&message).await;
         let took = start.elapsed().as_secs_f64() * 1000.0;
-        assert!(answer.contains(&text), "{}: {answer}", self.http.url);
+        assert!(answer.contains(&text), "{}: {answer}", http.url);
         took
     }
 
     async fn close(self) {
-        self.http.close().await;
+        match self {
+            Session::Mediated { http, .. } => http.close().await,
+            Session::Plain { servers, .. } => {
+                futures_util::future::join_all(servers.into_iter().map(HttpSession::close)).await;
+            }
+        }
     }
 }
 
