@@ -17,6 +17,9 @@
 //! servers for every request) is left out: it is the shared client that a team would run. The
 //! load is bounded: it stops by itself after every session has made its calls. `LOAD_SESSIONS=50`
 //! runs one count only; HAProxy (Debian's, `/usr/sbin/haproxy`) is left out when not installed.
+//! `SOAK_SECONDS=600` runs the soak instead: the gateway alone before the same servers, fifty
+//! sessions calling for that long (`tests/peers/soak.py`), its memory, open files and processes
+//! read every minute.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -58,6 +61,9 @@ fn main() {
     std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
     let haproxy = dir.path().join("haproxy.cfg");
     std::fs::write(&haproxy, haproxy_config(&ports)).unwrap();
+    if let Ok(seconds) = std::env::var("SOAK_SECONDS") {
+        return soak(&peers, &config, &seconds);
+    }
     let counts: Vec<usize> = match std::env::var("LOAD_SESSIONS") {
         Ok(count) => vec![count.parse().expect("LOAD_SESSIONS is a number")],
         Err(_) => SESSIONS.to_vec(),
@@ -73,18 +79,20 @@ fn main() {
     if !Path::new(HAPROXY).exists() {
         fronts.retain(|(_, proxy)| !matches!(proxy, Kind::HaProxy));
     }
+    // The servers' JavaScript is compiled as it runs: one unmeasured run warms them, or the
+    // first front measured pays for it (the gateway's first run made half the calls a second
+    // of its second, the same front, when it did).
+    {
+        let at = port();
+        let front = gateway(&peers, &config, at);
+        runtime.block_on(load(&format!("http://127.0.0.1:{at}"), false, &front, SESSIONS[0]));
+    }
     for sessions in counts {
         let mut rows = Vec::new();
         for (name, proxy) in &fronts {
             let at = port();
             let front = match proxy {
-                Kind::Ours => Front::start(
-                    peers
-                        .command(binary())
-                        .args(["gateway", "--no-disclosure", "--listen", &format!("127.0.0.1:{at}"), "--servers"])
-                        .arg(&config),
-                    at,
-                ),
+                Kind::Ours => gateway(&peers, &config, at),
                 Kind::FastMcpShared => Front::start(&mut fastmcp_http_proxy(&venv, &config, at), at),
                 Kind::HaProxy => {
                     let config = std::fs::read_to_string(&haproxy).unwrap().replace("@PORT@", &at.to_string());
@@ -125,6 +133,31 @@ fn main() {
 }
 
 /// Which front stands before the servers.
+/// `tool-mediator gateway --listen` on `at` before the servers of `config`.
+fn gateway(peers: &tool_mediator_tests::Peers, config: &Path, at: u16) -> Front {
+    let listen = format!("127.0.0.1:{at}");
+    Front::start(
+        peers.command(binary()).args(["gateway", "--no-disclosure", "--listen", &listen, "--servers"]).arg(config),
+        at,
+    )
+}
+
+/// The soak: the gateway before the same servers, fifty sessions calling for `seconds`
+/// (`tests/peers/soak.py`), its memory, open files and processes read every minute.
+fn soak(peers: &tool_mediator_tests::Peers, config: &Path, seconds: &str) {
+    let at = port();
+    let front = gateway(peers, config, at);
+    let tools = (0..SERVERS).map(|n| format!("s{n}_echo")).collect::<Vec<_>>().join(",");
+    let output = peers
+        .command(peers.bin("python"))
+        .arg(tool_mediator_tests::root().join("tests/peers/soak.py"))
+        .args([&format!("http://127.0.0.1:{at}/mcp"), &front.0.id().to_string(), "50", seconds, &tools, "message"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    println!("{}", String::from_utf8_lossy(&output.stdout));
+}
+
 enum Kind {
     Ours,
     /// `create_proxy(client)` with a client connected once: every request over its one session.

@@ -1,14 +1,15 @@
 """A soak of a listening gateway: SESSIONS MCP sessions over Streamable HTTP calling `echo` for
 SECONDS, then the gateway's memory, open files and processes before and after.
 
-    python soak.py URL PID [SESSIONS [SECONDS [TOOLS]]]
+    python soak.py URL PID [SESSIONS [SECONDS [TOOLS [ARGUMENT]]]]
 
 URL is the gateway's endpoint (`http://127.0.0.1:P/mcp`), PID its process id (read from /proc:
 VmRSS, VmHWM, open descriptors, and the processes under it). Each session is opened with
 `initialize` and closed with DELETE; session n calls the n-th of TOOLS (comma-separated echo
-tools taking `text`, `echo` by default) round robin; each call's answer must carry its own text. Prints one JSON
-object: calls, errors, wrong answers, calls a second, and the gateway's figures at the start,
-right after the load and 10 s after the sessions closed. The load is bounded: it stops by itself
+tools taking ARGUMENT, `echo` and `text` by default) round robin; each call's answer must carry its own text.
+Prints one JSON object: calls, errors, wrong answers, calls a second, and the gateway's figures
+at the start, every minute of the load (so a soak shows whether memory and open files stay
+flat), right after the load and 10 s after the sessions closed. The load is bounded: it stops by itself
 after SECONDS, and sends traffic to URL alone (use 127.0.0.1).
 """
 
@@ -51,7 +52,14 @@ def figures(pid):
     }
 
 
-async def session(client, url, number, until, counts, tool):
+async def sample(pid, until, samples):
+    """The gateway's figures every minute until the load ends."""
+    while time.monotonic() + 60 <= until:
+        await asyncio.sleep(60)
+        samples.append(figures(pid))
+
+
+async def session(client, url, number, until, counts, tool, argument):
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}}
     response = await client.post(url, json=init, headers=HEADERS)
@@ -63,7 +71,7 @@ async def session(client, url, number, until, counts, tool):
         call += 1
         text = f"session {number} call {call}"
         message = {"jsonrpc": "2.0", "id": call, "method": "tools/call",
-                   "params": {"name": tool, "arguments": {"text": text}}}
+                   "params": {"name": tool, "arguments": {argument: text}}}
         try:
             answer = answer_of(await client.post(url, json=message, headers=headers))
             said = json.dumps(answer)
@@ -84,20 +92,25 @@ async def main():
     sessions = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 60
     tools = sys.argv[5].split(",") if len(sys.argv) > 5 else ["echo"]
+    argument = sys.argv[6] if len(sys.argv) > 6 else "text"
+    samples = []
     before = figures(pid)
     counts = {"calls": 0, "errors": 0, "wrong": 0}
     limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
         began = time.monotonic()
         until = began + seconds
-        await asyncio.gather(*(session(client, url, n, until, counts, tools[n % len(tools)]) for n in range(sessions)))
+        await asyncio.gather(
+            sample(pid, until, samples),
+            *(session(client, url, n, until, counts, tools[n % len(tools)], argument) for n in range(sessions)),
+        )
         took = time.monotonic() - began
     after_load = figures(pid)
     await asyncio.sleep(10)
     print(json.dumps({
         "sessions": sessions, "seconds": round(took, 1), **counts,
         "calls_a_second": round(counts["calls"] / took, 1),
-        "gateway": {"before": before, "after_load": after_load, "settled": figures(pid)},
+        "gateway": {"before": before, "each_minute": samples, "after_load": after_load, "settled": figures(pid)},
     }))
 
 
