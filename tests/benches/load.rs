@@ -18,7 +18,7 @@
 //! load is bounded: it stops by itself after every session has made its calls. `LOAD_SESSIONS=50`
 //! runs one count only; HAProxy (Debian's, `/usr/sbin/haproxy`) is left out when not installed.
 //! `SOAK_SECONDS=600` runs the soak instead: the gateway alone before the same servers, fifty
-//! sessions calling for that long (`tests/peers/soak.py`), its memory, open files and processes
+//! sessions (`SOAK_SESSIONS=N` for another number) calling for that long (`tests/peers/soak.py`), its memory, open files and processes
 //! read every minute.
 
 use std::collections::HashMap;
@@ -142,16 +142,17 @@ fn gateway(peers: &tool_mediator_tests::Peers, config: &Path, at: u16) -> Front 
     )
 }
 
-/// The soak: the gateway before the same servers, fifty sessions calling for `seconds`
+/// The soak: the gateway before the same servers, fifty sessions (`SOAK_SESSIONS`) calling for `seconds`
 /// (`tests/peers/soak.py`), its memory, open files and processes read every minute.
 fn soak(peers: &tool_mediator_tests::Peers, config: &Path, seconds: &str) {
     let at = port();
     let front = gateway(peers, config, at);
     let tools = (0..SERVERS).map(|n| format!("s{n}_echo")).collect::<Vec<_>>().join(",");
+    let sessions = std::env::var("SOAK_SESSIONS").unwrap_or_else(|_| "50".to_owned());
     let output = peers
         .command(peers.bin("python"))
         .arg(tool_mediator_tests::root().join("tests/peers/soak.py"))
-        .args([&format!("http://127.0.0.1:{at}/mcp"), &front.0.id().to_string(), "50", seconds, &tools, "message"])
+        .args([&format!("http://127.0.0.1:{at}/mcp"), &front.0.id().to_string(), &sessions, seconds, &tools, "message"])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));

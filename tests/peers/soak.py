@@ -7,7 +7,7 @@ URL is the gateway's endpoint (`http://127.0.0.1:P/mcp`), PID its process id (re
 VmRSS, VmHWM, open descriptors, and the processes under it). Each session is opened with
 `initialize` and closed with DELETE; session n calls the n-th of TOOLS (comma-separated echo
 tools taking ARGUMENT, `echo` and `text` by default) round robin; each call's answer must carry its own text.
-Prints one JSON object: calls, errors, wrong answers, calls a second, and the gateway's figures
+Prints one JSON object: calls, errors (and what the first five were), wrong answers, calls a second, and the gateway's figures
 at the start, every minute of the load (so a soak shows whether memory and open files stay
 flat), right after the load and 10 s after the sessions closed. The load is bounded: it stops by itself
 after SECONDS, and sends traffic to URL alone (use 127.0.0.1).
@@ -52,6 +52,13 @@ def figures(pid):
     }
 
 
+def note(counts, why):
+    """Keeps what the first few errors were: a count alone says nothing of the cause."""
+    kept = counts.setdefault("first_errors", [])
+    if len(kept) < 5:
+        kept.append(why)
+
+
 async def sample(pid, until, samples):
     """The gateway's figures every minute until the load ends."""
     while time.monotonic() + 60 <= until:
@@ -77,12 +84,14 @@ async def session(client, url, number, until, counts, tool, argument):
             said = json.dumps(answer)
             if answer is None or "error" in answer:
                 counts["errors"] += 1
+                note(counts, "answer: " + said[:160])
             elif text not in said or f"{text}0" in said:
                 counts["wrong"] += 1
             else:
                 counts["calls"] += 1
-        except Exception:  # a refused or broken connection is an error of the run
+        except Exception as error:  # a refused or broken connection is an error of the run
             counts["errors"] += 1
+            note(counts, f"{type(error).__name__}: {error!r}"[:200])
     if session_id:
         await client.delete(url, headers={"mcp-session-id": session_id})
 
