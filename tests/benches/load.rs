@@ -17,6 +17,7 @@
 //! servers for every request) is left out: it is the shared client that a team would run. The
 //! load is bounded: it stops by itself after every session has made its calls. `LOAD_SESSIONS=50`
 //! runs one count only; HAProxy (Debian's, `/usr/sbin/haproxy`) is left out when not installed.
+//! `LOAD_SCOPE=session` gives every session the servers' own sessions instead of shared ones.
 //! `SOAK_SECONDS=600` runs the soak instead: the gateway alone before the same servers, fifty
 //! sessions (`SOAK_SESSIONS=N` for another number) calling for that long (`tests/peers/soak.py`), its memory, open files and processes
 //! read every minute.
@@ -55,7 +56,13 @@ fn main() {
     let servers: serde_json::Map<String, Value> = ports
         .iter()
         .enumerate()
-        .map(|(n, at)| (format!("s{n}"), json!({"url": format!("http://127.0.0.1:{at}/mcp")})))
+        .map(|(n, at)| {
+            let mut server = json!({"url": format!("http://127.0.0.1:{at}/mcp")});
+            if let Ok(scope) = std::env::var("LOAD_SCOPE") {
+                server["scope"] = json!(scope);
+            }
+            (format!("s{n}"), server)
+        })
         .collect();
     let config = dir.path().join("servers.json");
     std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
