@@ -81,6 +81,8 @@ fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_
     BufReader::new(bus.stdout.take().unwrap()).read_line(&mut address).unwrap();
     running.0.push(bus);
     let address = address.trim().to_owned();
+    // What the daemon says goes to a file, shown if it never answers.
+    let said = dir.path().join("keyring.log");
     let mut keyring = Command::new("gnome-keyring-daemon")
         .args(["--foreground", "--unlock", "--components=secrets"])
         .env("DBUS_SESSION_BUS_ADDRESS", &address)
@@ -89,7 +91,7 @@ fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_
         .env("XDG_RUNTIME_DIR", &home)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&said).unwrap())
         .spawn()
         .unwrap();
     keyring.stdin.take().unwrap().write_all(b"test-password").unwrap();
@@ -108,7 +110,11 @@ fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_
             Err(error) => panic!("{error}"),
         }
         // A loaded machine (a CI run building beside it) may take a while to start the daemon.
-        assert!(began.elapsed() < Duration::from_secs(90), "the Secret Service never came up");
+        if began.elapsed() > Duration::from_secs(90) {
+            let exited = running.0.last_mut().and_then(|keyring| keyring.try_wait().ok().flatten());
+            let said = std::fs::read_to_string(&said).unwrap_or_default();
+            panic!("the Secret Service never came up (the daemon: {exited:?}; it said: {said})");
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     // The file names the server and what is not secret; the secrets are in the keyring alone.
