@@ -385,6 +385,37 @@ pub async fn stateless(http: &reqwest::Client, url: &str, id: u64, method: &str,
     answer_in(&response.text().await.unwrap())
 }
 
+/// Debian's HAProxy, where `tests/peers/install` looks for it.
+pub const HAPROXY: &str = "/usr/sbin/haproxy";
+
+/// HAProxy as a plain HTTP reverse proxy on 127.0.0.1:`at`, keep-alive on both sides, as a team
+/// would put one in front of its servers: `/sN/...` goes to the server on 127.0.0.1:`servers[N]`,
+/// with the prefix taken off.
+pub fn haproxy_config(at: u16, servers: &[u16]) -> String {
+    let mut config = format!(
+        "global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    option http-keep-alive
+frontend mcp
+    bind 127.0.0.1:{at}
+"
+    );
+    for n in 0..servers.len() {
+        config += &format!("    use_backend s{n} if {{ path_beg /s{n}/ }}\n");
+    }
+    for (n, server) in servers.iter().enumerate() {
+        config += &format!(
+            "backend s{n}\n    http-request replace-path /s{n}(/.*) \\1\n    http-reuse always\n    server s{n} 127.0.0.1:{server}\n"
+        );
+    }
+    config
+}
+
 /// The JSON-RPC answer in a body: the body itself, or the last `data:` of an SSE stream.
 pub fn answer_in(text: &str) -> Value {
     let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();

@@ -27,11 +27,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers};
+use tool_mediator_tests::{HAPROXY, HttpSession, binary, fastmcp_venv, haproxy_config, peers};
 
 const ROUNDS: usize = 1_000;
 const WARM_UP: usize = 100;
-const HAPROXY: &str = "/usr/sbin/haproxy";
 /// The revisions the clients speak: the one before priming events, and the one with them.
 const CLIENT_REVISIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
 
@@ -57,10 +56,10 @@ fn main() {
     if Path::new(HAPROXY).exists() {
         let at = port();
         let config = dir.path().join("haproxy.cfg");
-        std::fs::write(&config, haproxy_config(at, server_port)).unwrap();
+        std::fs::write(&config, haproxy_config(at, &[server_port])).unwrap();
         // HAProxy says nothing once it listens: it is ready when its port answers.
         running.push(Running::listening(Command::new(HAPROXY).args(["-db", "-f"]).arg(&config), at));
-        fronts.push(("through HAProxy (a plain reverse proxy)".into(), format!("http://127.0.0.1:{at}/mcp")));
+        fronts.push(("through HAProxy (a plain reverse proxy)".into(), format!("http://127.0.0.1:{at}/s0/mcp")));
     }
     let mut front = |name: &str, path: &str, command: &mut Command, ready: &'static str, port: u16| {
         running.push(Running::start(command, ready));
@@ -194,28 +193,6 @@ fn main() {
         }
     });
     drop(running);
-}
-
-/// HAProxy in front of the server at `server`, listening on `at`: a plain HTTP reverse proxy,
-/// keep-alive on both sides, as a team would put one in front of a server.
-fn haproxy_config(at: u16, server: u16) -> String {
-    format!(
-        "global
-    maxconn 1024
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    option http-keep-alive
-frontend mcp
-    bind 127.0.0.1:{at}
-    default_backend everything
-backend everything
-    http-reuse always
-    server everything 127.0.0.1:{server}
-"
-    )
 }
 
 /// A server process, started and waited for until it says `ready` on stderr or stdout.

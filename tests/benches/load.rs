@@ -29,13 +29,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_mediator_tests::{HttpSession, binary, fastmcp_venv, peers};
+use tool_mediator_tests::{HAPROXY, HttpSession, answer_in, binary, fastmcp_venv, haproxy_config, peers};
 
 const SERVERS: usize = 3;
 const SESSIONS: [usize; 2] = [50, 200];
 const CALLS: usize = 20;
 const WARM_UP: usize = 1;
-const HAPROXY: &str = "/usr/sbin/haproxy";
 
 fn port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -66,8 +65,6 @@ fn main() {
         .collect();
     let config = dir.path().join("servers.json");
     std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
-    let haproxy = dir.path().join("haproxy.cfg");
-    std::fs::write(&haproxy, haproxy_config(&ports)).unwrap();
     if let Ok(seconds) = std::env::var("SOAK_SECONDS") {
         return soak(&peers, &config, &seconds);
     }
@@ -102,9 +99,8 @@ fn main() {
                 Kind::Ours => gateway(&peers, &config, at),
                 Kind::FastMcpShared => Front::start(&mut fastmcp_http_proxy(&venv, &config, at), at),
                 Kind::HaProxy => {
-                    let config = std::fs::read_to_string(&haproxy).unwrap().replace("@PORT@", &at.to_string());
                     let file = dir.path().join(format!("haproxy-{at}.cfg"));
-                    std::fs::write(&file, config).unwrap();
+                    std::fs::write(&file, haproxy_config(at, &ports)).unwrap();
                     Front::start(Command::new(HAPROXY).args(["-db", "-f"]).arg(&file), at)
                 }
             };
@@ -172,32 +168,6 @@ enum Kind {
     FastMcpShared,
     /// A plain reverse proxy: a path to each server, its sessions passed through.
     HaProxy,
-}
-
-/// HAProxy routing `/sN/...` to server N with the prefix taken off, listening on `@PORT@`:
-/// keep-alive on both sides, as a team would put one in front of its servers.
-fn haproxy_config(ports: &[u16]) -> String {
-    let mut config = "global
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    option http-keep-alive
-frontend mcp
-    bind 127.0.0.1:@PORT@
-"
-    .to_owned();
-    for n in 0..ports.len() {
-        config += &format!("    use_backend s{n} if {{ path_beg /s{n}/ }}\n");
-    }
-    for (n, at) in ports.iter().enumerate() {
-        config += &format!(
-            "backend s{n}\n    http-request replace-path /s{n}(/.*) \\1\n    http-reuse always\n    server s{n} 127.0.0.1:{at}\n"
-        );
-    }
-    config
 }
 
 struct Measured {
@@ -390,12 +360,6 @@ impl Session {
             }
         }
     }
-}
-
-/// The JSON-RPC answer in a body: the body itself, or the last `data:` of an SSE stream.
-fn answer_in(text: &str) -> Value {
-    let last = text.lines().filter_map(|line| line.strip_prefix("data:")).next_back();
-    serde_json::from_str(last.unwrap_or(text).trim()).unwrap_or(Value::Null)
 }
 
 fn percentile(times: &mut [f64], at: f64) -> f64 {
