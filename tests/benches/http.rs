@@ -60,6 +60,8 @@ fn main() {
         // HAProxy says nothing once it listens: it is ready when its port answers.
         running.push(Running::listening(Command::new(HAPROXY).args(["-db", "-f"]).arg(&config), at));
         fronts.push(("through HAProxy (a plain reverse proxy)".into(), format!("http://127.0.0.1:{at}/s0/mcp")));
+    } else {
+        eprintln!("HAProxy is left out: no {HAPROXY} (TOOL_MEDIATOR_REDIS=1 tests/peers/install installs it)");
     }
     let mut front = |name: &str, path: &str, command: &mut Command, ready: &'static str, port: u16| {
         running.push(Running::start(command, ready));

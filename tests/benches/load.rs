@@ -81,6 +81,7 @@ fn main() {
         ("tool-mediator gateway, again", Kind::Ours),
     ];
     if !Path::new(HAPROXY).exists() {
+        eprintln!("HAProxy is left out: no {HAPROXY} (TOOL_MEDIATOR_REDIS=1 tests/peers/install installs it)");
         fronts.retain(|(_, proxy)| !matches!(proxy, Kind::HaProxy));
     }
     // The servers' JavaScript is compiled as it runs: one unmeasured run warms them, or the
