@@ -103,6 +103,10 @@ export interface MediatorOptions {
    * short of its threshold); its ruling can flag a tool, never clear one. The configuration's
    * `judge` (false) unless told. */
   judge?: boolean
+  /** Ask the language model for its odds that each tool the screen did not flag is poisoned,
+   * and flag those over this, 0 to 1 (an OpenAI or OpenAI-compatible model; calibrate it with
+   * `tool-mediator lint --calibrate-judge`). Turns the judge on. */
+  judgeThreshold?: number
   /** The context of `enhance`, `session` and `toolMiddleware` calls that give none. */
   source?: string
   sourceType?: ToolContext['sourceType']

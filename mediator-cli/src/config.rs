@@ -38,6 +38,9 @@ pub fn effective(chain: &ChainArgs) -> Result<(MediatorConfig, Option<PathBuf>)>
     if let Some(deadline) = chain.llm_deadline {
         config.llm_deadline_secs = deadline.as_secs();
     }
+    if chain.judge_threshold.is_some() {
+        config.judge_threshold = chain.judge_threshold;
+    }
     apply_cache_flags(&mut config, &chain.cache);
     config.override_dirs.extend(chain.overrides.iter().cloned());
     if chain.no_builtin_overrides {

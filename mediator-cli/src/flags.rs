@@ -82,6 +82,13 @@ pub struct ChainArgs {
     #[arg(long, help_heading = MODEL)]
     pub judge: bool,
 
+    /// Ask the language model for its odds that each tool the screen did not flag is poisoned,
+    /// and flag those over ODDS (0 to 1; OpenAI or an OpenAI-compatible server). Calibrate it
+    /// for your model with `lint --calibrate-judge` (the configuration's `judge_threshold`;
+    /// turns the judge on).
+    #[arg(long, value_name = "ODDS", value_parser = odds, help_heading = MODEL)]
+    pub judge_threshold: Option<f64>,
+
     /// The provider's base URL (an OpenAI-compatible server: Ollama, vLLM, llama.cpp).
     #[arg(long, value_name = "URL", help_heading = MODEL)]
     pub llm_url: Option<String>,
@@ -441,5 +448,13 @@ impl SignInArgs {
             scope: self.scope.clone().or(base.scope),
             grant: if self.client_credentials { Grant::ClientCredentials } else { base.grant },
         }
+    }
+}
+
+/// A probability, 0 to 1.
+fn odds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(odds) if (0.0..=1.0).contains(&odds) => Ok(odds),
+        _ => Err(format!("`{text}` is not odds between 0 and 1")),
     }
 }

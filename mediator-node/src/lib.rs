@@ -73,6 +73,10 @@ pub struct MediatorOptions {
     pub min_confidence: Option<f64>,
     /// Ask the language model about the tools the poisoning screen is unsure of (`--judge`).
     pub judge: Option<bool>,
+    /// Ask the language model for its odds that each tool the screen did not flag is poisoned,
+    /// and flag those over this, 0 to 1 (`--judge-threshold`; calibrated for the model with
+    /// `tool-mediator lint --calibrate-judge`). Turns the judge on.
+    pub judge_threshold: Option<f64>,
 }
 
 /// What a session shows first, over the mediator's settings.
@@ -117,6 +121,12 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
     }
     if let Some(deadline) = options.llm_deadline_secs {
         settings.llm_deadline_secs = deadline.into();
+    }
+    if let Some(threshold) = options.judge_threshold {
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(failure(format!("judgeThreshold must be between 0 and 1, not {threshold}")));
+        }
+        settings.judge_threshold = Some(threshold);
     }
     if let Some(background) = options.llm_in_background {
         settings.llm_in_background = background;

@@ -80,6 +80,13 @@ pub struct MediatorConfig {
     /// Ask the language model (when one is configured) about the tools the poisoning screen is
     /// unsure of; its ruling can flag a tool, never clear one. Off by default (`--judge`).
     pub judge: bool,
+    /// Ask the language model (OpenAI or an OpenAI-compatible server) for its odds that each
+    /// tool the screen did not flag is poisoned, and flag those over this threshold, 0 to 1.
+    /// Odds differ between models: calibrate it for yours on honest tools with
+    /// `tool-mediator lint --calibrate-judge`. Setting it turns the judge on; unset, the judge
+    /// rules only on the tools the screen is unsure of.
+    #[serde(deserialize_with = "odds")]
+    pub judge_threshold: Option<f64>,
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by
     /// search yet) with an error saying how to see it, instead of calling it.
     pub calls_follow_disclosure: bool,
@@ -123,6 +130,7 @@ impl Default for MediatorConfig {
             quarantine: false,
             allow: Vec::new(),
             judge: false,
+            judge_threshold: None,
             calls_follow_disclosure: false,
             trust_on_first_use: false,
             pins_file: None,
@@ -169,6 +177,15 @@ impl MediatorConfig {
         if let Some(url) = std::env::var(crate::cache::URL_VARIABLE).ok().filter(|url| !url.is_empty()) {
             self.cache_url = Some(CacheUrl::new(url));
         }
+    }
+}
+
+/// A probability, 0 to 1, or none.
+fn odds<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    let odds = f64::deserialize(deserializer)?;
+    match (0.0..=1.0).contains(&odds) {
+        true => Ok(Some(odds)),
+        false => Err(serde::de::Error::custom(format!("odds are between 0 and 1, not {odds}"))),
     }
 }
 
@@ -306,7 +323,9 @@ impl MediatorConfig {
             Some(provider) => Some(Arc::new(self.llm(provider, options)?)),
         };
         let judge = match &llm {
-            Some(llm) if (self.judge || options.judge) && !options.dry_run => Some(Arc::new(llm.judge(cache.clone()))),
+            Some(llm) if (self.judge || self.judge_threshold.is_some() || options.judge) && !options.dry_run => {
+                Some(Arc::new(llm.judge(cache.clone()).with_threshold(self.judge_threshold)))
+            }
             _ => None,
         };
         let background = llm.is_some() && options.llm_in_background && self.llm_in_background;

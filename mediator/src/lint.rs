@@ -243,37 +243,31 @@ pub fn lint(tools: &[Tool]) -> Vec<Finding> {
 }
 
 /// What is wrong with each of `tools`, with `judge`'s second look at the tools the poisoning
-/// screen is unsure of: one it rules poisoned is suspected of poisoning, with its reason.
+/// screen did not flag (those it is unsure of, or with a threshold every one): a tool the judge
+/// flags is suspected of poisoning, with its reason.
 pub async fn judged(tools: &[Tool], judge: &dyn screen::SecondLook) -> Vec<Finding> {
     let mut findings = lint(tools);
-    let grey: Vec<usize> = findings
-        .iter()
-        .enumerate()
-        .filter(|(_, finding)| finding.rule == "poisoning-evidence")
-        .map(|(at, _)| at)
-        .collect();
-    if grey.is_empty() {
-        return findings;
-    }
     let siblings: HashSet<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-    let asked: Vec<Tool> = grey.iter().map(|&at| tools[findings[at].index].clone()).collect();
-    let mut verdicts: Vec<screen::Verdict> = asked
+    let mut verdicts: Vec<screen::Verdict> = tools
         .iter()
         .map(|tool| screen::examine_in(tool, Listing { siblings: Some(&siblings), others: None }))
         .collect();
-    judge.rule("lint", &asked, &mut verdicts).await;
-    for ((at, tool), verdict) in grey.into_iter().zip(&asked).zip(verdicts) {
-        if verdict.flagged()
-            && let Some(finding) = poisoning(findings[at].index, tool, verdict)
-        {
-            findings[at] = finding;
+    judge.rule("lint", tools, &mut verdicts).await;
+    for (index, (tool, verdict)) in tools.iter().zip(verdicts).enumerate() {
+        if verdict.judgement.is_none() {
+            continue;
         }
+        findings.retain(|finding| !(finding.index == index && finding.rule == "poisoning-evidence"));
+        findings.extend(poisoning(index, tool, verdict));
     }
+    // Each tool's findings together, in the order `lint` gives them.
+    findings.sort_by_key(|finding| finding.index);
     findings
 }
 
 /// The finding of the screen's `verdict` on `tool`: suspected poisoning when it is flagged,
-/// some evidence when it is in the grey zone. Its field is that of the strongest evidence.
+/// some evidence when it is in the grey zone. Its field is that of the strongest evidence (the
+/// description when only a judge flagged it).
 fn poisoning(index: usize, tool: &Tool, verdict: screen::Verdict) -> Option<Finding> {
     let (rule, message) = if verdict.flagged() {
         let digest = crate::cache::digest(tool);
@@ -288,13 +282,17 @@ fn poisoning(index: usize, tool: &Tool, verdict: screen::Verdict) -> Option<Find
     } else {
         return None;
     };
-    let strongest = verdict.findings.iter().rev().max_by_key(|finding| finding.points)?;
+    // A tool flagged by a judge alone, on no evidence, is about what a model reads first.
+    let field = match verdict.findings.iter().rev().max_by_key(|finding| finding.points) {
+        Some(strongest) => strongest.field.clone(),
+        None => "description".to_owned(),
+    };
     Some(Finding {
         rule,
         severity: self::rule(rule).map_or(Severity::Error, |rule| rule.severity),
         index,
         tool: tool.name.clone(),
-        field: strongest.field.clone(),
+        field,
         message,
         evidence: verdict.findings,
     })

@@ -34,6 +34,13 @@ pub struct LintArgs {
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
 
+    /// Calibrate the judge's threshold for the configured model: ask it for its odds on every
+    /// tool of the input the screen does not flag, taken as honest (a sample of your servers'
+    /// real tools), and print the `judge_threshold` that flags at most 1% of them. The odds are
+    /// cached, so `lint --judge-threshold` on the same tools asks nothing again.
+    #[arg(long)]
+    pub calibrate_judge: bool,
+
     /// The language model (for `--judge`) and the settings, as `enhance` reads them.
     #[command(flatten)]
     pub chain: ChainArgs,
@@ -52,6 +59,56 @@ pub enum FailOn {
     Warning,
     Error,
     Never,
+}
+
+/// The share of honest tools a calibrated threshold may flag.
+const CALIBRATED_SHARE: f64 = 0.01;
+
+/// `--calibrate-judge`: the model's odds on the input's tools, and the threshold they call for.
+async fn calibrate(args: &LintArgs, judge: &tool_mediator::llm::Judge) -> Result<ExitCode> {
+    if !judge.asks_odds() {
+        anyhow::bail!(
+            "--calibrate-judge reads the model's odds, which only OpenAI and OpenAI-compatible servers give"
+        );
+    }
+    let mut tools = Vec::new();
+    if args.server.server {
+        tools.extend(server_tools(&args.server).await?.1.tools);
+    } else {
+        for origin in manifest::expand_inputs(&args.input.inputs)? {
+            tools.extend(manifest::read(origin, args.input.max_input_size)?.0.tools);
+        }
+    }
+    let started = std::time::Instant::now();
+    let calibration = judge.calibrate("lint", &tools, CALIBRATED_SHARE).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut out = String::new();
+    let scored = calibration.scored.len();
+    let _ = writeln!(
+        out,
+        "asked the model's odds on {scored} tools ({} asked in {seconds:.0} s, the rest cached); {} left out as \
+         the screen flags them, {} unanswered",
+        calibration.asked, calibration.flagged_by_screen, calibration.unanswered
+    );
+    let Some(threshold) = calibration.threshold else {
+        anyhow::bail!("the model gave no odds on any tool: nothing to calibrate on");
+    };
+    let _ = writeln!(out, "median odds {:.4}; the highest:", calibration.median.unwrap_or(threshold));
+    for (name, odds) in calibration.scored.iter().take(5) {
+        let _ = writeln!(out, "  {odds:.4}  {}", tool_mediator::screen::printable(name));
+    }
+    let _ = writeln!(
+        out,
+        "judge_threshold = {threshold:.4}   # flags {} of these {scored} tools (at most {}%); read the highest above: \
+         a poisoned one among them calls for a cleaner sample",
+        calibration.flagged_at(threshold),
+        CALIBRATED_SHARE * 100.0
+    );
+    if scored < 100 {
+        let _ = writeln!(out, "(fewer than 100 tools: the threshold rests on few odds; give more)");
+    }
+    output::print(&out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The tools of the server `args` names, listed over stdio; and how messages name it.
@@ -76,15 +133,24 @@ struct Linted {
     findings: Vec<(Finding, Place)>,
 }
 
-pub async fn run(args: LintArgs) -> Result<ExitCode> {
-    // A language model is built only for `--judge`: lint reads no model otherwise.
-    let setup = match args.chain.judge {
-        true => Some(Setup::from_args(&args.chain, tool_mediator::llm::Task::Enhance).await?),
+pub async fn run(mut args: LintArgs) -> Result<ExitCode> {
+    // A language model is built only for the judge: lint reads no model otherwise.
+    let judging = args.chain.judge || args.chain.judge_threshold.is_some() || args.calibrate_judge;
+    let setup = match judging {
+        true => {
+            args.chain.judge = true;
+            Some(Setup::from_args(&args.chain, tool_mediator::llm::Task::Enhance).await?)
+        }
         false => None,
     };
     let judge = setup.as_ref().and_then(Setup::judge);
-    if args.chain.judge && judge.is_none() {
-        anyhow::bail!("--judge asks a language model: configure one (`llm_provider`) or give `--llm`");
+    if judging && judge.is_none() {
+        anyhow::bail!("the judge asks a language model: configure one (`llm_provider`) or give `--llm`");
+    }
+    if let (true, Some(judge), Some(setup)) = (args.calibrate_judge, judge, &setup) {
+        let code = calibrate(&args, judge).await?;
+        setup.finish();
+        return Ok(code);
     }
     let lint = async |tools: &[tool_mediator::Tool]| match judge {
         Some(judge) => lint::judged(tools, judge).await,

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 const ENHANCE: &str = include_str!("../../prompts/enhance.md");
 const CATEGORIZE: &str = include_str!("../../prompts/categorize.md");
 const JUDGE: &str = include_str!("../../prompts/judge.md");
+const JUDGE_ODDS: &str = include_str!("../../prompts/judge-odds.md");
 const INFER: &str = include_str!("../../prompts/infer.md");
 
 /// Which template a transformer sends.
@@ -16,8 +17,10 @@ pub enum Task {
     Enhance,
     /// Categories only.
     Categorize,
-    /// Whether a tool the screen is unsure of is poisoned.
+    /// Whether a tool the screen is unsure of is poisoned, and why.
     Judge,
+    /// Whether a tool is poisoned, yes or no: its odds are read from the answer's first word.
+    JudgeOdds,
     /// The parameters of a tool that published none though its name says it takes some.
     InferSchema,
 }
@@ -28,6 +31,7 @@ pub struct Prompts {
     enhance: String,
     categorize: String,
     judge: String,
+    judge_odds: String,
     infer: String,
 }
 
@@ -45,6 +49,7 @@ impl Default for Prompts {
             enhance: ENHANCE.to_owned(),
             categorize: CATEGORIZE.to_owned(),
             judge: JUDGE.to_owned(),
+            judge_odds: JUDGE_ODDS.to_owned(),
             infer: INFER.to_owned(),
         }
     }
@@ -58,6 +63,7 @@ impl Prompts {
             ("enhance.md", &mut prompts.enhance),
             ("categorize.md", &mut prompts.categorize),
             ("judge.md", &mut prompts.judge),
+            ("judge-odds.md", &mut prompts.judge_odds),
             ("infer.md", &mut prompts.infer),
         ];
         for (name, slot) in slots {
@@ -76,6 +82,7 @@ impl Prompts {
             Task::Enhance => &self.enhance,
             Task::Categorize => &self.categorize,
             Task::Judge => &self.judge,
+            Task::JudgeOdds => &self.judge_odds,
             Task::InferSchema => &self.infer,
         }
     }

@@ -104,6 +104,9 @@ pub struct Completion {
     pub output_tokens: u64,
 }
 
+/// How many of the likeliest first tokens [`LlmClient::yes_odds`] asks for (OpenAI's most).
+const TOP_LOGPROBS: u32 = 20;
+
 /// The most output a request may ask for unless told: far above an answer about a batch of tools.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
 
@@ -340,6 +343,68 @@ impl LlmClient {
         deadline: Option<Instant>,
     ) -> Result<Completion, LlmError> {
         let body = self.request_body_within(system, prompt, schema, max_tokens);
+        let response = self.post(&body, deadline).await?;
+        self.parse(response, max_tokens)
+    }
+
+    /// The model's odds of answering "yes" rather than "no" to `prompt`: P(yes) / (P(yes) +
+    /// P(no)), read from the log-probabilities of the first token it would say (temperature 0,
+    /// one token). `None` where the provider gives no log-probabilities (Anthropic's Messages
+    /// API); an answer whose likeliest first tokens hold neither word is
+    /// [`LlmError::Malformed`].
+    pub async fn yes_odds(
+        &self,
+        system: &str,
+        prompt: &str,
+        deadline: Option<Instant>,
+    ) -> Option<Result<f64, LlmError>> {
+        let limit = match self.provider {
+            Provider::Anthropic => return None,
+            Provider::OpenAi => "max_completion_tokens",
+            Provider::OpenAiCompatible => "max_tokens",
+        };
+        let body = json!({
+            "model": self.model,
+            limit: 1,
+            "temperature": 0,
+            "logprobs": true,
+            "top_logprobs": TOP_LOGPROBS,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+        });
+        Some(self.post(&body, deadline).await.and_then(|response| self.odds(&response)))
+    }
+
+    /// P(yes) / (P(yes) + P(no)) over the first token's most likely alternatives, each word
+    /// counted whatever its case and spacing ("Yes", " yes").
+    fn odds(&self, response: &Value) -> Result<f64, LlmError> {
+        let malformed = |message: &str| LlmError::Malformed { provider: self.provider, message: message.to_owned() };
+        let alternatives = response
+            .pointer("/choices/0/logprobs/content/0/top_logprobs")
+            .and_then(Value::as_array)
+            .ok_or_else(|| malformed("no choices[0].logprobs.content[0].top_logprobs (does the server give logprobs?)"))?;
+        let (mut yes, mut no) = (0.0, 0.0);
+        for alternative in alternatives {
+            let (Some(token), Some(logprob)) = (
+                alternative.get("token").and_then(Value::as_str),
+                alternative.get("logprob").and_then(Value::as_f64),
+            ) else {
+                continue;
+            };
+            match token.trim().to_lowercase().as_str() {
+                "yes" => yes += logprob.exp(),
+                "no" => no += logprob.exp(),
+                _ => {}
+            }
+        }
+        if !(yes + no > 0.0 && (yes + no).is_finite()) {
+            return Err(malformed("neither yes nor no is among the likeliest first words"));
+        }
+        Ok(yes / (yes + no))
+    }
+
+    /// Posts `body` and returns the provider's JSON, retrying on 429, 5xx and connection errors
+    /// with exponential backoff and jitter, honouring `Retry-After`, all by `deadline`.
+    async fn post(&self, body: &Value, deadline: Option<Instant>) -> Result<Value, LlmError> {
         let mut attempt = 0;
         loop {
             let timeout = match deadline {
@@ -352,8 +417,8 @@ impl LlmClient {
                 }
                 None => self.timeout,
             };
-            let failure = match self.send(&body, timeout).await {
-                Ok(sent) => return self.parse(sent.completion, max_tokens),
+            let failure = match self.send(body, timeout).await {
+                Ok(sent) => return Ok(sent.completion),
                 Err(failure) => failure,
             };
             if failure.timed_out && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
