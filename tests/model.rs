@@ -155,3 +155,54 @@ fn categorize_groups_the_tools_by_the_models_categories() {
     assert_eq!(category_of("read_file"), category_of("write_file"), "{grouped}");
     assert_ne!(category_of("get_user"), category_of("read_file"), "{grouped}");
 }
+
+/// The judge's odds through llama.cpp's own log-probabilities, as `lint --calibrate-judge`
+/// reads them: a published poisoned tool the screen lets through (the development set, written by
+/// others: it orders the model to call another tool first) is given clearly higher odds than a
+/// real honest tool from the registry, and the second `lint` reads both from the cache. The gap, not a threshold, is
+/// what is asserted: a threshold is calibrated on hundreds of tools (`tests/poisoning.rs`).
+#[test]
+fn the_judge_gives_a_poisoned_tool_higher_odds_than_an_honest_one() {
+    let Some(model) = real_model() else { return };
+    let _turn = model.turn();
+    let find = |file: &str, key: &str, value: &str| {
+        let rows = tool_mediator_tests::json_lines(&tool_mediator_tests::eval_dir().join(file));
+        let row = rows.into_iter().find(|row| row[key] == value).unwrap();
+        json!({"name": row["name"], "description": row["description"]})
+    };
+    let poisoned = find("poisoning/dev-3/poisoned.jsonl", "id", "h-16d048a3e8");
+    let honest = find("mcp_tool_names_toolsdk.jsonl", "package", "dart-mcp-server");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut odds = Vec::new();
+    for tool in [&poisoned, &honest] {
+        let file = dir.path().join(format!("{}.json", tool["name"].as_str().unwrap()));
+        fs::write(&file, json!({"tools": [tool]}).to_string()).unwrap();
+        let url = format!("{}/v1", model.url);
+        let args = [
+            "lint",
+            file.to_str().unwrap(),
+            "--calibrate-judge",
+            "--llm",
+            "openai-compatible",
+            "--llm-url",
+            &url,
+            "--model",
+            model.name,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--llm-deadline",
+            "300s",
+        ];
+        let first = run_with(dir.path(), &args, None, &[]);
+        assert!(first.status.success(), "{}", stderr(&first));
+        let printed = String::from_utf8_lossy(&first.stdout).into_owned();
+        assert!(printed.contains("on 1 tools (1 asked"), "{printed}");
+        let line = printed.lines().find(|line| line.starts_with("judge_threshold = ")).unwrap();
+        odds.push(line["judge_threshold = ".len()..].split_whitespace().next().unwrap().parse::<f64>().unwrap());
+        let again = run_with(dir.path(), &args, None, &[]);
+        assert!(String::from_utf8_lossy(&again.stdout).contains("(0 asked"), "the odds are cached");
+    }
+    println!("odds: poisoned {:.4}, honest {:.4}", odds[0], odds[1]);
+    assert!(odds[0] > odds[1] + 0.15, "poisoned {:.4}, honest {:.4}", odds[0], odds[1]);
+}

@@ -132,22 +132,23 @@ const KEPT_ASIDE: [(&str, f64, f64); 2] = [("heldout", 68.7, 0.0), ("heldout-2",
 /// The issue's ceiling: at most 1% of real tools flagged.
 const REAL_CEILING: f64 = 1.0;
 
-/// The judge with the real model (`prompts/judge.md`), looking at the tools in the screen's grey
-/// zone, as a session with `judge = true` does:
+/// The judge with the real model, as a session with `judge_threshold` runs it: the model's odds
+/// that each tool the screen did not flag is poisoned (`prompts/judge-odds.md`), over a threshold
+/// calibrated as `lint --calibrate-judge` does:
 ///
 /// ```sh
 /// TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests --test poisoning -- --ignored --nocapture
 /// ```
 ///
-/// Reported per set: caught (poisoned) or flagged (honest) by the screen alone, by the screen and
-/// the judge together, and by the judge alone (asked about every tool with no evidence; on the
-/// part kept aside for the judge's round only); the seconds a question takes. The development sets' honest tools and
-/// the registry's real tools are sampled (evenly spread; `JUDGE_SAMPLE=N` for more, `all` for
-/// every one; `JUDGE_SETS=heldout,real` for some sets): a CPU answers in seconds a tool. Rulings
-/// are kept between runs in a cache in the temporary directory, under the model, the prompt and
-/// the tool, as a user's are.
+/// The threshold is set on one half of an evenly spread sample of 400 of the registry's real tools
+/// (at most 1% of them over it) and checked on the other half. Then, per set: caught (poisoned) or
+/// flagged (honest) by the screen alone, by the judge alone (its odds on every tool) and by both
+/// (the judge asked about what the screen let through, as a session does); the seconds a question
+/// takes. The parts kept aside are scored with the threshold as calibrated, and their items are
+/// never printed. Odds are kept between runs in a cache in the temporary directory, under the
+/// model, the prompt and the tool, as a user's are (`JUDGE_SETS=heldout,real` for some sets).
 #[test]
-#[ignore = "asks the real model for an hour or more: TOOL_MEDIATOR_MODEL=1, --ignored"]
+#[ignore = "asks the real model for half an hour or more: TOOL_MEDIATOR_MODEL=1, --ignored"]
 fn the_real_model_judges_what_the_screen_lets_through() {
     let Some(model) = tool_mediator_tests::real_model() else { return };
     let _turn = model.turn();
@@ -157,45 +158,30 @@ fn the_real_model_judges_what_the_screen_lets_through() {
 /// One set the judge is measured on.
 struct Judged {
     name: String,
-    poisoned: bool,
     tools: Vec<Tool>,
-    /// Judged alone too (no evidence, every tool).
-    alone: bool,
 }
 
-fn judged_sets() -> Vec<Judged> {
-    let dir = eval_dir();
-    let sample = match std::env::var("JUDGE_SAMPLE").as_deref() {
-        Ok("all") => usize::MAX,
-        Ok(count) => count.parse().expect("JUDGE_SAMPLE is a count or `all`"),
-        Err(_) => 40,
-    };
+/// The registry's real tools the threshold is calibrated on, and those it is checked on: an
+/// evenly spread sample of 400, every other one.
+fn real_halves() -> (Vec<Tool>, Vec<Tool>) {
+    let real: Vec<Tool> = json_lines(&eval_dir().join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
+    let sample = spread(&real, 400);
+    let (calibration, check): (Vec<_>, Vec<_>) = sample.into_iter().enumerate().partition(|(at, _)| at % 2 == 0);
+    (calibration.into_iter().map(|(_, tool)| tool).collect(), check.into_iter().map(|(_, tool)| tool).collect())
+}
+
+fn judged_sets(check: Vec<Tool>) -> Vec<Judged> {
+    let dir = eval_dir().join("poisoning");
     let mut sets = Vec::new();
-    for (name, _) in DEVELOPMENT {
-        let at = dir.join("poisoning").join(name);
-        let poisoned = set(&at.join("poisoned.jsonl"));
-        let benign = spread(&set(&at.join("benign_hard.jsonl")), sample);
-        sets.push(Judged { name: format!("{name}, poisoned"), poisoned: true, tools: poisoned, alone: false });
-        sets.push(Judged {
-            name: format!("{name}, benign hard (sample)"),
-            poisoned: false,
-            tools: benign,
-            alone: false,
-        });
-    }
-    for name in ["heldout", "heldout-2"] {
-        let at = dir.join("poisoning").join(name);
+    for name in ["dev-3", "dev-5", "heldout", "heldout-2"] {
+        let kept = name.starts_with("heldout");
         for (file, poisoned) in [("poisoned.jsonl", true), ("benign_hard.jsonl", false)] {
             let what = if poisoned { "poisoned" } else { "benign hard" };
-            let tools = set(&at.join(file));
-            // The judge's own reading, on the part kept aside for its round.
-            let alone = name == "heldout-2";
-            sets.push(Judged { name: format!("{name} (kept aside), {what}"), poisoned, tools, alone });
+            let label = if kept { format!("{name} (kept aside), {what}") } else { format!("{name}, {what}") };
+            sets.push(Judged { name: label, tools: set(&dir.join(name).join(file)) });
         }
     }
-    let real: Vec<Tool> = json_lines(&dir.join("mcp_tool_names_toolsdk.jsonl")).iter().map(tool).collect();
-    let real = spread(&real, sample.saturating_mul(5));
-    sets.push(Judged { name: "real tools (toolsdk, sample)".into(), poisoned: false, tools: real, alone: false });
+    sets.push(Judged { name: "real tools (toolsdk, the check half)".into(), tools: check });
     // `JUDGE_SETS=heldout-2,real`: the sets whose names start so, and only they.
     if let Ok(only) = std::env::var("JUDGE_SETS") {
         let only: Vec<&str> = only.split(',').map(str::trim).collect();
@@ -205,57 +191,59 @@ fn judged_sets() -> Vec<Judged> {
 }
 
 async fn judged_by(model: &tool_mediator_tests::RealModel) {
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
-    use tool_mediator::cache::{Cache, MemoryStore};
     use tool_mediator::llm::{Judge, LlmClient, Prompts, Provider};
     use tool_mediator::screen::SecondLook as _;
 
     let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
     let (_, cache) = tool_mediator_tests::kept_answers("tool-mediator-judge-eval");
-    let hours = Duration::from_secs(6 * 3600);
-    let judge = Judge::new(client.clone(), Prompts::default(), Some(cache), hours);
-    println!("| set | tools | screen alone | screen + judge | judge alone | judge asked | s a question |");
+    let judge = Judge::new(client, Prompts::default(), Some(cache), Duration::from_secs(600));
+    let (calibration, check) = real_halves();
+    let started = Instant::now();
+    let calibrated = judge.calibrate("real", &calibration, 0.01).await;
+    let threshold = calibrated.threshold.expect("the model gave odds");
+    println!(
+        "calibrated on {} real tools ({} left out as the screen flags them, {} unanswered): judge_threshold = {threshold:.4}, \
+         median odds {:.4}, {} over it; {} asked in {:.0} s",
+        calibrated.scored.len(),
+        calibrated.flagged_by_screen,
+        calibrated.unanswered,
+        calibrated.median.unwrap_or_default(),
+        calibrated.flagged_at(threshold),
+        calibrated.asked,
+        started.elapsed().as_secs_f64()
+    );
+    let judge = judge.with_threshold(Some(threshold));
+    println!("| set | tools | screen alone | judge alone | screen + judge | asked | s a question |");
     println!("|---|---|---|---|---|---|---|");
     let (mut asked, mut seconds) = (0, 0.0);
-    for set in judged_sets() {
+    for set in judged_sets(check) {
         let mut verdicts = verdicts(&set.tools);
         let screen = verdicts.iter().filter(|verdict| verdict.flagged()).count();
         let before = judge.asked();
         let started = Instant::now();
+        // The judge's own reading of every tool, the flagged ones too (a session never asks
+        // about those).
+        let odds = judge.odds(&set.name, &set.tools).await;
         judge.rule(&set.name, &set.tools, &mut verdicts).await;
         let took = started.elapsed().as_secs_f64();
         let questions = judge.asked() - before;
         asked += questions;
         seconds += took;
+        let alone = odds.iter().filter(|odds| odds.is_some_and(|odds| odds > threshold)).count();
         let both = verdicts.iter().filter(|verdict| verdict.flagged()).count();
-        let alone = if set.alone {
-            // No evidence, every tool, a cache of its own: the judge's own reading.
-            let alone = Judge::new(
-                client.clone(),
-                Prompts::default(),
-                Some(Arc::new(Cache::new(MemoryStore::default(), hours))),
-                hours,
-            );
-            // Each put in the grey zone with no evidence: the judge is asked about every one.
-            let mut blank = vec![Verdict { score: screen::GREY, ..Verdict::default() }; set.tools.len()];
-            alone.rule(&set.name, &set.tools, &mut blank).await;
-            share(blank.iter().filter(|verdict| verdict.flagged()).count(), set.tools.len())
-        } else {
-            "-".to_owned()
-        };
         let per = if questions == 0 { "cached".to_owned() } else { format!("{:.1}", took / questions as f64) };
         println!(
-            "| {} | {} | {} | {} | {alone} | {questions} | {per} |",
+            "| {} | {} | {} | {} | {} | {questions} | {per} |",
             set.name,
             set.tools.len(),
             share(screen, set.tools.len()),
+            share(alone, set.tools.len()),
             share(both, set.tools.len()),
         );
-        for (tool, verdict) in set.tools.iter().zip(&verdicts).filter(|(_, verdict)| verdict.judgement.is_some()) {
-            // What the judge flagged, on the development sets and real tools (never the items
-            // of the parts kept aside).
-            if !set.name.contains("kept aside") {
+        // What the judge flagged and the screen did not, outside the parts kept aside.
+        if !set.name.contains("kept aside") {
+            for (tool, verdict) in set.tools.iter().zip(&verdicts).filter(|(_, verdict)| verdict.judgement.is_some()) {
                 println!(
                     "    judged {}: {}",
                     screen::printable(&tool.name),
@@ -263,14 +251,12 @@ async fn judged_by(model: &tool_mediator_tests::RealModel) {
                 );
             }
         }
-        if set.poisoned {
-            // A model's ruling can raise a flag, never clear one the evidence set.
-            assert!(both >= screen, "{}: the judge cleared a flag", set.name);
-        }
+        // A model's odds can raise a flag, never clear one the evidence set.
+        assert!(both >= screen, "{}: the judge cleared a flag", set.name);
     }
     if asked > 0 {
         println!(
-            "{asked} questions, {:.1} s each: a 100-tool server costs {:.0} s once, then nothing while the cache keeps the rulings",
+            "{asked} questions, {:.1} s each: a 100-tool server costs {:.0} s once, then nothing while the cache keeps the odds",
             seconds / asked as f64,
             100.0 * seconds / asked as f64
         );
