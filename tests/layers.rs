@@ -16,7 +16,8 @@
 //!
 //! Inside each library crate (and the CLI's binary), the top-level modules are *rooms*: a file
 //! `src/x.rs` or a folder `src/x/`. Rooms may use each other, but never in a circle, so each
-//! one can be read, moved or split off with only what it names. The crate root (`lib.rs`) only
+//! one can be read, moved or split off with only what it names. The same holds inside a folder
+//! room, at every depth: the modules its `mod.rs` declares are its rooms. The crate root (`lib.rs`) only
 //! declares the rooms and re-exports what they offer, and no code inside the crate reaches a
 //! name through those re-exports: every `crate::x` starts with a room.
 //!
@@ -123,10 +124,14 @@ fn packages_depend_only_on_the_layers_below() {
 fn rooms_use_each_other_in_no_circle() {
     let mut failures = Vec::new();
     for krate in checked_crates() {
-        let graph = room_graph(&krate);
-        for component in strongly_connected_components(&graph) {
-            if component.len() > 1 {
-                failures.push(describe_circle(&krate, &graph, &component));
+        // The crate's rooms, and the rooms inside each folder room, at every depth.
+        let inner = inner_rooms(&krate);
+        for rooms in std::iter::once(&krate.rooms).chain(inner.iter().map(|inner| &inner.rooms)) {
+            let graph = room_graph(rooms);
+            for component in strongly_connected_components(&graph) {
+                if component.len() > 1 {
+                    failures.push(describe_circle(&rooms.name, &graph, &component));
+                }
             }
         }
     }
@@ -134,12 +139,36 @@ fn rooms_use_each_other_in_no_circle() {
 }
 
 #[test]
+fn a_circle_inside_a_folder_room_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("front/wire")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod front;\n").unwrap();
+    std::fs::write(src.join("front/mod.rs"), "mod error;\nmod location;\nmod wire;\n").unwrap();
+    std::fs::write(src.join("front/error.rs"), "use super::location::Client;\n").unwrap();
+    std::fs::write(src.join("front/location.rs"), "use crate::front::error::Error;\n").unwrap();
+    // One level down, `super::super` reaches `front`'s rooms: no circle there, only a use.
+    std::fs::write(src.join("front/wire/mod.rs"), "mod line;\nuse super::super::front;\n").unwrap();
+    std::fs::write(src.join("front/wire/line.rs"), "use super::super::error::Error;\n").unwrap();
+    let krate = read_crate("example", &CrateRoot { file: src.join("lib.rs"), is_library: true });
+    let inner = inner_rooms(&krate);
+    let front = inner.iter().find(|inner| inner.rooms.name == "example::front").expect("front is checked");
+    let graph = room_graph(&front.rooms);
+    let circles: Vec<Vec<&str>> =
+        strongly_connected_components(&graph).into_iter().filter(|component| component.len() > 1).collect();
+    assert_eq!(circles, [vec!["error", "location"]]);
+    assert!(graph["wire"].contains_key("error"), "a use from a room's own folder is its room's");
+    let text = describe_circle(&front.rooms.name, &graph, &circles[0]);
+    assert!(text.contains("example::front: rooms in a circle: error -> location -> error"), "{text}");
+}
+
+#[test]
 fn code_names_rooms_not_what_the_crate_root_reexports() {
     let mut failures = Vec::new();
     for krate in checked_crates() {
         let mut through_root: BTreeMap<&str, Vec<&Reference>> = BTreeMap::new();
-        for reference in &krate.references {
-            if !krate.rooms.contains(&reference.name) {
+        for reference in &krate.rooms.references {
+            if !krate.rooms.rooms.contains(&reference.name) {
                 through_root.entry(&reference.name).or_default().push(reference);
             }
         }
@@ -333,12 +362,25 @@ struct RoomedCrate {
     package: &'static str,
     root_file: PathBuf,
     root_is_library: bool,
-    /// The modules its root declares: its rooms.
-    rooms: BTreeSet<String>,
     /// What its root holds besides module declarations, `use`s and attributes, with the line.
     root_items: Vec<(String, usize)>,
-    /// Every `crate::<name>` (or `super::` up to the crate root) in the rooms' files.
+    rooms: Rooms,
+}
+
+/// The rooms of one module (the crate root, or a folder room's `mod.rs`) and what their files
+/// name at its level.
+struct Rooms {
+    /// `package` for the crate's own rooms, `package::room::inner` for those inside a room.
+    name: String,
+    /// The modules it declares: its rooms.
+    rooms: BTreeSet<String>,
+    /// Every `crate::<path>::<name>` (or `super::` up to the module) in the rooms' files.
     references: Vec<Reference>,
+}
+
+/// The rooms inside a folder room: its module path and its rooms.
+struct InnerRooms {
+    rooms: Rooms,
 }
 
 /// One `crate::<name>` in a room's file.
@@ -374,13 +416,26 @@ fn read_crate(package: &'static str, root: &CrateRoot) -> RoomedCrate {
     let source = read(&root.file);
     let (rooms, root_items) = read_crate_root(&tokens(&strip_comments_and_strings(&source)));
     let source_dir = root.file.parent().expect("a crate root sits in a folder");
+    RoomedCrate {
+        package,
+        root_file: root.file.clone(),
+        root_is_library: root.is_library,
+        root_items,
+        rooms: read_rooms(package.to_owned(), source_dir, &[], rooms),
+    }
+}
+
+/// What the files of `rooms`, the modules declared at `path` (empty for the crate root), name
+/// at that level.
+fn read_rooms(name: String, source_dir: &Path, path: &[String], rooms: BTreeSet<String>) -> Rooms {
     let mut references = Vec::new();
+    let folder = path.iter().fold(source_dir.to_owned(), |folder, module| folder.join(module));
     for room in &rooms {
-        for file in room_files(source_dir, room) {
+        for file in room_files(&folder, room) {
             let source = read(&file);
             let lines: Vec<&str> = source.lines().collect();
             let depth = module_depth(file.strip_prefix(source_dir).expect("a room's file is under the source folder"));
-            for (name, line) in crate_level_names(&tokens(&strip_comments_and_strings(&source)), depth) {
+            for (name, line) in level_names(&tokens(&strip_comments_and_strings(&source)), depth, path) {
                 let text = lines.get(line - 1).map_or("", |text| text.trim());
                 references.push(Reference {
                     room: room.clone(),
@@ -392,14 +447,29 @@ fn read_crate(package: &'static str, root: &CrateRoot) -> RoomedCrate {
             }
         }
     }
-    RoomedCrate {
-        package,
-        root_file: root.file.clone(),
-        root_is_library: root.is_library,
-        rooms,
-        root_items,
-        references,
+    Rooms { name, rooms, references }
+}
+
+/// The rooms inside each folder room of `krate`, at every depth: the modules a folder module's
+/// `mod.rs` (or `x.rs` beside `x/`) declares.
+fn inner_rooms(krate: &RoomedCrate) -> Vec<InnerRooms> {
+    let source_dir = krate.root_file.parent().expect("a crate root sits in a folder");
+    let mut found = Vec::new();
+    let mut modules: Vec<Vec<String>> = krate.rooms.rooms.iter().map(|room| vec![room.clone()]).collect();
+    while let Some(path) = modules.pop() {
+        let folder = path.iter().fold(source_dir.to_owned(), |folder, module| folder.join(module));
+        let declaring = [folder.join("mod.rs"), folder.with_extension("rs")];
+        let Some(file) = declaring.iter().find(|file| file.is_file() && folder.is_dir()) else { continue };
+        let (rooms, _) = read_crate_root(&tokens(&strip_comments_and_strings(&read(file))));
+        if rooms.is_empty() {
+            continue;
+        }
+        modules.extend(rooms.iter().map(|room| [path.clone(), vec![room.clone()]].concat()));
+        let name = format!("{}::{}", krate.package, path.join("::"));
+        found.push(InnerRooms { rooms: read_rooms(name, source_dir, &path, rooms) });
     }
+    found.sort_by(|a, b| a.rooms.name.cmp(&b.rooms.name));
+    found
 }
 
 fn read(file: &Path) -> String {
@@ -540,14 +610,25 @@ fn skip_item(tokens: &[Token], mut at: usize) -> usize {
     at
 }
 
-/// The names right under the crate root that a file reaches, with their lines: the `x` of
-/// `crate::x`, of each `crate::{x, y::z}`, and of `super::x` where the `super`s climb exactly to
-/// the root (from a file whose module is `depth` deep, counting inline `mod m { … }`s too).
-fn crate_level_names(tokens: &[Token], depth: usize) -> Vec<(String, usize)> {
+/// The names right under the module at `path` (the crate root when empty) that a file reaches,
+/// with their lines: the `x` of `crate::<path>::x`, of each `crate::<path>::{x, y::z}`, and of
+/// `super::x` where the `super`s climb exactly to that module (from a file whose module is
+/// `depth` deep, counting inline `mod m { … }`s too).
+fn level_names(tokens: &[Token], depth: usize, path: &[String]) -> Vec<(String, usize)> {
     let mut names = Vec::new();
     // For each open brace: whether it opens an inline module.
     let mut braces: Vec<bool> = Vec::new();
     let text = |at: usize| tokens.get(at).map_or("", |token| token.text.as_str());
+    // `path`'s modules, each followed by `::`, from `at`: the index after them.
+    let through_path = |mut at: usize| {
+        for module in path {
+            if text(at) != module || text(at + 1) != "::" {
+                return None;
+            }
+            at += 2;
+        }
+        Some(at)
+    };
     for at in 0..tokens.len() {
         let previous = if at == 0 { "" } else { text(at - 1) };
         match text(at) {
@@ -557,7 +638,9 @@ fn crate_level_names(tokens: &[Token], depth: usize) -> Vec<(String, usize)> {
             }
             // `pub(in crate::x)` is a visibility, not a use.
             "crate" if text(at + 1) == "::" && previous != "::" && previous != "in" => {
-                names.extend(names_after(tokens, at + 2));
+                if let Some(after) = through_path(at + 2) {
+                    names.extend(names_after(tokens, after));
+                }
             }
             "super" if text(at + 1) == "::" && previous != "::" => {
                 let mut after = at;
@@ -567,7 +650,7 @@ fn crate_level_names(tokens: &[Token], depth: usize) -> Vec<(String, usize)> {
                     after += 2;
                 }
                 let inline_modules = braces.iter().filter(|opens_module| **opens_module).count();
-                if climbs == depth + inline_modules {
+                if depth + inline_modules >= path.len() && climbs == depth + inline_modules - path.len() {
                     names.extend(names_after(tokens, after));
                 }
             }
@@ -611,10 +694,10 @@ fn names_after(tokens: &[Token], at: usize) -> Vec<(String, usize)> {
 /// The room graph: for each room, the other rooms it names, each with its first reference.
 type RoomGraph<'a> = BTreeMap<&'a str, BTreeMap<&'a str, &'a Reference>>;
 
-fn room_graph(krate: &RoomedCrate) -> RoomGraph<'_> {
-    let mut graph: RoomGraph<'_> = krate.rooms.iter().map(|room| (room.as_str(), BTreeMap::new())).collect();
-    for reference in &krate.references {
-        if reference.room != reference.name && krate.rooms.contains(&reference.name) {
+fn room_graph(rooms: &Rooms) -> RoomGraph<'_> {
+    let mut graph: RoomGraph<'_> = rooms.rooms.iter().map(|room| (room.as_str(), BTreeMap::new())).collect();
+    for reference in &rooms.references {
+        if reference.room != reference.name && rooms.rooms.contains(&reference.name) {
             graph.entry(&reference.room).or_default().entry(&reference.name).or_insert(reference);
         }
     }
@@ -672,7 +755,7 @@ fn strongly_connected_components<'a>(graph: &RoomGraph<'a>) -> Vec<Vec<&'a str>>
 
 /// A circle of rooms: the shortest round from its first room, then each use between its rooms
 /// with one reference (file:line) that makes it.
-fn describe_circle(krate: &RoomedCrate, graph: &RoomGraph<'_>, component: &[&str]) -> String {
+fn describe_circle(name: &str, graph: &RoomGraph<'_>, component: &[&str]) -> String {
     let inside = |room: &str| component.contains(&room);
     let start = component[0];
     // The shortest way back to `start`, breadth first inside the component.
@@ -697,7 +780,7 @@ fn describe_circle(krate: &RoomedCrate, graph: &RoomGraph<'_>, component: &[&str
             }
         }
     }
-    let mut text = format!("{}: rooms in a circle: {}", krate.package, round.join(" -> "));
+    let mut text = format!("{name}: rooms in a circle: {}", round.join(" -> "));
     for &room in component {
         for (&next, reference) in graph[room].iter().filter(|(next, _)| inside(next)) {
             text.push_str(&format!("\n    {room} -> {next}: {}", reference.location()));
@@ -880,11 +963,11 @@ fn the_reader_blanks_comments_and_literals() {
 fn the_reader_finds_crate_level_names() {
     let source = "use crate::{a::b,\n  c, self, d::{e, f}};\nfn g() { crate::h(); super::i::j(); }\n\
                   pub(in crate::k) fn l() {}\nmod tests { use super::*; use super::super::m; }\n$crate::n!();";
-    let names = crate_level_names(&tokens(&strip_comments_and_strings(source)), 1);
+    let names = level_names(&tokens(&strip_comments_and_strings(source)), 1, &[]);
     let expected = [("a", 1), ("c", 2), ("d", 2), ("h", 3), ("i", 3), ("m", 5), ("n", 6)];
     assert_eq!(names, expected.map(|(name, line)| (name.to_owned(), line)));
     // Two folders down, one `super` stays inside the room.
-    let names = crate_level_names(&tokens("use super::x; use super::super::y;"), 2);
+    let names = level_names(&tokens("use super::x; use super::super::y;"), 2, &[]);
     assert_eq!(names, [("y".to_owned(), 1)]);
 }
 

@@ -333,12 +333,17 @@ async fn lint_calibrates_the_judge_and_flags_over_its_threshold() {
         .to_string(),
     )
     .unwrap();
-    let judged = [&["lint", tools.to_str().unwrap(), "--format", "json", "--judge-threshold", "0.3"][..], &model].concat();
+    let judged =
+        [&["lint", tools.to_str().unwrap(), "--format", "json", "--judge-threshold", "0.3"][..], &model].concat();
     let first = run_with(dir.path(), &judged, None, &[]);
     assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
     let report: Value = serde_json::from_slice(&first.stdout).unwrap();
-    let suspected: Vec<&Value> =
-        report["findings"].as_array().unwrap().iter().filter(|finding| finding["rule"] == "suspected-poisoning").collect();
+    let suspected: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["rule"] == "suspected-poisoning")
+        .collect();
     assert_eq!(suspected.len(), 1, "{report:#}");
     assert_eq!(suspected[0]["tool"], "sync_notes");
     assert_eq!(suspected[0]["place"]["pointer"], "/1/description", "a bare array of tools");

@@ -67,9 +67,7 @@ const CALIBRATED_SHARE: f64 = 0.01;
 /// `--calibrate-judge`: the model's odds on the input's tools, and the threshold they call for.
 async fn calibrate(args: &LintArgs, judge: &tool_mediator::llm::Judge) -> Result<ExitCode> {
     if !judge.asks_odds() {
-        anyhow::bail!(
-            "--calibrate-judge reads the model's odds, which only OpenAI and OpenAI-compatible servers give"
-        );
+        anyhow::bail!("--calibrate-judge reads the model's odds, which only OpenAI and OpenAI-compatible servers give");
     }
     let mut tools = Vec::new();
     if args.server.server {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use tool_mediator_core::Place;
 
-use super::location::{Client, Scope};
+use super::client::{Client, Scope};
 
 /// Why a configuration cannot be wrapped or unwrapped; nothing is changed then.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

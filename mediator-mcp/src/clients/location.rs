@@ -1,27 +1,10 @@
 //! Where each MCP client keeps its configuration file: per client, per scope (the project's or
 //! the user's), from the home, configuration and project directories.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::client::{Client, Scope};
 use super::error::ClientsError;
-
-/// An MCP client whose configuration file tool-mediator knows where to find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
-    ClaudeDesktop,
-    ClaudeCode,
-    Cursor,
-    Vscode,
-    Windsurf,
-}
-
-/// Whose configuration: the project's (a file in the working directory) or the user's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Project,
-    User,
-}
 
 /// Where configuration files are looked for.
 #[derive(Debug, Clone, Copy)]
@@ -36,28 +19,6 @@ pub struct Locations<'a> {
 }
 
 impl Client {
-    pub const ALL: [Client; 5] =
-        [Client::ClaudeDesktop, Client::ClaudeCode, Client::Cursor, Client::Vscode, Client::Windsurf];
-
-    /// The client's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Client::ClaudeDesktop => "claude-desktop",
-            Client::ClaudeCode => "claude-code",
-            Client::Cursor => "cursor",
-            Client::Vscode => "vscode",
-            Client::Windsurf => "windsurf",
-        }
-    }
-
-    /// The scope used when none is asked for: the project's file for the clients that have one.
-    pub fn default_scope(self) -> Scope {
-        match self {
-            Client::ClaudeCode | Client::Cursor | Client::Vscode => Scope::Project,
-            Client::ClaudeDesktop | Client::Windsurf => Scope::User,
-        }
-    }
-
     /// The client's configuration file in `scope`, as its documentation places it (`<config>`
     /// is [`Locations::config_dir`], so `%APPDATA%\Claude\claude_desktop_config.json` on
     /// Windows); joined a name at a time, so the path has the platform's separators:
@@ -127,18 +88,6 @@ impl Client {
             (other, there)
         });
         Err(ClientsError::Missing { client: self, scope, path, other })
-    }
-}
-
-impl fmt::Display for Client {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Client::ClaudeDesktop => "Claude Desktop",
-            Client::ClaudeCode => "Claude Code",
-            Client::Cursor => "Cursor",
-            Client::Vscode => "VS Code",
-            Client::Windsurf => "Windsurf",
-        })
     }
 }
 

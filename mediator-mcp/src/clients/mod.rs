@@ -47,6 +47,7 @@
 //! assert_eq!(unwrapped.text, text);
 //! ```
 
+mod client;
 mod document;
 mod entry;
 mod error;
@@ -56,9 +57,10 @@ mod proxy;
 mod records;
 mod wrap;
 
+pub use client::{Client, Scope};
 pub use entry::MEDIATOR;
 pub use error::ClientsError;
 pub use gateway::GATEWAY_ENTRY;
-pub use location::{Client, Locations, Scope};
+pub use location::Locations;
 pub use records::{gateway_file, unwrap_record};
 pub use wrap::{Rewritten, WrapOptions, gateway_records, unwrap, wrap};

@@ -150,8 +150,9 @@ impl SecondLook for Judge {
             let odds = self.odds_within(source, tools, &asked, deadline).await;
             for (index, odds) in asked.into_iter().zip(odds) {
                 if let Some(odds) = odds.filter(|odds| *odds > threshold) {
-                    verdicts[index].judgement =
-                        Some(format!("it put the odds that the text asks for more than its job at {odds:.3}, over the threshold {threshold}"));
+                    verdicts[index].judgement = Some(format!(
+                        "it put the odds that the text asks for more than its job at {odds:.3}, over the threshold {threshold:.4}"
+                    ));
                 }
             }
             return;
@@ -426,11 +427,7 @@ mod tests {
     async fn with_a_threshold_every_tool_not_flagged_is_asked_its_odds_once() {
         let server = MockServer::start().await;
         // The weather tool's odds are low; the note tool's, high.
-        Mock::given(method("POST"))
-            .and(body_string_contains("read_note"))
-            .respond_with(odds(0.8))
-            .mount(&server)
-            .await;
+        Mock::given(method("POST")).and(body_string_contains("read_note")).respond_with(odds(0.8)).mount(&server).await;
         Mock::given(method("POST")).respond_with(odds(0.1)).mount(&server).await;
         let cache = Arc::new(Cache::new(MemoryStore::default(), Duration::from_secs(3600)));
         let tools = vec![
@@ -514,7 +511,10 @@ mod tests {
             json!({"choices": [{"logprobs": {"content": [{"top_logprobs": [{"token": "Maybe", "logprob": -0.1}]}]}}]}),
         ] {
             let server = MockServer::start().await;
-            Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body)).mount(&server).await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(body))
+                .mount(&server)
+                .await;
             let tools = vec![Tool::new("read_note").with_description("Reads a note.")];
             let mut verdicts: Vec<Verdict> = tools.iter().map(screen::examine).collect();
             let judge = judge(&server, Arc::new(Cache::new(MemoryStore::default(), Duration::from_secs(60))))

@@ -378,16 +378,15 @@ impl LlmClient {
     /// counted whatever its case and spacing ("Yes", " yes").
     fn odds(&self, response: &Value) -> Result<f64, LlmError> {
         let malformed = |message: &str| LlmError::Malformed { provider: self.provider, message: message.to_owned() };
-        let alternatives = response
-            .pointer("/choices/0/logprobs/content/0/top_logprobs")
-            .and_then(Value::as_array)
-            .ok_or_else(|| malformed("no choices[0].logprobs.content[0].top_logprobs (does the server give logprobs?)"))?;
+        let alternatives =
+            response.pointer("/choices/0/logprobs/content/0/top_logprobs").and_then(Value::as_array).ok_or_else(
+                || malformed("no choices[0].logprobs.content[0].top_logprobs (does the server give logprobs?)"),
+            )?;
         let (mut yes, mut no) = (0.0, 0.0);
         for alternative in alternatives {
-            let (Some(token), Some(logprob)) = (
-                alternative.get("token").and_then(Value::as_str),
-                alternative.get("logprob").and_then(Value::as_f64),
-            ) else {
+            let (Some(token), Some(logprob)) =
+                (alternative.get("token").and_then(Value::as_str), alternative.get("logprob").and_then(Value::as_f64))
+            else {
                 continue;
             };
             match token.trim().to_lowercase().as_str() {
