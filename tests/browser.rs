@@ -19,10 +19,9 @@ fn names(list: &Value) -> Vec<&str> {
 }
 
 #[test]
+#[cfg_attr(no_chromium, ignore = "needs Debian's chromium: TOOL_MEDIATOR_BROWSER=1 tests/peers/install")]
 fn a_webmcp_page_reaches_the_client_enhanced_through_the_relay_and_the_proxy() {
-    if !support::chromium_available() {
-        return;
-    }
+    support::chromium_needed();
     let started = Instant::now();
     let peers = peers();
     let driver = Driver::start(&peers);

@@ -946,13 +946,11 @@ fn in_place_refuses_a_read_only_file() {
 
 #[cfg(unix)]
 #[test]
+#[cfg_attr(not_root, ignore = "runs tool-mediator as another user (setpriv): only root can")]
 fn in_place_as_another_user_leaves_a_file_it_may_not_write() {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     // SAFETY: geteuid only reads the process's credentials.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: only root can run tool-mediator as another user here (setpriv)");
-        return;
-    }
+    assert_eq!(unsafe { libc::geteuid() }, 0, "only root can run tool-mediator as another user (setpriv)");
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     // A directory anyone may write in (no sticky bit), holding root's file that only root may

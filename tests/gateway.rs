@@ -1457,6 +1457,7 @@ fn the_model_answers_in_the_background_and_every_name_shown_reaches_the_server()
 /// definition; a call under the name first shown reaches the server all along; a second gateway
 /// on the same cache lists the model's definition at once.
 #[test]
+#[cfg_attr(no_model, ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install)")]
 fn the_real_model_documents_a_servers_tools_in_the_background() {
     let Some(model) = tool_mediator_tests::real_model() else { return };
     let _turn = model.turn();

@@ -49,6 +49,7 @@ fn requests(output: &Output) -> String {
 /// nothing though its name says it does is given parameters, a second run asks the model
 /// nothing, and a changed tool costs one request.
 #[test]
+#[cfg_attr(no_model, ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install)")]
 fn the_seed_page_is_documented_by_the_model_once() {
     let Some(model) = real_model() else { return };
     let _turn = model.turn();
@@ -105,6 +106,7 @@ fn the_seed_page_is_documented_by_the_model_once() {
 /// Auto-grouping: with the rules left out, `categorize` files the tools under the real model's
 /// categories, tools that act on the same thing together.
 #[test]
+#[cfg_attr(no_model, ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install)")]
 fn categorize_groups_the_tools_by_the_models_categories() {
     let Some(model) = real_model() else { return };
     let _turn = model.turn();
@@ -162,6 +164,7 @@ fn categorize_groups_the_tools_by_the_models_categories() {
 /// real honest tool from the registry, and the second `lint` reads both from the cache. The gap, not a threshold, is
 /// what is asserted: a threshold is calibrated on hundreds of tools (`tests/poisoning.rs`).
 #[test]
+#[cfg_attr(no_model, ignore = "asks the real model: TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install)")]
 fn the_judge_gives_a_poisoned_tool_higher_odds_than_an_honest_one() {
     let Some(model) = real_model() else { return };
     let _turn = model.turn();

@@ -1,5 +1,5 @@
 //! The binary with its cache on a real redis-server (Debian's package, started by each test on a
-//! free port on 127.0.0.1 and stopped after; without one a test says it is skipped, and fails
+//! free port on 127.0.0.1 and stopped after; without one a test is ignored (tests/build.rs), and fails
 //! under TOOL_MEDIATOR_REDIS=1) and the language model on a real HTTP server on 127.0.0.1:
 //! separate processes share answers, Redis keeps the TTL, a server that is gone or refuses the
 //! password costs one warning and never the run, and a password is never printed.
@@ -14,7 +14,7 @@ use tool_mediator_tests::{run_with, stderr, stdout};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-#[path = "../mediator/tests/redis/server.rs"]
+#[path = "redis_server.rs"]
 #[allow(dead_code)]
 mod redis_server;
 use redis_server::RedisServer;
@@ -73,8 +73,9 @@ fn cache_warnings(output: &Output) -> usize {
 }
 
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn a_second_process_asks_nothing_and_a_changed_tool_costs_one_request() {
-    let Some(redis) = RedisServer::start() else { return };
+    let redis = RedisServer::start().expect(redis_server::MISSING);
     let model = model().await;
     let (first_dir, second_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let url = redis.url();
@@ -120,8 +121,9 @@ async fn a_second_process_asks_nothing_and_a_changed_tool_costs_one_request() {
 /// tag kept, and once more in a shape without a tag. Neither is used: the model is asked again,
 /// and the log says so once.
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn a_record_forged_in_redis_is_not_used_and_said_once() {
-    let Some(redis) = RedisServer::start() else { return };
+    let redis = RedisServer::start().expect(redis_server::MISSING);
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
@@ -154,8 +156,9 @@ async fn a_record_forged_in_redis_is_not_used_and_said_once() {
 /// Someone with the Redis password puts huge values under the answers' keys: they are never
 /// read (their sizes are asked first), the model is asked again, and the log says so once.
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn values_too_long_to_be_answers_are_never_read() {
-    let Some(redis) = RedisServer::start() else { return };
+    let redis = RedisServer::start().expect(redis_server::MISSING);
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
@@ -220,8 +223,9 @@ async fn a_server_that_trickles_an_endless_reply_costs_the_run_a_deadline_not_it
 }
 
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn answers_expire_with_the_ttl_redis_keeps() {
-    let Some(redis) = RedisServer::start() else { return };
+    let redis = RedisServer::start().expect(redis_server::MISSING);
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
@@ -239,8 +243,9 @@ async fn answers_expire_with_the_ttl_redis_keeps() {
 }
 
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn redis_gone_costs_one_warning_and_is_used_again_once_back() {
-    let Some(mut redis) = RedisServer::start() else { return };
+    let mut redis = RedisServer::start().expect(redis_server::MISSING);
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
@@ -270,8 +275,9 @@ async fn redis_gone_costs_one_warning_and_is_used_again_once_back() {
 }
 
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn a_wrong_password_is_one_warning_and_never_printed() {
-    let Some(redis) = RedisServer::start_with_password(PASSWORD) else { return };
+    let redis = RedisServer::start_with_password(PASSWORD).expect(redis_server::MISSING);
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let url = redis.url();
@@ -291,8 +297,9 @@ async fn a_wrong_password_is_one_warning_and_never_printed() {
 }
 
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn a_password_in_the_url_is_never_printed() {
-    let Some(redis) = RedisServer::start_with_password(PASSWORD) else { return };
+    let redis = RedisServer::start_with_password(PASSWORD).expect(redis_server::MISSING);
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let with_password = format!("redis://:{PASSWORD}@127.0.0.1:{}/0", redis.port());
@@ -341,7 +348,7 @@ async fn a_password_in_the_url_is_never_printed() {
 
 /// A certificate authority, and a certificate it signed for 127.0.0.1, made with openssl in `dir`:
 /// `(authority, certificate, key)`.
-fn certificates(dir: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     let openssl = |arguments: &[&str]| {
         std::process::Command::new("openssl")
             .args(arguments)
@@ -350,15 +357,7 @@ fn certificates(dir: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf, s
             .stderr(std::process::Stdio::null())
             .status()
     };
-    if openssl(&["version"]).is_err() {
-        assert_ne!(
-            std::env::var("TOOL_MEDIATOR_REDIS").as_deref(),
-            Ok("1"),
-            "TOOL_MEDIATOR_REDIS=1 but openssl is missing"
-        );
-        eprintln!("skipped: no openssl here to make the test's certificates");
-        return None;
-    }
+    assert!(openssl(&["version"]).is_ok(), "openssl is missing: TOOL_MEDIATOR_REDIS=1 tests/peers/install installs it");
     std::fs::write(
         dir.join("server.cnf"),
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
@@ -373,14 +372,16 @@ fn certificates(dir: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf, s
         let arguments: Vec<&str> = step.split_whitespace().collect();
         assert!(openssl(&arguments).unwrap().success(), "openssl {step}");
     }
-    Some((dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key")))
+    (dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key"))
 }
 
 #[tokio::test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
+#[cfg_attr(no_openssl, ignore = "needs openssl: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn rediss_speaks_tls_checked_against_the_trusted_roots() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((authority, certificate, key)) = certificates(dir.path()) else { return };
-    let Some(redis) = RedisServer::start_with_tls(&certificate, &key) else { return };
+    let (authority, certificate, key) = certificates(dir.path());
+    let redis = RedisServer::start_with_tls(&certificate, &key).expect(redis_server::MISSING);
     let model = model().await;
     let url = redis.url();
     assert!(url.starts_with("rediss://"), "{url}");

@@ -1,8 +1,8 @@
 //! Two gateway replicas behind a real load balancer (Debian's HAProxy, started by the test on
 //! 127.0.0.1 with the configuration docs/PROXY.md gives), sharing one Redis (Debian's
 //! redis-server) for the language model's answers, the model on a real HTTP server on
-//! 127.0.0.1. Without haproxy or redis-server the test says it is skipped, and fails under
-//! TOOL_MEDIATOR_REDIS=1 (which installs both).
+//! 127.0.0.1. Without haproxy or redis-server the test is ignored (tests/build.rs), and fails
+//! under TOOL_MEDIATOR_REDIS=1 (which installs both).
 //!
 //! A client of the stateless revision is spread round robin over both and gets the same listing
 //! and right answers; a 2025 client keeps its session (the balancer sticks to the replica that
@@ -18,7 +18,7 @@ use tool_mediator_tests::{Listening, answer_in, peers, root, stateless};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-#[path = "../mediator/tests/redis/server.rs"]
+#[path = "redis_server.rs"]
 #[allow(dead_code)]
 mod redis_server;
 use redis_server::RedisServer;
@@ -57,17 +57,12 @@ backend gateways
 struct HaProxy(Child);
 
 impl HaProxy {
-    fn start(config: &Path, port: u16) -> Option<HaProxy> {
-        let binary =
-            ["/usr/sbin/haproxy", "/usr/bin/haproxy"].into_iter().map(PathBuf::from).find(|path| path.exists());
-        let Some(binary) = binary else {
-            assert!(
-                std::env::var_os("TOOL_MEDIATOR_REDIS").is_none(),
-                "TOOL_MEDIATOR_REDIS=1: haproxy must be installed"
-            );
-            eprintln!("skipped: no haproxy (TOOL_MEDIATOR_REDIS=1 tests/peers/install installs Debian's)");
-            return None;
-        };
+    fn start(config: &Path, port: u16) -> HaProxy {
+        let binary = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|path| path.exists())
+            .expect("haproxy is missing: TOOL_MEDIATOR_REDIS=1 tests/peers/install installs Debian's");
         let child = Command::new(binary)
             .arg("-db")
             .arg("-f")
@@ -82,7 +77,7 @@ impl HaProxy {
             assert!(began.elapsed() < Duration::from_secs(30), "haproxy does not listen");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(HaProxy(child))
+        HaProxy(child)
     }
 }
 
@@ -152,8 +147,10 @@ async fn listed_as(http: &reqwest::Client, url: &str, wanted: &[&str]) -> Value 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_haproxy, ignore = "needs haproxy: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn two_replicas_behind_haproxy_share_one_cache_and_serve_every_client() {
-    let Some(redis) = RedisServer::start() else { return };
+    let redis = RedisServer::start().expect(redis_server::MISSING);
     let peers = peers();
     let dir = tempfile::tempdir().unwrap();
     let model = MockServer::start().await;
@@ -206,7 +203,7 @@ async fn two_replicas_behind_haproxy_share_one_cache_and_serve_every_client() {
 
     let config = dir.path().join("haproxy.cfg");
     std::fs::write(&config, haproxy_config(port, &a.address, &b.address)).unwrap();
-    let Some(_haproxy) = HaProxy::start(&config, port) else { return };
+    let _haproxy = HaProxy::start(&config, port);
     let url = format!("http://{front}/mcp");
 
     // A stateless client, round robin over both: the same listing, and every call answered.

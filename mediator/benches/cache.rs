@@ -17,7 +17,7 @@ use tool_mediator::{Answer, Mediator, SourceType, Tool, ToolContext, ToolTransfo
 #[path = "data/github.rs"]
 mod github;
 
-#[path = "../tests/redis/server.rs"]
+#[path = "../../tests/redis_server.rs"]
 #[allow(dead_code)]
 mod redis_server;
 use redis_server::RedisServer;

@@ -21,19 +21,13 @@ use tool_mediator_tests::{Peers, root};
 /// `TOOL_MEDIATOR_BROWSER=1`).
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// Whether the browser story can run: Chromium is there. Without it the test is skipped with one
-/// line saying how to run it, unless `TOOL_MEDIATOR_BROWSER=1` asked for it (CI): then it fails.
-pub fn chromium_available() -> bool {
-    if Path::new(CHROMIUM).is_file() {
-        return true;
-    }
-    let asked = std::env::var("TOOL_MEDIATOR_BROWSER").is_ok_and(|value| value == "1");
-    assert!(!asked, "{CHROMIUM} is missing though TOOL_MEDIATOR_BROWSER=1: run tests/peers/install");
-    println!(
-        "skipped: no {CHROMIUM}; TOOL_MEDIATOR_BROWSER=1 tests/peers/install installs Debian's chromium, \
-         then run the tests again"
+/// Chromium is there, or the browser story fails with one line saying how to run it. Without it
+/// the story is ignored (tests/build.rs), unless `TOOL_MEDIATOR_BROWSER=1` asked for it (CI).
+pub fn chromium_needed() {
+    assert!(
+        Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} is missing: TOOL_MEDIATOR_BROWSER=1 tests/peers/install installs Debian's chromium"
     );
-    false
 }
 
 /// A port nobody listens on now (the kernel's pick, released at once). Never in the relay's own

@@ -1,16 +1,20 @@
 //! A redis-server of a test's own (Debian's package): on a free port on 127.0.0.1, saving
-//! nothing, in a temporary directory, stopped when dropped. Shared by the cache's tests, the
-//! command line's (tests/redis_cache.rs) and the cache benchmark.
+//! nothing, in a temporary directory, stopped when dropped. Shared by the cache's tests
+//! (tests/redis_store.rs), the command line's (tests/redis_cache.rs), the replicas' and the
+//! cache benchmark.
 //!
-//! Where redis-server is missing, [`RedisServer::start`] says the test is skipped and gives
-//! `None`, unless TOOL_MEDIATOR_REDIS=1 (as CI sets it, and tests/peers/install then installs
-//! it), when it fails.
+//! Where redis-server is missing, [`RedisServer::start`] gives `None`. A test that needs it is
+//! ignored on such a machine (`#[cfg_attr(no_redis, ignore = ...)]`, see tests/build.rs) and
+//! fails with [`MISSING`] should it run anyway.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Why a test that needs redis-server fails without it.
+pub const MISSING: &str = "redis-server is missing: TOOL_MEDIATOR_REDIS=1 tests/peers/install installs Debian's";
 
 pub struct RedisServer {
     program: PathBuf,
@@ -32,7 +36,7 @@ fn program() -> Option<PathBuf> {
 }
 
 impl RedisServer {
-    /// A server without a password, or `None` (the test is skipped) where there is none to run.
+    /// A server without a password, or `None` where there is none to run.
     pub fn start() -> Option<RedisServer> {
         RedisServer::start_with(None)
     }
@@ -56,15 +60,7 @@ impl RedisServer {
     }
 
     fn start_with_options(password: Option<String>, tls: Option<(PathBuf, PathBuf)>) -> Option<RedisServer> {
-        let Some(program) = program() else {
-            assert_ne!(
-                std::env::var("TOOL_MEDIATOR_REDIS").as_deref(),
-                Ok("1"),
-                "TOOL_MEDIATOR_REDIS=1 but redis-server is missing (tests/peers/install installs it)"
-            );
-            eprintln!("skipped: no redis-server here (TOOL_MEDIATOR_REDIS=1 tests/peers/install installs Debian's)");
-            return None;
-        };
+        let program = program()?;
         let port =
             TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a free port").port();
         let dir = tempfile::tempdir().expect("a temporary directory");

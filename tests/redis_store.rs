@@ -1,6 +1,6 @@
 //! The cache on a real redis-server (Debian's package, started by each test on a free port on
-//! 127.0.0.1 and stopped after; a test without one says it is skipped, and fails under
-//! TOOL_MEDIATOR_REDIS=1): records under a prefix and no other, the TTL as the keys' own expiry,
+//! 127.0.0.1 and stopped after; a test without one is ignored (tests/build.rs), and fails
+//! under TOOL_MEDIATOR_REDIS=1): records under a prefix and no other, the TTL as the keys' own expiry,
 //! a listing looked up in one round trip, and a server that is gone, hangs or refuses the
 //! password costing one warning, never the run.
 
@@ -13,7 +13,7 @@ use redis::Commands as _;
 use tool_mediator::cache::{Cache, CacheStore, CacheUrl, CachedTransformer, KEPT_STALE_PREFIX, RedisStore};
 use tool_mediator::{Answer, Mediator, SourceType, Tool, ToolContext, ToolTransformer, TransformError};
 
-#[path = "redis/server.rs"]
+#[path = "redis_server.rs"]
 #[allow(dead_code)]
 mod redis_server;
 use redis_server::RedisServer;
@@ -61,8 +61,9 @@ fn warnings(log: &str) -> Vec<&str> {
 }
 
 #[test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 fn records_round_trip_under_their_prefix_and_no_other() {
-    let Some(server) = RedisServer::start() else { return };
+    let server = RedisServer::start().expect(redis_server::MISSING);
     let team = Cache::new(store(&server, "team-a:"), Duration::from_secs(3600));
     let other = Cache::new(store(&server, "team-b:"), Duration::from_secs(3600));
     let mut connection = raw(&server, None);
@@ -105,8 +106,9 @@ fn team_store_keys(server: &RedisServer, prefix: &str) -> Vec<Vec<u8>> {
 }
 
 #[test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 fn the_ttl_is_the_keys_own_expiry_but_a_last_good_copy_has_none() {
-    let Some(server) = RedisServer::start() else { return };
+    let server = RedisServer::start().expect(redis_server::MISSING);
     let cache = Cache::new(store(&server, "t:"), Duration::from_millis(400));
     let stale = [KEPT_STALE_PREFIX, b"overrides-url:https://example.org/o.json"].concat();
     cache.put(b"answer", b"fresh for a moment");
@@ -156,8 +158,9 @@ fn commands_run(connection: &mut redis::Connection, command: &str) -> u64 {
 }
 
 #[tokio::test(flavor = "current_thread")]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 async fn a_listing_is_looked_up_in_two_round_trips() {
-    let Some(server) = RedisServer::start() else { return };
+    let server = RedisServer::start().expect(redis_server::MISSING);
     let cache = Arc::new(Cache::new(store(&server, "l:"), Duration::from_secs(3600)));
     let describer = Arc::new(Describer(AtomicUsize::new(0)));
     let mediator = Mediator::builder().transformer(CachedTransformer::new(describer.clone(), cache)).build();
@@ -187,8 +190,9 @@ async fn a_listing_is_looked_up_in_two_round_trips() {
 }
 
 #[test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 fn a_server_killed_mid_run_costs_one_warning_and_is_used_again_when_back() {
-    let Some(mut server) = RedisServer::start() else { return };
+    let mut server = RedisServer::start().expect(redis_server::MISSING);
     let cache = Cache::new(store(&server, "k:").retry_after(Duration::from_millis(200)), Duration::from_secs(3600));
     cache.put(b"before", b"1");
     assert_eq!(cache.get(b"before").as_deref(), Some(&b"1"[..]));
@@ -225,8 +229,9 @@ fn a_server_killed_mid_run_costs_one_warning_and_is_used_again_when_back() {
 }
 
 #[test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 fn a_server_that_hangs_costs_one_timeout_not_one_per_call() {
-    let Some(server) = RedisServer::start() else { return };
+    let server = RedisServer::start().expect(redis_server::MISSING);
     let cache = Cache::new(store(&server, "h:").retry_after(Duration::from_secs(5)), Duration::from_secs(3600));
     cache.put(b"k", b"v");
     server.pause();
@@ -241,8 +246,9 @@ fn a_server_that_hangs_costs_one_timeout_not_one_per_call() {
 }
 
 #[test]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
 fn a_wrong_password_is_one_warning_that_never_shows_it() {
-    let Some(server) = RedisServer::start_with_password("the-right-horse") else { return };
+    let server = RedisServer::start_with_password("the-right-horse").expect(redis_server::MISSING);
     let wrong = format!("redis://:wrong-battery-staple@127.0.0.1:{}/0", server.port());
     let cache = Cache::new(RedisStore::open(&CacheUrl::new(&wrong), "p:", None).unwrap(), Duration::from_secs(60));
     let ((), log) = logged(|| {

@@ -1,0 +1,65 @@
+//! What this machine has of the outside programs some tests need, as cfgs: a test whose program
+//! is missing carries `#[cfg_attr(no_redis, ignore = "needs redis-server: ...")]`, so `cargo test`
+//! lists it as ignored with the reason, never as passed. Where the tests' peers were asked for
+//! (`TOOL_MEDIATOR_REDIS=1` and the like, as CI sets them), nothing is ignored: a missing program
+//! fails its tests with one line saying how to install it.
+//!
+//! Looked for again when `PATH`, one of those variables, `/usr/bin` or `/usr/sbin` changes (an
+//! install); a program installed elsewhere on the `PATH` is seen after `touch tests/build.rs`.
+
+use std::path::{Path, PathBuf};
+
+/// Each cfg, the programs it stands for (all needed), and the variable that asks for them.
+const NEEDS: &[(&str, &[&str], &str)] = &[
+    ("no_redis", &["redis-server"], "TOOL_MEDIATOR_REDIS"),
+    ("no_haproxy", &["haproxy"], "TOOL_MEDIATOR_REDIS"),
+    ("no_openssl", &["openssl"], "TOOL_MEDIATOR_REDIS"),
+    ("no_keyring", &["gnome-keyring-daemon", "dbus-daemon"], "TOOL_MEDIATOR_KEYRING"),
+    ("no_chromium", &["chromium"], "TOOL_MEDIATOR_BROWSER"),
+];
+
+fn main() {
+    for dir in ["/usr/bin", "/usr/sbin"] {
+        if Path::new(dir).is_dir() {
+            println!("cargo::rerun-if-changed={dir}");
+        }
+    }
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=PATH");
+    let asked = |variable: &str| {
+        println!("cargo::rerun-if-env-changed={variable}");
+        std::env::var(variable).is_ok_and(|value| value == "1")
+    };
+    for (cfg, programs, variable) in NEEDS {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        if !asked(variable) && !programs.iter().all(|program| found(program)) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+    // The real model is asked for, never looked for: it is a gigabyte to install.
+    println!("cargo::rustc-check-cfg=cfg(no_model)");
+    if !asked("TOOL_MEDIATOR_MODEL") {
+        println!("cargo::rustc-cfg=no_model");
+    }
+    println!("cargo::rustc-check-cfg=cfg(not_root)");
+    if !is_root() {
+        println!("cargo::rustc-cfg=not_root");
+    }
+}
+
+/// Whether `program` is on the `PATH`, or in `/usr/bin` or `/usr/sbin` (where Debian puts the
+/// daemons, off a user's `PATH`).
+fn found(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
+        .any(|dir| dir.join(program).is_file())
+}
+
+/// Whether the tests run as root, as far as the build can tell (the same user runs both).
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
