@@ -42,7 +42,10 @@ fn credentials(access: &str) -> Credentials {
 }
 
 #[test]
-#[cfg_attr(no_keyring, ignore = "needs gnome-keyring-daemon and dbus-daemon: TOOL_MEDIATOR_KEYRING=1 tests/peers/install")]
+#[cfg_attr(
+    no_keyring,
+    ignore = "needs gnome-keyring-daemon and dbus-daemon: TOOL_MEDIATOR_KEYRING=1 tests/peers/install"
+)]
 fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_is_none() {
     assert!(
         found("gnome-keyring-daemon") && found("dbus-daemon"),

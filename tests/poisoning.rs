@@ -266,5 +266,5 @@ async fn judged_by(model: &tool_mediator_tests::RealModel) {
 /// `part` of `whole` with its share and 95% interval.
 fn share(part: usize, whole: usize) -> String {
     let (low, high) = tool_mediator_tests::wilson(part, whole);
-    format!("{part} ({:.1}% [{:.1}, {:.1}])", percent(part, whole), 100.0 * low, 100.0 * high)
+    format!("{part} ({:.1}% [{:.1}, {:.1}])", percent(part, whole), (100.0 * low).max(0.0), 100.0 * high)
 }

@@ -111,9 +111,49 @@ pub struct ListenOptions {
     pub view_header: Option<String>,
     /// The servers file the servers and views came from, read again when it changes.
     pub servers_file: Option<std::path::PathBuf>,
+    /// Serve other machines with neither a token nor OAuth, knowingly: without it, [`serve`]
+    /// refuses to (see [`ListenOptions::exposure`]).
+    pub insecure_no_token: bool,
+}
+
+/// Why a front may not serve as its options say.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Exposure {
+    /// Other machines reach it, and nothing checks who they are: anyone on the network could
+    /// run the servers' tools.
+    #[error(
+        "{0} serves other machines with neither a token nor OAuth: anyone who reaches it could run the servers' \
+         tools (`insecure_no_token` serves them so, knowingly)"
+    )]
+    Unguarded(SocketAddr),
+    /// The OAuth audience names an address no client uses (`0.0.0.0`, `::`): a token's audience
+    /// must be the URL clients reach `/mcp` at.
+    #[error("the OAuth audience `{0}` is no URL a client uses: name the URL clients reach /mcp at")]
+    UnusableAudience(String),
 }
 
 impl ListenOptions {
+    /// Whether these options may serve at `local`, the address listened on: beyond loopback
+    /// only with a token, OAuth or [`ListenOptions::insecure_no_token`], and OAuth only for an
+    /// audience a client can name. [`serve`] checks it first, whoever calls it.
+    pub fn exposure(&self, local: SocketAddr) -> Result<(), Exposure> {
+        let guarded = self.token.is_some() || self.oauth.is_some();
+        if !local.ip().is_loopback() && !guarded && !self.insecure_no_token {
+            return Err(Exposure::Unguarded(local));
+        }
+        if let Some(oauth) = &self.oauth {
+            let audience = &oauth.options().audience;
+            let usable = reqwest::Url::parse(audience).ok().and_then(|url| {
+                let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']');
+                Some(host.parse::<std::net::IpAddr>().map_or(true, |ip| !ip.is_unspecified()))
+            });
+            if usable != Some(true) {
+                return Err(Exposure::UnusableAudience(audience.clone()));
+            }
+        }
+        Ok(())
+    }
+
     /// Listening at `address` with the defaults: no token, sessions idle for 30 minutes ended,
     /// 30 s to send a request's headers and again its body, no name but `localhost` allowed,
     /// 10 s for the requests under way when asked to stop.
@@ -130,6 +170,7 @@ impl ListenOptions {
             views: Vec::new(),
             view_header: None,
             servers_file: None,
+            insecure_no_token: false,
         }
     }
 }
@@ -144,8 +185,13 @@ pub async fn serve(
     proxy: ProxyOptions,
     servers: Vec<ServerSpec>,
 ) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
+    listen.exposure(local).map_err(|exposure| std::io::Error::new(std::io::ErrorKind::InvalidInput, exposure))?;
+    if !local.ip().is_loopback() && listen.token.is_none() && listen.oauth.is_none() {
+        tracing::warn!("serving {local} without a token: anyone who reaches it can run the servers' tools");
+    }
     let read_timeout = listen.read_timeout;
-    let port = listener.local_addr()?.port();
+    let port = local.port();
     let max_sessions = session_cap(servers.iter().filter(|server| server.scope == Scope::Session).count());
     // Its sessions end when the front ends them, which a stop signal lets finish first.
     let savings = Arc::new(crate::savings::Savings::default());

@@ -9,7 +9,7 @@ use clap::Args;
 use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
 use tool_mediator_mcp::access::{OAuthOptions, ProtectedResource};
-use tool_mediator_mcp::listen::ListenOptions;
+use tool_mediator_mcp::listen::{Exposure, ListenOptions};
 use tool_mediator_mcp::remote::Remote;
 use tool_mediator_mcp::servers::{Scope, View};
 use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
@@ -232,27 +232,10 @@ pub async fn serve(
             },
             None => None,
         };
-        let signed_in = args.oauth_issuer.is_some();
-        // Other machines reach it: anyone on the network could run the servers' tools.
-        if !address.ip().is_loopback() && token.is_none() && !signed_in && !args.insecure_no_token {
-            anyhow::bail!(
-                "--listen {address} serves other machines: give a token with --token-env VAR, or an authorization \
-                 server with --oauth-issuer URL, or serve them without one with --insecure-no-token"
-            );
-        }
-        if args.oauth_issuer.is_some() && args.oauth_audience.is_none() && address.ip().is_unspecified() {
-            anyhow::bail!(
-                "--listen {address}: name the URL clients reach /mcp at with --oauth-audience URL (a token's \
-                 audience must be this resource, and {address} is no address a client uses)"
-            );
-        }
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| anyhow::anyhow!("cannot listen on {address}: {error}"))?;
         let local = listener.local_addr()?;
-        if !address.ip().is_loopback() && token.is_none() && !signed_in {
-            tracing::warn!("serving {address} without a token: anyone who reaches it can run the servers' tools");
-        }
         let oauth = match &args.oauth_issuer {
             Some(issuer) => {
                 let audience = args.oauth_audience.clone().unwrap_or_else(|| format!("http://{local}/mcp"));
@@ -266,7 +249,6 @@ pub async fn serve(
             }
             None => None,
         };
-        eprintln!("tool-mediator: serving MCP at http://{local}/mcp");
         let listen = ListenOptions {
             token,
             idle: args.session_idle,
@@ -278,8 +260,22 @@ pub async fn serve(
             views,
             view_header: args.view_header.clone(),
             servers_file,
+            insecure_no_token: args.insecure_no_token,
             ..ListenOptions::new(address)
         };
+        // The library's rules, said in the flags that satisfy them.
+        match listen.exposure(local) {
+            Ok(()) => {}
+            Err(Exposure::Unguarded(_)) => anyhow::bail!(
+                "--listen {address} serves other machines: give a token with --token-env VAR, or an authorization \
+                 server with --oauth-issuer URL, or serve them without one with --insecure-no-token"
+            ),
+            Err(Exposure::UnusableAudience(_)) => anyhow::bail!(
+                "--listen {address}: name the URL clients reach /mcp at with --oauth-audience URL (a token's \
+                 audience must be this resource, and {address} is no address a client uses)"
+            ),
+        }
+        eprintln!("tool-mediator: serving MCP at http://{local}/mcp");
         // The token is the proxy's own: no server inherits it.
         let withheld_env = options.withheld_env.iter().cloned().chain(args.token_env.iter().cloned()).collect();
         let options = ProxyOptions { withheld_env, ..options };

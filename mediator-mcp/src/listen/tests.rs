@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use super::{ListenOptions, serve};
+use std::net::SocketAddr;
+
+use super::{Exposure, ListenOptions, serve};
 use crate::options::ProxyOptions;
 use crate::proxy::ServerSpec;
 use crate::router::LinkSettings;
@@ -757,4 +759,38 @@ async fn what_disclosure_spares_a_client_is_counted_on_the_metrics() {
     // Twenty-three tools listed whole by the server, folded into categories for the client.
     assert!(bytes > 0, "the folded listing is smaller than the server's: {listed}");
     assert_eq!(tokens, bytes / crate::savings::BYTES_PER_TOKEN);
+}
+
+/// The front refuses to serve other machines with nothing checking who they are, whoever calls
+/// it (not only the command line): a token, OAuth or the knowing choice lets it.
+#[tokio::test]
+async fn serving_beyond_loopback_needs_a_token_oauth_or_the_insecure_choice() {
+    let everywhere: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+    let options = ListenOptions::new(everywhere);
+    assert_eq!(options.exposure(everywhere), Err(Exposure::Unguarded(everywhere)));
+    assert_eq!(options.exposure("127.0.0.1:8080".parse().unwrap()), Ok(()), "loopback is this machine's");
+    assert_eq!(
+        ListenOptions { token: Some("t".into()), ..ListenOptions::new(everywhere) }.exposure(everywhere),
+        Ok(())
+    );
+    assert_eq!(
+        ListenOptions { insecure_no_token: true, ..ListenOptions::new(everywhere) }.exposure(everywhere),
+        Ok(())
+    );
+    let oauth = |audience: &str| {
+        let options = crate::access::OAuthOptions::new("https://auth.example.com", audience).unwrap();
+        Some(Arc::new(crate::access::ProtectedResource::new(options).unwrap()))
+    };
+    let unusable = ListenOptions { oauth: oauth("http://0.0.0.0:8080/mcp"), ..ListenOptions::new(everywhere) };
+    assert_eq!(unusable.exposure(everywhere), Err(Exposure::UnusableAudience("http://0.0.0.0:8080/mcp".into())));
+    let named = ListenOptions { oauth: oauth("https://mcp.example.com/mcp"), ..ListenOptions::new(everywhere) };
+    assert_eq!(named.exposure(everywhere), Ok(()));
+
+    // `serve` itself refuses, before it serves anything.
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let local = listener.local_addr().unwrap();
+    let proxy = ProxyOptions::new(Arc::new(tool_mediator::Mediator::builder().build()), SessionPolicy::default());
+    let refused = serve(listener, ListenOptions::new(local), proxy, Vec::new()).await.unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(refused.to_string().contains("serves other machines with neither a token nor OAuth"), "{refused}");
 }
