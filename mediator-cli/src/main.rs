@@ -20,7 +20,11 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOL_MEDIATOR_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+                // Asked to sign in, the user is told, whatever the logging says.
+                .add_directive(
+                    format!("{}=warn", tool_mediator_mcp::auth::SIGN_IN_PROMPT).parse().expect("a filter directive"),
+                ),
         )
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()

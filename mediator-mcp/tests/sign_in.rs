@@ -182,6 +182,27 @@ fn serve(name: &str, message: &Value) -> Response {
     Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
 }
 
+/// What a test's subscriber wrote.
+#[derive(Clone, Default)]
+struct Heard(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Heard {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Heard {
+    type Writer = Heard;
+    fn make_writer(&'a self) -> Heard {
+        self.clone()
+    }
+}
+
 /// A browser that follows the authorization URL and its redirects, as a user's would.
 fn browser(url: &str) -> bool {
     let url = url.to_owned();
@@ -202,7 +223,17 @@ async fn signs_in_refreshes_a_rotated_token_and_signs_in_again_once_the_refresh_
     let store = CredentialStore::at(dir.path().join("credentials.json"));
     let sign_in = sign_in(&server, &store);
 
+    // The host hears the prompt as an event, with the address to open; nothing is printed.
+    let heard = Heard::default();
+    let subscriber = tracing_subscriber::fmt().with_writer(heard.clone()).with_ansi(false).finish();
+    let guard = tracing::subscriber::set_default(subscriber);
     let signed = sign_in.login().await.unwrap();
+    drop(guard);
+    let heard = String::from_utf8(heard.0.lock().unwrap().clone()).unwrap();
+    let prompt = heard.lines().find(|line| line.contains(tool_mediator_mcp::auth::SIGN_IN_PROMPT)).expect(&heard);
+    assert!(prompt.contains("asks you to sign in (your browser was opened, or open the url)"), "{prompt}");
+    assert!(prompt.contains("url=http://127.0.0.1:"), "{prompt}");
+    assert!(prompt.contains("browser_opened=true"), "{prompt}");
     assert_eq!(signed.access_token, "access-2");
     assert_eq!(world.lock().unwrap().token_resources, [server.as_str()], "the resource indicator names the server");
 

@@ -38,6 +38,12 @@ use tool_mediator_core::sync::lock;
 
 /// An answer from a server taking part in sign-in is read up to this size.
 pub(crate) const ANSWER_LIMIT: u64 = 256 * 1024;
+/// The `tracing` target of the event that asks the user to sign in: a warning naming the
+/// server, with the fields `url` (the address to open) and `browser_opened`. The library prints nothing
+/// itself; its host shows the event to the user however it reaches them (the command line's
+/// subscriber shows it on stderr whatever `TOOL_MEDIATOR_LOG` says).
+pub const SIGN_IN_PROMPT: &str = "tool_mediator_mcp::sign_in";
+
 /// How long the user has to sign in in the browser.
 pub const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
 /// Sign-ins in a row, without a request accepted between them, after which the server's
@@ -550,12 +556,14 @@ impl SignIn {
         // However the wait ends (signed in, refused, timed out, or dropped with its request).
         let _asked = Asked(&self.asking);
         let opened = (self.browser)(authorization.url.as_str());
-        // Always said: the browser may not be where the user is.
-        eprintln!(
-            "tool-mediator: {} asks you to sign in{}: {}",
+        // Always told, to the host: the browser may not be where the user is.
+        tracing::warn!(
+            target: SIGN_IN_PROMPT,
+            url = %authorization.url,
+            browser_opened = opened,
+            "{} asks you to sign in{}",
             self.shown,
-            if opened { " (your browser was opened)" } else { "; open this address in a browser" },
-            authorization.url
+            if opened { " (your browser was opened, or open the url)" } else { ": open the url in a browser" },
         );
         let code = callback.code(authorization.state.secret(), SIGN_IN_WAIT).await?;
         let tokens = grant::exchange_code(&self.web, &client, token_endpoint, authorization, code).await?;
