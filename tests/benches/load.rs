@@ -15,7 +15,8 @@
 //! started once for every front; each call is an `echo` of one of them, round robin, and its
 //! answer must carry the call's own text. FastMCP's proxy at its defaults (a connection to the
 //! servers for every request) is left out: it is the shared client that a team would run. The
-//! load is bounded: it stops by itself after every session has made its calls. `LOAD_SESSIONS=50`
+//! load is bounded: it stops by itself after every session has made its calls (a hundred each,
+//! `LOAD_CALLS=N` for another number). `LOAD_SESSIONS=50`
 //! runs one count only; HAProxy (Debian's, `/usr/sbin/haproxy`) is left out when not installed.
 //! `LOAD_SCOPE=session` gives every session the servers' own sessions instead of shared ones.
 //! `SOAK_SECONDS=600` runs the soak instead: the gateway alone before the same servers, fifty
@@ -33,7 +34,11 @@ use tool_mediator_tests::{HAPROXY, HttpSession, answer_in, binary, fastmcp_venv,
 
 const SERVERS: usize = 3;
 const SESSIONS: [usize; 2] = [50, 200];
-const CALLS: usize = 20;
+/// Calls each session makes, measured (`LOAD_CALLS=N` for another number): a hundred give fifty
+/// sessions 5,000 calls, whose 99th percentile is the 50th slowest, not one burst's.
+fn calls() -> usize {
+    std::env::var("LOAD_CALLS").map_or(100, |calls| calls.parse().expect("LOAD_CALLS is a number"))
+}
 const WARM_UP: usize = 1;
 
 fn port() -> u16 {
@@ -110,7 +115,7 @@ fn main() {
             rows.push((*name, measured));
             drop(front);
         }
-        println!("\n{sessions} sessions at once over Streamable HTTP, {CALLS} calls each, {SERVERS} HTTP servers\n");
+        println!("\n{sessions} sessions at once over Streamable HTTP, {} calls each, {SERVERS} HTTP servers\n", calls());
         println!("| front | calls/s | p50 ms | p99 ms | peak RSS MiB | open files | processes under it |");
         println!("|---|---|---|---|---|---|---|");
         for (name, measured) in &rows {
@@ -193,9 +198,10 @@ async fn load(base: &str, plain: bool, front: &Front, sessions: usize) -> Measur
     });
     let opened = futures_util::future::join_all(warmed).await;
     let began = Instant::now();
+    let count = calls();
     let calls = opened.into_iter().enumerate().map(|(index, mut session)| async move {
-        let mut took = Vec::with_capacity(CALLS);
-        for call in 0..CALLS {
+        let mut took = Vec::with_capacity(count);
+        for call in 0..count {
             took.push(session.echo(index + call, index, WARM_UP + call).await);
         }
         (session, took)
