@@ -329,6 +329,12 @@ impl HttpSession {
 
     /// Sends `message`; the body of the answer (JSON, or an SSE stream ending with it).
     pub async fn post(&mut self, message: &Value) -> String {
+        self.try_post(message).await.unwrap_or_else(|why| panic!("{}: {why}", self.url))
+    }
+
+    /// [`HttpSession::post`], or why the request failed, with its causes (for a measure that
+    /// counts failures rather than stopping at the first).
+    pub async fn try_post(&mut self, message: &Value) -> Result<String, String> {
         let mut request = self
             .client
             .post(&self.url)
@@ -339,19 +345,20 @@ impl HttpSession {
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
-        let response = request.send().await.unwrap_or_else(|error| {
+        let with_causes = |error: reqwest::Error| {
             let mut why = error.to_string();
             let mut cause = std::error::Error::source(&error);
             while let Some(inner) = cause {
                 why += &format!(": {inner}");
                 cause = inner.source();
             }
-            panic!("{}: {why}", self.url)
-        });
+            why
+        };
+        let response = request.send().await.map_err(with_causes)?;
         if let Some(session) = response.headers().get("mcp-session-id") {
             self.session = Some(session.to_str().unwrap().to_owned());
         }
-        response.text().await.unwrap()
+        response.text().await.map_err(with_causes)
     }
 
     /// Ends the session (DELETE).

@@ -246,9 +246,7 @@ impl SharedServer {
             running.take()?
         };
         running.to_server.close();
-        let end = running.process.lock().await.end_within(grace).await;
-        running.closed(end.clone());
-        Some(end)
+        Some(running.end_process(grace).await.0)
     }
 }
 
@@ -329,9 +327,10 @@ impl Running {
                 }
                 running.closing.store(true, Ordering::SeqCst);
                 running.close_connections();
-                let end = running.process.lock().await.end_within(REAPING).await;
-                tracing::warn!("{}, shared by every client session, ended ({end})", running.label);
-                running.closed(end);
+                // Ended by itself, not by the gateway: said.
+                if let (end, true) = running.end_process(REAPING).await {
+                    tracing::warn!("{}, shared by every client session, ended ({end})", running.label);
+                }
             }
         });
         running
@@ -351,10 +350,22 @@ impl Running {
         self.closing.store(true, Ordering::SeqCst);
         self.close_connections();
         self.to_server.close();
-        tokio::spawn(async move {
-            let end = self.process.lock().await.end_within(REAPING).await;
-            self.closed(end);
-        });
+        tokio::spawn(async move { self.end_process(REAPING).await });
+    }
+
+    /// Ends the server within `grace`, once, and says how it ended: its output closing, a hang
+    /// and the gateway stopping each ask, and two may meet (an end that closes the server's
+    /// input closes its output too). An end asked for after the first reads how it ended; the
+    /// flag says which one ended it.
+    async fn end_process(&self, grace: Duration) -> (ServerEnd, bool) {
+        let mut process = self.process.lock().await;
+        if let Some(end) = self.ended.borrow().clone() {
+            return (end, false);
+        }
+        let end = process.end_within(grace).await;
+        // Under the process's lock: whoever comes next finds the end.
+        self.closed(end.clone());
+        (end, true)
     }
 
     fn closed(&self, end: ServerEnd) {
@@ -1413,5 +1424,25 @@ mod tests {
         // Over stdio, no stream is primed: the latest revision.
         let process = Upstream::Process(tokio::process::Command::new("cat"));
         assert_eq!(pooled_revision(&process), crate::revision::REVISIONS[3]);
+    }
+
+    /// The shared server's end is asked for from three places (its output closing, a hang, the
+    /// gateway stopping), and two may meet: the gateway stopping closes the server's input, the
+    /// connection ends and its output closes. The server (a remote one's connection task here)
+    /// is ended once; a second end reads how the first ended. Before, it polled the finished
+    /// connection task again and panicked ("JoinHandle polled after completion") as every
+    /// gateway with a shared `url` server stopped.
+    #[tokio::test]
+    async fn a_shared_server_ended_twice_is_ended_once() {
+        let (url, _noted) = noting_server().await;
+        let remote = crate::remote::Remote { url, headers: Vec::new(), sign_in: None };
+        let started = Server::start(Upstream::Remote(remote), 1 << 20, &[]).unwrap();
+        let running = Running::spawn(started, crate::revision::REVISIONS[2], 1 << 20, "the noting server".to_owned());
+        running.to_server.close();
+        let (first, ended) = running.end_process(Duration::from_secs(5)).await;
+        let (second, again) = running.end_process(Duration::from_secs(5)).await;
+        assert!(ended && !again, "the first end ended it");
+        assert_eq!(format!("{first}"), format!("{second}"));
+        assert!(running.is_closed());
     }
 }
