@@ -9,13 +9,22 @@
 
 use std::path::{Path, PathBuf};
 
-/// Each cfg, the programs it stands for (all needed), and the variable that asks for them.
-const NEEDS: &[(&str, &[&str], &str)] = &[
-    ("no_redis", &["redis-server"], "TOOL_MEDIATOR_REDIS"),
-    ("no_haproxy", &["haproxy"], "TOOL_MEDIATOR_REDIS"),
-    ("no_openssl", &["openssl"], "TOOL_MEDIATOR_REDIS"),
-    ("no_keyring", &["gnome-keyring-daemon", "dbus-daemon"], "TOOL_MEDIATOR_KEYRING"),
-    ("no_chromium", &["chromium"], "TOOL_MEDIATOR_BROWSER"),
+/// Where a test looks for a program: on the `PATH` (and for some also in `/usr/bin` and
+/// `/usr/sbin`, where Debian puts daemons, off a user's `PATH`), or at fixed paths.
+enum Where {
+    Path,
+    PathOrSystem,
+    At(&'static [&'static str]),
+}
+
+/// Each cfg, the programs it stands for (all needed) and where their tests look for them, and
+/// the variable that asks for them.
+const NEEDS: &[(&str, &[(&str, Where)], &str)] = &[
+    ("no_redis", &[("redis-server", Where::PathOrSystem)], "TOOL_MEDIATOR_REDIS"),
+    ("no_haproxy", &[("haproxy", Where::At(&["/usr/sbin/haproxy", "/usr/bin/haproxy"]))], "TOOL_MEDIATOR_REDIS"),
+    ("no_openssl", &[("openssl", Where::Path)], "TOOL_MEDIATOR_REDIS"),
+    ("no_keyring", &[("gnome-keyring-daemon", Where::Path), ("dbus-daemon", Where::Path)], "TOOL_MEDIATOR_KEYRING"),
+    ("no_chromium", &[("chromium", Where::At(&["/usr/bin/chromium"]))], "TOOL_MEDIATOR_BROWSER"),
 ];
 
 fn main() {
@@ -32,7 +41,7 @@ fn main() {
     };
     for (cfg, programs, variable) in NEEDS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
-        if !asked(variable) && !programs.iter().all(|program| found(program)) {
+        if !asked(variable) && !programs.iter().all(|(program, place)| found(program, place)) {
             println!("cargo::rustc-cfg={cfg}");
         }
     }
@@ -47,13 +56,17 @@ fn main() {
     }
 }
 
-/// Whether `program` is on the `PATH`, or in `/usr/bin` or `/usr/sbin` (where Debian puts the
-/// daemons, off a user's `PATH`).
-fn found(program: &str) -> bool {
+/// Whether `program` is where its tests look for it.
+fn found(program: &str, place: &Where) -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
-        .any(|dir| dir.join(program).is_file())
+    let on_path = std::env::split_paths(&path);
+    match place {
+        Where::Path => on_path.into_iter().any(|dir| dir.join(program).is_file()),
+        Where::PathOrSystem => on_path
+            .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
+            .any(|dir| dir.join(program).is_file()),
+        Where::At(paths) => paths.iter().any(|path| Path::new(path).is_file()),
+    }
 }
 
 /// Whether the tests run as root, as far as the build can tell (the same user runs both).

@@ -147,7 +147,8 @@ fn a_circle_inside_a_folder_room_is_found() {
     std::fs::write(src.join("front/mod.rs"), "mod error;\nmod location;\nmod wire;\n").unwrap();
     std::fs::write(src.join("front/error.rs"), "use super::location::Client;\n").unwrap();
     std::fs::write(src.join("front/location.rs"), "use crate::front::error::Error;\n").unwrap();
-    // One level down, `super::super` reaches `front`'s rooms: no circle there, only a use.
+    // From `front/wire/line.rs`, `super::super` is `front`: a use of its room `error`, and no
+    // circle (from `front/wire/mod.rs` it is the crate root, and names no room of `front`).
     std::fs::write(src.join("front/wire/mod.rs"), "mod line;\nuse super::super::front;\n").unwrap();
     std::fs::write(src.join("front/wire/line.rs"), "use super::super::error::Error;\n").unwrap();
     let krate = read_crate("example", &CrateRoot { file: src.join("lib.rs"), is_library: true });
@@ -378,7 +379,7 @@ struct Rooms {
     references: Vec<Reference>,
 }
 
-/// The rooms inside a folder room: its module path and its rooms.
+/// The rooms inside a folder room (named by its module path, in [`Rooms::name`]).
 struct InnerRooms {
     rooms: Rooms,
 }

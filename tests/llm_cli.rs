@@ -320,7 +320,11 @@ async fn lint_calibrates_the_judge_and_flags_over_its_threshold() {
     assert!(calibrated.status.success(), "{}", stderr(&calibrated));
     let printed = String::from_utf8_lossy(&calibrated.stdout);
     assert!(printed.contains("asked the model's odds on 100 tools (100 asked"), "{printed}");
-    assert!(printed.contains("judge_threshold = 0.3000"), "{printed}");
+    // Printed exactly: a rounded threshold would flag the honest tool it is the odds of.
+    let line = printed.lines().find(|line| line.starts_with("judge_threshold = ")).expect(&printed);
+    let threshold = line["judge_threshold = ".len()..].split_whitespace().next().unwrap().to_owned();
+    assert!((threshold.parse::<f64>().unwrap() - 0.3).abs() < 1e-9, "{printed}");
+    assert!(line.contains("flags 0 of these 100 tools"), "{printed}");
     assert_eq!(questions(&server).await.len(), 100);
 
     let tools = dir.path().join("tools.json");
@@ -347,7 +351,7 @@ async fn lint_calibrates_the_judge_and_flags_over_its_threshold() {
     assert_eq!(suspected.len(), 1, "{report:#}");
     assert_eq!(suspected[0]["tool"], "sync_notes");
     assert_eq!(suspected[0]["place"]["pointer"], "/1/description", "a bare array of tools");
-    assert!(suspected[0]["message"].as_str().unwrap().contains("at 0.700, over the threshold 0.3"), "{report:#}");
+    assert!(suspected[0]["message"].as_str().unwrap().contains("at 0.700, over the threshold 0.3000"), "{report:#}");
     assert_eq!(questions(&server).await.len(), 101, "get_item_1's odds came from the cache");
 
     let refused = run_with(dir.path(), &["lint", tools.to_str().unwrap(), "--judge-threshold", "2"], None, &[]);

@@ -168,13 +168,13 @@ fn categorize_groups_the_tools_by_the_models_categories() {
 fn the_judge_gives_a_poisoned_tool_higher_odds_than_an_honest_one() {
     let Some(model) = real_model() else { return };
     let _turn = model.turn();
-    let find = |file: &str, key: &str, value: &str| {
+    let find = |file: &str, wanted: &[(&str, &str)]| {
         let rows = tool_mediator_tests::json_lines(&tool_mediator_tests::eval_dir().join(file));
-        let row = rows.into_iter().find(|row| row[key] == value).unwrap();
+        let row = rows.into_iter().find(|row| wanted.iter().all(|(key, value)| row[*key] == *value)).unwrap();
         json!({"name": row["name"], "description": row["description"]})
     };
-    let poisoned = find("poisoning/dev-3/poisoned.jsonl", "id", "h-16d048a3e8");
-    let honest = find("mcp_tool_names_toolsdk.jsonl", "package", "dart-mcp-server");
+    let poisoned = find("poisoning/dev-3/poisoned.jsonl", &[("id", "h-16d048a3e8")]);
+    let honest = find("mcp_tool_names_toolsdk.jsonl", &[("package", "dart-mcp-server"), ("name", "get_folder")]);
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let mut odds = Vec::new();

@@ -357,7 +357,7 @@ fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::pat
             .stderr(std::process::Stdio::null())
             .status()
     };
-    assert!(openssl(&["version"]).is_ok(), "openssl is missing: TOOL_MEDIATOR_REDIS=1 tests/peers/install installs it");
+    assert!(openssl(&["version"]).is_ok(), "openssl is missing: install Debian's openssl (apt-get install openssl)");
     std::fs::write(
         dir.join("server.cnf"),
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
@@ -376,8 +376,10 @@ fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::pat
 }
 
 #[tokio::test]
-#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
-#[cfg_attr(no_openssl, ignore = "needs openssl: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
+#[cfg_attr(
+    any(no_redis, no_openssl),
+    ignore = "needs redis-server (TOOL_MEDIATOR_REDIS=1 tests/peers/install) and openssl (Debian's openssl)"
+)]
 async fn rediss_speaks_tls_checked_against_the_trusted_roots() {
     let dir = tempfile::tempdir().unwrap();
     let (authority, certificate, key) = certificates(dir.path());

@@ -147,8 +147,10 @@ async fn listed_as(http: &reqwest::Client, url: &str, wanted: &[&str]) -> Value 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(no_haproxy, ignore = "needs haproxy: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
-#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
+#[cfg_attr(
+    any(no_haproxy, no_redis),
+    ignore = "needs haproxy and redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install"
+)]
 async fn two_replicas_behind_haproxy_share_one_cache_and_serve_every_client() {
     let redis = RedisServer::start().expect(redis_server::MISSING);
     let peers = peers();

@@ -83,8 +83,9 @@ pub struct MediatorConfig {
     /// Ask the language model (OpenAI or an OpenAI-compatible server) for its odds that each
     /// tool the screen did not flag is poisoned, and flag those over this threshold, 0 to 1.
     /// Odds differ between models: calibrate it for yours on honest tools with
-    /// `tool-mediator lint --calibrate-judge`. Setting it turns the judge on; unset, the judge
-    /// rules only on the tools the screen is unsure of.
+    /// `tool-mediator lint --calibrate-judge`. Setting it turns the judge on in the proxy, the
+    /// gateway and the Node binding (`lint` reads a model only with `--judge` or
+    /// `--judge-threshold`); unset, the judge rules only on the tools the screen is unsure of.
     #[serde(deserialize_with = "odds")]
     pub judge_threshold: Option<f64>,
     /// Answer a call to a tool folded away (in a category tool not expanded, or not found by

@@ -260,7 +260,7 @@ pub async fn judged(tools: &[Tool], judge: &dyn screen::SecondLook) -> Vec<Findi
         findings.retain(|finding| !(finding.index == index && finding.rule == "poisoning-evidence"));
         findings.extend(poisoning(index, tool, verdict));
     }
-    // Each tool's findings together, in the order `lint` gives them.
+    // Each tool's findings together (a judge's last among its tool's).
     findings.sort_by_key(|finding| finding.index);
     findings
 }

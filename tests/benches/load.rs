@@ -392,7 +392,11 @@ impl Session {
     }
 }
 
+/// The `at` percentile of `times`; NaN when no call was answered.
 fn percentile(times: &mut [f64], at: f64) -> f64 {
     times.sort_by(f64::total_cmp);
-    times[((times.len() - 1) as f64 * at).round() as usize]
+    match times.len() {
+        0 => f64::NAN,
+        count => times[((count - 1) as f64 * at).round() as usize],
+    }
 }

@@ -97,7 +97,7 @@ async fn calibrate(args: &LintArgs, judge: &tool_mediator::llm::Judge) -> Result
     }
     let _ = writeln!(
         out,
-        "judge_threshold = {threshold:.4}   # flags {} of these {scored} tools (at most {}%); read the highest above: \
+        "judge_threshold = {threshold}   # flags {} of these {scored} tools (at most {}%); read the highest above: \
          a poisoned one among them calls for a cleaner sample",
         calibration.flagged_at(threshold),
         CALIBRATED_SHARE * 100.0

@@ -270,9 +270,9 @@ pub async fn serve(
                 "--listen {address} serves other machines: give a token with --token-env VAR, or an authorization \
                  server with --oauth-issuer URL, or serve them without one with --insecure-no-token"
             ),
-            Err(Exposure::UnusableAudience(_)) => anyhow::bail!(
+            Err(Exposure::UnusableAudience(audience)) => anyhow::bail!(
                 "--listen {address}: name the URL clients reach /mcp at with --oauth-audience URL (a token's \
-                 audience must be this resource, and {address} is no address a client uses)"
+                 audience must be this resource, and {audience} names no address a client uses)"
             ),
         }
         eprintln!("tool-mediator: serving MCP at http://{local}/mcp");

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{LlmClient, Prompts, Provider, Task};
+use super::{LlmClient, LlmError, Prompts, Provider, Task};
 use crate::cache::{Cache, digest};
 use crate::screen::{SecondLook, Verdict};
 use tool_mediator_core::Tool;
@@ -85,13 +85,23 @@ pub struct Judge {
     /// Flag a tool whose odds of poisoning pass this; none: rulings on the grey zone.
     threshold: Option<f64>,
     asked: AtomicU64,
+    /// The server gave no odds once: it is asked for none again, and the grey zone is ruled on.
+    no_odds: AtomicBool,
 }
 
 impl Judge {
     /// A judge asking `client` with the templates of `prompts`, its answers kept in `cache`,
     /// each question answered within `deadline` (a round of n questions within n times it).
     pub fn new(client: LlmClient, prompts: Prompts, cache: Option<Arc<Cache>>, deadline: Duration) -> Judge {
-        Judge { client, prompts, cache, deadline, threshold: None, asked: AtomicU64::new(0) }
+        Judge {
+            client,
+            prompts,
+            cache,
+            deadline,
+            threshold: None,
+            asked: AtomicU64::new(0),
+            no_odds: AtomicBool::new(false),
+        }
     }
 
     /// Ask every tool the screen did not flag for its odds, and flag those over `threshold`
@@ -133,10 +143,11 @@ impl SecondLook for Judge {
     /// the grey zone, and flags those ruled poisoned. A question that fails leaves its verdict as
     /// the evidence made it, with a warning.
     async fn rule(&self, source: &str, tools: &[Tool], verdicts: &mut [Verdict]) {
+        let threshold = self.threshold.filter(|_| !self.no_odds.load(Ordering::Relaxed));
         let asked: Vec<usize> = verdicts
             .iter()
             .enumerate()
-            .filter(|(_, verdict)| match self.threshold {
+            .filter(|(_, verdict)| match threshold {
                 Some(_) => !verdict.flagged(),
                 None => verdict.grey(),
             })
@@ -146,7 +157,7 @@ impl SecondLook for Judge {
             return;
         }
         let deadline = Instant::now() + self.deadline.saturating_mul(asked.len().try_into().unwrap_or(u32::MAX));
-        if let Some(threshold) = self.threshold {
+        if let Some(threshold) = threshold {
             let odds = self.odds_within(source, tools, &asked, deadline).await;
             for (index, odds) in asked.into_iter().zip(odds) {
                 if let Some(odds) = odds.filter(|odds| *odds > threshold) {
@@ -230,10 +241,22 @@ impl Judge {
         {
             return Some(odds);
         }
+        if !self.asks_odds() || self.no_odds.load(Ordering::Relaxed) {
+            return None;
+        }
         let prompt = self.prompts.render(Task::JudgeOdds, source, "", &serde_json::to_string(tool).ok()?);
         self.asked.fetch_add(1, Ordering::Relaxed);
         let odds = match self.client.yes_odds(ODDS_SYSTEM, &prompt, Some(deadline)).await? {
             Ok(odds) => odds,
+            Err(error @ LlmError::NoOdds { .. }) => {
+                // Said once: every other question would fail the same way.
+                if !self.no_odds.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "{error}: the judge asks it for no odds again and rules on the tools the screen is unsure of"
+                    );
+                }
+                return None;
+            }
             Err(error) => {
                 tracing::warn!(
                     "the language model could not judge `{}`; the screen's evidence decides: {error}",
@@ -505,10 +528,14 @@ mod tests {
 
     #[tokio::test]
     async fn odds_the_server_cannot_give_leave_the_evidence_to_decide() {
-        // A server with no log-probabilities, and one whose likeliest words are neither.
-        for body in [
-            json!({"choices": [{"message": {"content": "yes"}}]}),
-            json!({"choices": [{"logprobs": {"content": [{"top_logprobs": [{"token": "Maybe", "logprob": -0.1}]}]}}]}),
+        // A server with no log-probabilities (asked for none again: one warning, not one a
+        // tool), and one whose likeliest words are neither (asked again next time).
+        for (body, asked_again) in [
+            (json!({"choices": [{"message": {"content": "yes"}}]}), false),
+            (
+                json!({"choices": [{"logprobs": {"content": [{"top_logprobs": [{"token": "Maybe", "logprob": -0.1}]}]}}]}),
+                true,
+            ),
         ] {
             let server = MockServer::start().await;
             Mock::given(method("POST"))
@@ -522,6 +549,8 @@ mod tests {
             judge.rule("notes", &tools, &mut verdicts).await;
             assert_eq!(judge.asked(), 1);
             assert!(!verdicts[0].flagged());
+            judge.rule("notes", &tools, &mut verdicts).await;
+            assert_eq!(judge.asked(), if asked_again { 2 } else { 1 });
         }
     }
 

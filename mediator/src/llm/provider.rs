@@ -79,6 +79,9 @@ pub enum LlmError {
     /// The deadline came before an answer.
     #[error("{provider} did not answer before the deadline")]
     Deadline { provider: Provider },
+    /// Asked for its odds, the server gave no log-probabilities (it does not take `logprobs`).
+    #[error("{provider} gave no log-probabilities for the answer's first word (does the server take `logprobs`?)")]
+    NoOdds { provider: Provider },
 }
 
 impl LlmError {

@@ -621,6 +621,19 @@ pub fn examine_source(tools: &[Tool], allowed: &[Allowed]) -> Screened {
     Screened { verdicts, reviewed }
 }
 
+/// `judge`'s second look at `source`'s `tools`, screened as `screened` says: the tools a user
+/// reviewed and allows are never asked about (a judge that flagged one would ask for the
+/// `[[allow]]` the user has already given).
+pub async fn second_look(judge: &dyn SecondLook, source: &str, tools: &[Tool], screened: &mut Screened) {
+    let asked: Vec<usize> = (0..tools.len()).filter(|&at| !screened.reviewed.contains(&tools[at].name)).collect();
+    let looked_at: Vec<Tool> = asked.iter().map(|&at| tools[at].clone()).collect();
+    let mut verdicts: Vec<Verdict> = asked.iter().map(|&at| screened.verdicts[at].clone()).collect();
+    judge.rule(source, &looked_at, &mut verdicts).await;
+    for (at, verdict) in asked.into_iter().zip(verdicts) {
+        screened.verdicts[at] = verdict;
+    }
+}
+
 /// Acts on the verdicts on `source`'s `tools` (in their order): each flagged is reported,
 /// naming the evidence and how to allow it, and with `quarantine` left out.
 pub fn apply(source: &str, tools: &mut Vec<Tool>, verdicts: &[Verdict], quarantine: bool) {

@@ -637,3 +637,31 @@ fn a_word_spelled_in_look_alikes_in_a_latin_text_is_a_disguise() {
         assert!(!kinds(&verdict).contains(&Evidence::DisguisedLetter), "{honest}: {}", verdict.explanation());
     }
 }
+
+/// A judge that flags every tool it is asked about, and notes their names.
+#[derive(Default)]
+struct FlagsAll(std::sync::Mutex<Vec<String>>);
+
+#[async_trait::async_trait]
+impl SecondLook for FlagsAll {
+    async fn rule(&self, _source: &str, tools: &[Tool], verdicts: &mut [Verdict]) {
+        for (tool, verdict) in tools.iter().zip(verdicts) {
+            self.0.lock().unwrap().push(tool.name.clone());
+            verdict.judgement = Some("judged".into());
+        }
+    }
+}
+
+/// A tool the user reviewed and allows is never put to a judge: one that flagged it would ask
+/// for the `[[allow]]` the user has already given (a judge of every tool asks about all the
+/// others).
+#[tokio::test]
+async fn a_judge_never_looks_at_a_tool_the_user_allows() {
+    let tools = vec![described("add", "Adds numbers."), described("run", "Runs the given shell command.")];
+    let allowed = [Allowed { tool: "run".into(), digest: crate::cache::digest(&tools[1]) }];
+    let mut screened = examine_source(&tools, &allowed);
+    let judge = FlagsAll::default();
+    second_look(&judge, "shell", &tools, &mut screened).await;
+    assert_eq!(*judge.0.lock().unwrap(), ["add"]);
+    assert!(screened.verdicts[0].flagged() && !screened.verdicts[1].flagged());
+}

@@ -350,7 +350,7 @@ impl Session {
     async fn screened_and_enhanced(&self, mut upstream: Vec<Tool>, context: &ToolContext) -> Taken {
         let mut screened = screen::examine_source(&upstream, &self.policy.allowed);
         if let Some(judge) = self.mediator.judge() {
-            judge.rule(&context.source, &upstream, &mut screened.verdicts).await;
+            screen::second_look(judge, &context.source, &upstream, &mut screened).await;
         }
         // Behind a gateway, what the screen found is kept for when the servers meet.
         let screenings = match self.source_names.len() > 1 {
