@@ -381,10 +381,10 @@ impl LlmClient {
     /// counted whatever its case and spacing ("Yes", " yes").
     fn odds(&self, response: &Value) -> Result<f64, LlmError> {
         let malformed = |message: &str| LlmError::Malformed { provider: self.provider, message: message.to_owned() };
-        let alternatives =
-            response.pointer("/choices/0/logprobs/content/0/top_logprobs").and_then(Value::as_array).ok_or_else(
-                || malformed("no choices[0].logprobs.content[0].top_logprobs (does the server give logprobs?)"),
-            )?;
+        let alternatives = response
+            .pointer("/choices/0/logprobs/content/0/top_logprobs")
+            .and_then(Value::as_array)
+            .ok_or(LlmError::NoOdds { provider: self.provider })?;
         let (mut yes, mut no) = (0.0, 0.0);
         for alternative in alternatives {
             let (Some(token), Some(logprob)) =
