@@ -17,14 +17,32 @@ enum Where {
     At(&'static [&'static str]),
 }
 
-/// Each cfg, the programs it stands for (all needed) and where their tests look for them, and
-/// the variable that asks for them.
-const NEEDS: &[(&str, &[(&str, Where)], &str)] = &[
-    ("no_redis", &[("redis-server", Where::PathOrSystem)], "TOOL_MEDIATOR_REDIS"),
-    ("no_haproxy", &[("haproxy", Where::At(&["/usr/sbin/haproxy", "/usr/bin/haproxy"]))], "TOOL_MEDIATOR_REDIS"),
-    ("no_openssl", &[("openssl", Where::Path)], "TOOL_MEDIATOR_REDIS"),
-    ("no_keyring", &[("gnome-keyring-daemon", Where::Path), ("dbus-daemon", Where::Path)], "TOOL_MEDIATOR_KEYRING"),
-    ("no_chromium", &[("chromium", Where::At(&["/usr/bin/chromium"]))], "TOOL_MEDIATOR_BROWSER"),
+/// A cfg, the programs it stands for (all needed) with where their tests look for them, and the
+/// variable that asks for them.
+struct Need {
+    cfg: &'static str,
+    programs: &'static [(&'static str, Where)],
+    asked_by: &'static str,
+}
+
+const NEEDS: &[Need] = &[
+    Need { cfg: "no_redis", programs: &[("redis-server", Where::PathOrSystem)], asked_by: "TOOL_MEDIATOR_REDIS" },
+    Need {
+        cfg: "no_haproxy",
+        programs: &[("haproxy", Where::At(&["/usr/sbin/haproxy", "/usr/bin/haproxy"]))],
+        asked_by: "TOOL_MEDIATOR_REDIS",
+    },
+    Need { cfg: "no_openssl", programs: &[("openssl", Where::Path)], asked_by: "TOOL_MEDIATOR_REDIS" },
+    Need {
+        cfg: "no_keyring",
+        programs: &[("gnome-keyring-daemon", Where::Path), ("dbus-daemon", Where::Path)],
+        asked_by: "TOOL_MEDIATOR_KEYRING",
+    },
+    Need {
+        cfg: "no_chromium",
+        programs: &[("chromium", Where::At(&["/usr/bin/chromium"]))],
+        asked_by: "TOOL_MEDIATOR_BROWSER",
+    },
 ];
 
 fn main() {
@@ -39,9 +57,9 @@ fn main() {
         println!("cargo::rerun-if-env-changed={variable}");
         std::env::var(variable).is_ok_and(|value| value == "1")
     };
-    for (cfg, programs, variable) in NEEDS {
+    for Need { cfg, programs, asked_by } in NEEDS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
-        if !asked(variable) && !programs.iter().all(|(program, place)| found(program, place)) {
+        if !asked(asked_by) && !programs.iter().all(|(program, place)| found(program, place)) {
             println!("cargo::rustc-cfg={cfg}");
         }
     }
