@@ -4,6 +4,7 @@
 //! each after a grace period. A server that client sessions share ([`pool`]) is connected to
 //! rather than started, once it runs.
 
+mod mux;
 pub mod pool;
 
 use std::io;
