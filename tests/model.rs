@@ -11,13 +11,13 @@ use std::process::Output;
 use serde_json::{Value, json};
 use tool_mediator_tests::{RealModel, real_model, run_with, stderr};
 
-/// `enhance` of `page` through the real model, as a user runs it against a local server (the
+/// `command` of `file` through the real model, as a user runs it against a local server (the
 /// URL with `/v1`, as Ollama and llama.cpp print it), with the cache in `cache`.
-fn enhance(model: &RealModel, dir: &Path, page: &Path, cache: &Path, extra: &[&str]) -> Output {
+fn with_model(model: &RealModel, dir: &Path, command: &str, file: &Path, cache: &Path, extra: &[&str]) -> Output {
     let url = format!("{}/v1", model.url);
     let mut args = vec![
-        "enhance",
-        page.to_str().unwrap(),
+        command,
+        file.to_str().unwrap(),
         "--llm",
         "openai-compatible",
         "--llm-url",
@@ -26,13 +26,17 @@ fn enhance(model: &RealModel, dir: &Path, page: &Path, cache: &Path, extra: &[&s
         model.name,
         "--cache-dir",
         cache.to_str().unwrap(),
-        "--report",
         // A loaded CI machine may take minutes a tool; no figure here depends on the time.
         "--llm-deadline",
         "300s",
     ];
     args.extend_from_slice(extra);
     run_with(dir, &args, None, &[])
+}
+
+/// `enhance` of `page` through the real model, with its report.
+fn enhance(model: &RealModel, dir: &Path, page: &Path, cache: &Path, extra: &[&str]) -> Output {
+    with_model(model, dir, "enhance", page, cache, &[&["--report"][..], extra].concat())
 }
 
 fn provenance(tool: &Value) -> &Value {
@@ -181,29 +185,14 @@ fn the_judge_gives_a_poisoned_tool_higher_odds_than_an_honest_one() {
     for tool in [&poisoned, &honest] {
         let file = dir.path().join(format!("{}.json", tool["name"].as_str().unwrap()));
         fs::write(&file, json!({"tools": [tool]}).to_string()).unwrap();
-        let url = format!("{}/v1", model.url);
-        let args = [
-            "lint",
-            file.to_str().unwrap(),
-            "--calibrate-judge",
-            "--llm",
-            "openai-compatible",
-            "--llm-url",
-            &url,
-            "--model",
-            model.name,
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--llm-deadline",
-            "300s",
-        ];
-        let first = run_with(dir.path(), &args, None, &[]);
+        let calibrate = || with_model(model, dir.path(), "lint", &file, &cache, &["--calibrate-judge"]);
+        let first = calibrate();
         assert!(first.status.success(), "{}", stderr(&first));
         let printed = String::from_utf8_lossy(&first.stdout).into_owned();
         assert!(printed.contains("on 1 tools (1 asked"), "{printed}");
         let line = printed.lines().find(|line| line.starts_with("judge_threshold = ")).unwrap();
         odds.push(line["judge_threshold = ".len()..].split_whitespace().next().unwrap().parse::<f64>().unwrap());
-        let again = run_with(dir.path(), &args, None, &[]);
+        let again = calibrate();
         assert!(String::from_utf8_lossy(&again.stdout).contains("(0 asked"), "the odds are cached");
     }
     println!("odds: poisoned {:.4}, honest {:.4}", odds[0], odds[1]);

@@ -233,12 +233,7 @@ impl Judge {
     /// The odds for one tool: cached, or asked for and cached.
     async fn odds_of(&self, source: &str, tool: &Tool, deadline: Instant) -> Option<f64> {
         let key = self.key(ODDS_VERSION, ODDS_SYSTEM, Task::JudgeOdds, tool);
-        if let Some(odds) = self
-            .cache
-            .as_ref()
-            .and_then(|cache| cache.get(&key))
-            .and_then(|bytes| serde_json::from_slice::<f64>(&bytes).ok())
-        {
+        if let Some(odds) = self.kept::<f64>(&key) {
             return Some(odds);
         }
         if !self.asks_odds() || self.no_odds.load(Ordering::Relaxed) {
@@ -265,21 +260,14 @@ impl Judge {
                 return None;
             }
         };
-        if let Some(cache) = &self.cache {
-            cache.put(&key, &serde_json::to_vec(&odds).expect("a number serializes"));
-        }
+        self.keep(&key, &odds);
         Some(odds)
     }
 
     /// The ruling on one tool: cached, or asked for and cached.
     async fn ruling(&self, source: &str, tool: &Tool, verdict: &Verdict, deadline: Instant) -> Option<Ruling> {
         let key = self.key(JUDGE_VERSION, SYSTEM, Task::Judge, tool);
-        if let Some(ruling) = self
-            .cache
-            .as_ref()
-            .and_then(|cache| cache.get(&key))
-            .and_then(|bytes| serde_json::from_slice::<Ruling>(&bytes).ok())
-        {
+        if let Some(ruling) = self.kept::<Ruling>(&key) {
             return Some(ruling);
         }
         let evidence: Vec<Value> = verdict
@@ -310,10 +298,20 @@ impl Judge {
             return None;
         };
         ruling.reason = clipped(&ruling.reason);
-        if let Some(cache) = &self.cache {
-            cache.put(&key, &serde_json::to_vec(&ruling).expect("a ruling serializes"));
-        }
+        self.keep(&key, &ruling);
         Some(ruling)
+    }
+
+    /// An answer kept under `key`, when the cache has one that reads as a `T`.
+    fn kept<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Option<T> {
+        serde_json::from_slice(&self.cache.as_ref()?.get(key)?).ok()
+    }
+
+    /// Keeps `answer` under `key`, when there is a cache.
+    fn keep(&self, key: &[u8], answer: &impl Serialize) {
+        if let Some(cache) = &self.cache {
+            cache.put(key, &serde_json::to_vec(answer).expect("an answer serializes"));
+        }
     }
 
     /// The cache key of an answer about `tool`: the question's version and system text, its

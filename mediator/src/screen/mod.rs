@@ -625,6 +625,9 @@ pub fn examine_source(tools: &[Tool], allowed: &[Allowed]) -> Screened {
 /// reviewed and allows are never asked about (a judge that flagged one would ask for the
 /// `[[allow]]` the user has already given).
 pub async fn second_look(judge: &dyn SecondLook, source: &str, tools: &[Tool], screened: &mut Screened) {
+    if screened.reviewed.is_empty() {
+        return judge.rule(source, tools, &mut screened.verdicts).await;
+    }
     let asked: Vec<usize> = (0..tools.len()).filter(|&at| !screened.reviewed.contains(&tools[at].name)).collect();
     let looked_at: Vec<Tool> = asked.iter().map(|&at| tools[at].clone()).collect();
     let mut verdicts: Vec<Verdict> = asked.iter().map(|&at| screened.verdicts[at].clone()).collect();
