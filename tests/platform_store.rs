@@ -41,6 +41,27 @@ fn credentials(access: &str) -> Credentials {
     .unwrap()
 }
 
+/// A session bus's configuration with no service directories, so nothing is started on demand:
+/// only the daemons the test starts itself are on it.
+fn bus_without_activation(socket: &std::path::Path) -> String {
+    format!(
+        r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#,
+        socket.display()
+    )
+}
+
 #[test]
 #[cfg_attr(
     no_keyring,
@@ -67,11 +88,17 @@ fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_
     assert_eq!(store.get(server).unwrap().unwrap().access_token, "access-secret-1");
 
     // A session bus of the test's own, and GNOME Keyring on it with a new keyring, unlocked.
+    // The bus starts no services on demand: the system's session bus would start a second,
+    // locked keyring when the store asks before ours has taken the name (it then stands aside,
+    // "another secret service is running", and every put is refused).
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
+    let bus_config = dir.path().join("bus.conf");
+    std::fs::write(&bus_config, bus_without_activation(&dir.path().join("bus"))).unwrap();
     let mut running = Running(Vec::new());
     let mut bus = Command::new("dbus-daemon")
-        .args(["--session", "--nofork", "--print-address=1"])
+        .arg(format!("--config-file={}", bus_config.display()))
+        .args(["--nofork", "--print-address=1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -80,6 +107,11 @@ fn tokens_go_to_the_secret_service_when_there_is_one_and_to_the_file_when_there_
     BufReader::new(bus.stdout.take().unwrap()).read_line(&mut address).unwrap();
     running.0.push(bus);
     let address = address.trim().to_owned();
+    // Nothing answers on it yet, and asking starts nothing: the file keeps the secrets.
+    unsafe { std::env::set_var("DBUS_SESSION_BUS_ADDRESS", &address) };
+    let early = CredentialStore::at(dir.path().join("early/credentials.json")).with_platform_store();
+    early.put(server, credentials("access-secret-0")).unwrap();
+    assert_eq!(early.kept_in(server).unwrap(), KeptIn::File);
     // What the daemon says goes to a file, shown if it never answers.
     let said = dir.path().join("keyring.log");
     let mut keyring = Command::new("gnome-keyring-daemon")
