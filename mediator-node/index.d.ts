@@ -128,6 +128,19 @@ export interface SessionOptions {
    * hides text); without it they are listed, with a warning. The configuration's `quarantine`
    * (false) unless told. */
   quarantine?: boolean
+  /** A lock file written by `tool-mediator pin` (`--locked`): a tool changed since it was
+   * pinned is hidden (or listed with a warning, `onChange: 'warn'`), a new one is reported. */
+  lock?: string
+  /** What a lock does with a tool changed since it was pinned (`--on-change`): `hide` unless told. */
+  onChange?: 'hide' | 'warn'
+  /** Trust on first use (`--trust-on-first-use`): the source's tools are pinned the first time
+   * they are seen, and a changed or new one is held back until `tool-mediator review` approves
+   * it (the session takes the approval in within a second, and tells `onListChanged`). The
+   * configuration's `trust_on_first_use` (false) unless told. */
+  trustOnFirstUse?: boolean
+  /** The pins file of trust on first use (`--pins-file`; turns it on). The configuration's
+   * `pins_file`, else the platform data directory's `tool-mediator/pins.json`, unless told. */
+  pinsFile?: string
 }
 
 /** One page of what a client sees: an MCP `ListToolsResult`. */

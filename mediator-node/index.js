@@ -70,13 +70,28 @@ class Mediator {
     const disclosure = options.disclosure === false ? 0 : options.disclosure
     if (options.disclosure !== false) count(options.disclosure, 'disclosure (or false)', 'session', 2)
     count(options.wholeBelow, 'wholeBelow', 'session')
-    const { disclosureMode, wholeBelow, quarantine } = options
-    if (quarantine !== undefined && typeof quarantine !== 'boolean') {
-      throw new TypeError('session: quarantine must be true or false')
+    const { disclosureMode, wholeBelow, quarantine, lock, onChange, trustOnFirstUse, pinsFile } = options
+    for (const [name, value] of [['quarantine', quarantine], ['trustOnFirstUse', trustOnFirstUse]]) {
+      if (value !== undefined && typeof value !== 'boolean') {
+        throw new TypeError(`session: ${name} must be true or false`)
+      }
     }
-    return new Session(
-      this.#native.session(source, sourceType, { disclosure, disclosureMode, wholeBelow, quarantine }),
-    )
+    for (const [name, value] of [['lock', lock], ['onChange', onChange], ['pinsFile', pinsFile]]) {
+      if (value !== undefined && typeof value !== 'string') {
+        throw new TypeError(`session: ${name} must be a string`)
+      }
+    }
+    const native = this.#native.session(source, sourceType, {
+      disclosure,
+      disclosureMode,
+      wholeBelow,
+      quarantine,
+      lock,
+      onChange,
+      trustOnFirstUse,
+      pinsFile,
+    })
+    return new Session(native)
   }
 
   toolMiddleware(context) {

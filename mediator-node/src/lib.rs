@@ -28,7 +28,9 @@ use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
+use tool_mediator::admission::Admission;
 use tool_mediator::llm::Provider;
+use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, Route};
 use tool_mediator::{ChainOptions, MediatorConfig, NameRules, SourceType, Tool, ToolContext};
 
@@ -91,6 +93,18 @@ pub struct SessionOptions {
     pub whole_below: Option<u32>,
     /// Leave out the tools suspected of poisoning (`--quarantine`).
     pub quarantine: Option<bool>,
+    /// A lock file written by `tool-mediator pin` (`--locked`): a tool changed since it was
+    /// pinned is hidden (or listed with a warning, `onChange: "warn"`), a new one reported.
+    pub lock: Option<String>,
+    /// `hide` (default) or `warn`: what a lock does with a changed tool (`--on-change`).
+    pub on_change: Option<String>,
+    /// Trust on first use (`--trust-on-first-use`; the configuration's `trust_on_first_use`
+    /// unless told): the source's tools are pinned the first time they are seen, and a changed
+    /// or new one is held back until `tool-mediator review` approves it.
+    pub trust_on_first_use: Option<bool>,
+    /// The pins file of trust on first use (`--pins-file`; turns it on); the configuration's,
+    /// else the platform data directory's `tool-mediator/pins.json`.
+    pub pins_file: Option<String>,
 }
 
 /// A chain of transformers built from settings, shared by every call and session made from it.
@@ -230,7 +244,9 @@ impl Mediator {
         }
         settings.quarantine |= options.quarantine.unwrap_or(false);
         let policy = settings.session_policy();
-        Ok(Session::new(tool_mediator::session::Session::new(self.core.clone(), context, policy)))
+        let admission = admission(&settings, &options)?;
+        let core = tool_mediator::session::Session::new(self.core.clone(), context, policy).with_admission(admission);
+        Ok(Session::new(core))
     }
 }
 
@@ -249,7 +265,9 @@ impl Session {
             let core = core.clone();
             async move { tool_mediator::session::Session::follow_chain(&core).await }
         });
-        Session { core, listeners: std::sync::Mutex::new(vec![following]) }
+        // With trust on first use, a review's approval reaches the session.
+        let reviews = spawn(tool_mediator::session::Session::follow_reviews(Arc::downgrade(&core)));
+        Session { core, listeners: std::sync::Mutex::new(vec![following, reviews]) }
     }
 }
 
@@ -328,6 +346,35 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The pin lock and trust on first use a session's options and `settings` ask for, their files
+/// read once to check them.
+fn admission(settings: &MediatorConfig, options: &SessionOptions) -> Result<Admission> {
+    let mut admission = Admission::default();
+    if let Some(path) = &options.lock {
+        let hide_changed = match options.on_change.as_deref() {
+            None | Some("hide") => true,
+            Some("warn") => false,
+            Some(other) => return Err(failure(format!("onChange must be `hide` or `warn`, not `{other}`"))),
+        };
+        let lock = tool_mediator::pin::Lock::read(path.as_ref()).map_err(failed)?;
+        admission = admission.with_lock(Arc::new(lock), hide_changed);
+    } else if options.on_change.is_some() {
+        return Err(failure("onChange needs a lock"));
+    }
+    let trusting = options.trust_on_first_use.unwrap_or(settings.trust_on_first_use) || options.pins_file.is_some();
+    if trusting {
+        let path = options.pins_file.as_ref().map(PathBuf::from).or_else(|| settings.pins_path()).ok_or_else(|| {
+            failure(
+                "trust on first use: no data directory for the pins file (set XDG_DATA_HOME or HOME, or give pinsFile)",
+            )
+        })?;
+        let file = PinsFile::at(path);
+        file.read().map_err(failed)?;
+        admission = admission.with_pins(Arc::new(file));
+    }
+    Ok(admission)
 }
 
 fn failure(message: impl Display) -> Error {

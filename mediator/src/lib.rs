@@ -26,6 +26,7 @@
 //! # });
 //! ```
 
+pub mod admission;
 pub mod cache;
 mod chain;
 mod config;

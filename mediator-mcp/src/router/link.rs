@@ -2,7 +2,6 @@
 //! what each gets back), and what the router knows of it (its name, its capabilities, its last
 //! tool listing). A server that stops and starts again keeps its link; only the connection is new.
 
-use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +14,7 @@ use super::mediation::{Listing, Relisting};
 use crate::jsonrpc::{self, Id};
 use crate::lines::Outbox;
 use crate::pending::Pending;
-use tool_mediator_core::Tool;
+use tool_mediator::admission::{Source, ToolFilter};
 use tool_mediator_core::sync::lock;
 
 /// What waits for a server's answer: the client, or a request of the proxy's own.
@@ -133,24 +132,9 @@ pub(crate) struct Link {
     sign_in: Option<Arc<crate::auth::SignIn>>,
 }
 
-/// Which of a server's tools the client may see.
-#[derive(Debug, Default, PartialEq)]
-struct Filter {
-    include: Option<HashSet<String>>,
-    exclude: HashSet<String>,
-    /// Nothing at all: the server is not the client's any more.
-    withdrawn: bool,
-}
-
-impl Filter {
-    fn of(include: Option<Vec<String>>, exclude: Vec<String>) -> Filter {
-        Filter {
-            include: include.map(|names| names.into_iter().collect()),
-            exclude: exclude.into_iter().collect(),
-            withdrawn: false,
-        }
-    }
-}
+/// Which of a server's tools the client may see: `None` when nothing at all (the server is not
+/// the client's any more).
+type Filter = Option<ToolFilter>;
 
 /// Where a running server's handshake stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +165,7 @@ impl Link {
         let label = label_of(&settings.name);
         Link {
             index,
-            filter: Mutex::new(Filter::of(settings.include, settings.exclude)),
+            filter: Mutex::new(Some(ToolFilter::of(settings.include, settings.exclude))),
             fallback_source: Mutex::new(settings.name.clone()),
             pending: Mutex::new(Pending::gone_with(format!("{label} has not started"))),
             label,
@@ -352,26 +336,26 @@ impl Link {
             .is_some_and(|result| result.pointer("/capabilities/tools/listChanged") == Some(&Value::Bool(true)))
     }
 
-    /// Whether the settings let `tool` through (by the server's name for it).
-    pub(super) fn admits(&self, tool: &Tool) -> bool {
-        let filter = lock(&self.filter);
-        !filter.withdrawn
-            && filter.include.as_ref().is_none_or(|names| names.contains(&tool.name))
-            && !filter.exclude.contains(&tool.name)
+    /// The server as the session's admission knows it: its names, and which of its tools the
+    /// settings let through now.
+    pub(super) fn admission_source(&self) -> Source {
+        Source {
+            name: self.name.clone(),
+            pinned_as: self.pinned_as.clone(),
+            label: self.label.clone(),
+            filter: lock(&self.filter).clone().unwrap_or_else(ToolFilter::nothing),
+        }
     }
 
     /// The client may see nothing of it any more (its view no longer shows it).
     pub(super) fn is_withdrawn(&self) -> bool {
-        lock(&self.filter).withdrawn
+        lock(&self.filter).is_none()
     }
 
     /// The settings say now that the client may see the tools `shown` lets through (`None`:
     /// nothing of this server); whether that changed.
     pub(super) fn narrow(&self, shown: Option<&crate::options::Shown>) -> bool {
-        let next = match shown {
-            Some(shown) => Filter::of(shown.include.clone(), shown.exclude.clone()),
-            None => Filter { withdrawn: true, ..Filter::default() },
-        };
+        let next = shown.map(|shown| ToolFilter::of(shown.include.clone(), shown.exclude.clone()));
         let mut filter = lock(&self.filter);
         let changed = *filter != next;
         *filter = next;

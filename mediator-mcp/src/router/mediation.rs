@@ -18,8 +18,6 @@ pub(super) struct Listing {
     pub(super) bytes: usize,
     /// The tools of it that could not be read, left out of what the client sees.
     pub(super) left_out: Vec<LeftOut>,
-    /// With trust on first use: the tools as screened against the pins, to screen again.
-    pub(super) screened: Option<super::trust::Screened>,
     /// What the chain did when it took the tools in: after it changed, they are taken in again
     /// however the server lists.
     pub(super) chain: Option<ChainVersion>,
@@ -187,15 +185,13 @@ impl Router {
         }
         let number = link.listings_started.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let fetched = self.fetch(link, meta).await?;
-        // What was left out of a list that has not changed is left out still, and what was
-        // held back of it is held still.
+        // What was left out of a list that has not changed is left out still (and what the
+        // session's admission held back of it is held still).
         // Read before the chain takes the tools in: a change meanwhile is taken in next time.
         let chain = self.mediator.version();
-        let (known, known_chain, left_out, screened) = match lock(&link.listing).as_ref() {
-            Some(known) => {
-                (Some(known.fingerprint), known.chain.clone(), known.left_out.clone(), known.screened.clone())
-            }
-            None => (None, chain.clone(), Vec::new(), None),
+        let (known, known_chain, left_out) = match lock(&link.listing).as_ref() {
+            Some(known) => (Some(known.fingerprint), known.chain.clone(), known.left_out.clone()),
+            None => (None, chain.clone(), Vec::new()),
         };
         let taken_by_an_earlier_chain = known_chain != chain;
         let mut listing = Listing {
@@ -203,37 +199,13 @@ impl Router {
             rest: fetched.rest.clone(),
             bytes: fetched.bytes(),
             left_out,
-            screened,
             chain,
         };
         if known != Some(listing.fingerprint) || taken_by_an_earlier_chain {
             // Tools are read only from a list that changed.
-            let (mut tools, left_out) = fetched.tools(&self.warnings);
+            let (tools, left_out) = fetched.tools(&self.warnings);
             listing.left_out = left_out;
             drop(fetched);
-            tools.retain(|tool| link.admits(tool));
-            // A tool changed since it was pinned is a rug pull until the lock says otherwise.
-            if let Some(lock) = &self.lock {
-                tools.retain(|tool| match lock.standing_of(Some(&link.name), tool) {
-                    tool_mediator::pin::Standing::Pinned => true,
-                    tool_mediator::pin::Standing::New => {
-                        tracing::warn!("{} lists `{}`, which is new since the lock", link.label, tool.name);
-                        true
-                    }
-                    tool_mediator::pin::Standing::Changed => {
-                        let action = if self.hide_changed { "hidden until the lock is updated" } else { "listed" };
-                        tracing::warn!("{} changed `{}` since it was pinned; {action}", link.label, tool.name);
-                        !self.hide_changed
-                    }
-                });
-            }
-            // Trust on first use: held back until reviewed, by the server's own names.
-            if let Some(trust) = &self.trust {
-                let (admitted, screened) =
-                    self.screen_pins(trust, link, Arc::new(tools)).await.map_err(Unanswered::Failed)?;
-                listing.screened = Some(screened);
-                tools = admitted;
-            }
             let source = link.source(self.source.as_ref());
             if known.is_none() {
                 tracing::info!(
@@ -241,8 +213,12 @@ impl Router {
                     tool_mediator::counted(tools.len(), "tool", "tools")
                 );
             }
+            // Include and exclude, the lock, trust on first use: the session's admission.
             let context = ToolContext::new(source, SourceType::Api);
-            self.session.take_in_from(link.index, &context, tools).await;
+            self.session
+                .take_in_listing(link.index, &link.admission_source(), &context, tools)
+                .await
+                .map_err(|error| Unanswered::Failed(error.to_string()))?;
         }
         let rest = listing.rest.clone();
         *lock(&link.listing) = Some(listing);
@@ -309,7 +285,7 @@ impl Router {
         let _listing = ClientListing(&self);
         // A review since the last look is seen by the listing that follows it.
         if cursor.is_none() {
-            self.notice_reviews().await;
+            self.session.notice_reviews().await;
         }
         let stored = match cursor.is_some() {
             true => self.links.iter().find_map(|link| lock(&link.listing).as_ref().map(|listing| listing.rest.clone())),
@@ -511,12 +487,6 @@ impl Router {
             Some(route) => route,
             None => self.session.route_call(&name, arguments.clone()).await,
         };
-        // A lock screens tools as they are listed: no call passes unlisted (the session's
-        // quarantine keeps them out the same way).
-        let screens = self.lock.is_some() || self.trust.is_some();
-        if matches!(route, Route::Upstream { .. }) && screens && !self.session.has_list() {
-            return self.to_client(jsonrpc::error_response(&id, INVALID_PARAMS, &format!("Unknown tool: {name}")));
-        }
         match route {
             Route::Local(mut result) => {
                 if stateless && let Some(result) = result.as_object_mut() {

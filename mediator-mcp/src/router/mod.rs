@@ -36,7 +36,6 @@ mod heard;
 mod incoming;
 mod link;
 mod mediation;
-mod trust;
 
 pub use link::LinkSettings;
 use link::{Joining, Purpose, Reply, Unanswered, Waiter};
@@ -85,10 +84,6 @@ pub(super) struct Router {
     restarts: bool,
     /// Prefix every prompt with its server's name, as the session does tools.
     prefix: bool,
-    lock: Option<Arc<tool_mediator::pin::Lock>>,
-    hide_changed: bool,
-    /// Trust on first use, when on.
-    trust: Option<trust::Trust>,
     pub(super) to_client: Outbox,
     pub(super) links: Vec<Arc<Link>>,
     warnings: Warnings,
@@ -115,16 +110,22 @@ impl Router {
         let names = links.iter().map(|link| link.name.clone()).collect();
         let context = ToolContext::new(options.source.clone().unwrap_or_default(), SourceType::Api);
         let (mediator, changes) = (options.mediator.clone(), options.mediator.changes());
-        let session = Arc::new(Session::of_sources(options.mediator, context, names, options.policy.clone()));
+        let mut admission = tool_mediator::admission::Admission::default();
+        if let Some(lock) = &options.lock {
+            admission = admission.with_lock(lock.clone(), options.hide_changed);
+        }
+        if let Some(pins) = &options.pins {
+            admission = admission.with_pins(pins.clone());
+        }
+        let session = Arc::new(
+            Session::of_sources(options.mediator, context, names, options.policy.clone()).with_admission(admission),
+        );
         let router = Arc::new(Router {
             source: options.source,
             max_message_bytes: options.max_message_bytes,
             request_timeout: options.request_timeout,
             restarts: options.restart.is_some(),
             prefix: options.policy.prefix,
-            lock: options.lock.clone(),
-            hide_changed: options.hide_changed,
-            trust: options.pins.clone().map(trust::Trust::new),
             to_client,
             links,
             warnings: Warnings::default(),
@@ -139,7 +140,7 @@ impl Router {
             session: session.clone(),
         });
         tokio::spawn(Router::follow(Arc::downgrade(&router), session.subscribe(), changes));
-        Router::watch_pins(&router);
+        tokio::spawn(Session::follow_reviews(Arc::downgrade(&session)));
         router
     }
 

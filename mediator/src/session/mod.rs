@@ -21,6 +21,7 @@
 //! [`ListChanged`] event only when the visible set actually changes. Hooks and predicates run
 //! while the session holds its locks: they must not call back into the session.
 
+mod admitted;
 mod cursor;
 mod disclosure;
 mod earlier;
@@ -37,6 +38,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use crate::admission::{Admission, AdmissionError, Admitted, Source};
 use crate::chain::Mediator;
 use crate::screen;
 use tool_mediator_core::{EnhancedTool, Tool, ToolContext};
@@ -202,6 +204,8 @@ struct State {
     generation: u64,
     /// Names the tools had before they were renamed, still callable.
     earlier: earlier::EarlierNames,
+    /// The order the sources' listings came in, and what the pins said of each.
+    admissions: admitted::Admissions,
 }
 
 /// One connected client's view of the tools. Every name it emits (enhanced tools, category
@@ -213,6 +217,8 @@ pub struct Session {
     /// The sources' names, in order: what a name two of them share is prefixed with.
     source_names: Vec<String>,
     policy: SessionPolicy,
+    /// What every listing passes before it is taken in.
+    admission: Admission,
     state: Mutex<State>,
     /// Serializes group switches, hooks included, so concurrent calls leave a consistent state.
     switching: tokio::sync::Mutex<()>,
@@ -246,10 +252,18 @@ impl Session {
             source_names,
             state: Mutex::new(State { groups, sources, ..State::default() }),
             policy,
+            admission: Admission::default(),
             switching: tokio::sync::Mutex::new(()),
             debounce_pending: AtomicBool::new(false),
             events,
         }
+    }
+
+    /// Every listing passes `admission` (a pin lock, trust on first use) before the session
+    /// takes it in; a call passes only to a tool listed.
+    pub fn with_admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
     }
 
     /// A passthrough session: no transformers, no policy.
@@ -281,6 +295,10 @@ impl Session {
     /// changed and would rather not keep a copy of it.
     pub async fn list_tools(&self, upstream: &[Tool], cursor: Option<&str>) -> Result<ListPage, InvalidCursor> {
         let position = decode(cursor)?;
+        // A review since the last look is seen by the listing that follows it.
+        if cursor.is_none() {
+            self.notice_reviews().await;
+        }
         let taken = {
             let state = self.state();
             state.upstream.as_deref() == Some(upstream) && state.chain == self.mediator.version()
@@ -317,20 +335,43 @@ impl Session {
     /// context): for a front door that shows one list under several policies and enhances it
     /// once (`tokens`).
     pub fn take_in_enhanced(&self, enhanced: Vec<EnhancedTool>) {
-        self.settle(0, Some(Taken { tools: enhanced, reviewed: HashSet::new(), screenings: HashMap::new() }), None);
+        self.settle(0, Some(Taken { tools: enhanced, ..Taken::nothing() }), None);
     }
 
     /// Takes in source number `source`'s new list, enhanced with `context` (its overrides):
-    /// the client sees it merged with the other sources' lists, and is told if that changed.
+    /// the client sees what the admission lets through merged with the other sources' lists,
+    /// and is told if that changed. The source is known to the admission by the context's
+    /// name; one the pins file cannot screen (it cannot be read) lists nothing, with a warning.
     pub async fn take_in_from(&self, source: usize, context: &ToolContext, upstream: Vec<Tool>) {
-        let enhanced = self.screened_and_enhanced(upstream, context).await;
-        self.settle(source, Some(enhanced), None);
+        let from = Source::named(&context.source);
+        if let Err(error) = self.take_in_listing(source, &from, context, upstream).await {
+            tracing::warn!("{error}: nothing of {} is listed", from.label);
+            self.settle(source, Some(Taken::nothing()), None);
+        }
+    }
+
+    /// [`Session::take_in_from`] for a host that names its sources to the admission itself (a
+    /// gateway's servers: their names, what they are pinned under, their include and exclude):
+    /// a pins file that cannot be read is its error, and nothing of the listing is taken in. A
+    /// listing of the same source started later wins; one that started before is not taken in.
+    pub async fn take_in_listing(
+        &self,
+        index: usize,
+        from: &Source,
+        context: &ToolContext,
+        upstream: Vec<Tool>,
+    ) -> Result<(), AdmissionError> {
+        let number = self.state().admissions.start(index);
+        let admitted = self.admission.admit(from, upstream).await?;
+        self.take_in_admitted(index, number, from, context, admitted, None).await;
+        Ok(())
     }
 
     /// Source number `source` is gone (its server died): its tools leave the list until it is
     /// taken in again, and the client is told. The names of the other sources' tools stay as
     /// they were meanwhile.
     pub fn forget(&self, source: usize) {
+        self.state().admissions.forget(source);
         self.settle(source, None, None);
     }
 
@@ -338,9 +379,79 @@ impl Session {
     async fn take_in_keeping(&self, upstream: Vec<Tool>, kept: Option<Vec<Tool>>) {
         // Read before the chain runs: a change while it does is taken in next time.
         let chain = kept.as_ref().and_then(|_| self.mediator.version());
-        let enhanced = self.screened_and_enhanced(upstream, &self.context).await;
-        self.settle(0, Some(enhanced), kept);
-        self.state().chain = chain;
+        let number = self.state().admissions.start(0);
+        let from = Source::named(&self.context.source);
+        let (admitted, kept) = match self.admission.admit(&from, upstream).await {
+            Ok(admitted) => (admitted, kept),
+            Err(error) => {
+                // Nothing is admitted, and the same list given again is screened again.
+                tracing::warn!("{error}: nothing of {} is listed", from.label);
+                (Admitted { tools: Vec::new(), screened: None }, None)
+            }
+        };
+        if self.take_in_admitted(0, number, &from, &self.context, admitted, kept).await {
+            self.state().chain = chain;
+        }
+    }
+
+    /// Takes in `admitted`, listing `number` of source `index`, unless a later listing of it
+    /// started meanwhile: whether it was.
+    async fn take_in_admitted(
+        &self,
+        index: usize,
+        number: u64,
+        from: &Source,
+        context: &ToolContext,
+        admitted: Admitted,
+        kept: Option<Vec<Tool>>,
+    ) -> bool {
+        if let Some(screened) = admitted.screened {
+            let mut state = self.state();
+            if !state.admissions.is_latest(index, number) {
+                return false;
+            }
+            state.admissions.keep(index, number, from, context, screened);
+        }
+        let enhanced = self.screened_and_enhanced(admitted.tools, context).await;
+        self.settle_listing(index, number, enhanced, kept)
+    }
+
+    /// Screens each source's last listing against the pins again if the pins file changed (a
+    /// review approved or rejected a tool, or another session pinned one), and takes in those
+    /// of which what is held changed: the client is told.
+    pub async fn notice_reviews(&self) {
+        if !self.admission.reviews_changed() {
+            return;
+        }
+        let kept = self.state().admissions.kept();
+        for (index, kept) in kept {
+            let admitted = match self.admission.again(&kept.source, &kept.screened).await {
+                Ok(Some(admitted)) => admitted,
+                Ok(None) => continue,
+                Err(error) => {
+                    tracing::warn!("cannot screen the tools of {} again: {error}", kept.source.label);
+                    continue;
+                }
+            };
+            // A listing of the source that started since is newer than what was screened.
+            let Some(number) = self.state().admissions.start_again(index, &kept) else { continue };
+            let upstream = (index == 0).then(|| self.state().upstream.clone()).flatten();
+            self.take_in_admitted(index, number, &kept.source, &kept.context, admitted, upstream).await;
+        }
+    }
+
+    /// Notices reviews ([`Session::notice_reviews`]) every second for as long as the session is
+    /// in use (it holds no reference of its own). Returns at once for a session without trust
+    /// on first use.
+    pub async fn follow_reviews(session: std::sync::Weak<Session>) {
+        if !session.upgrade().is_some_and(|session| session.admission.has_pins()) {
+            return;
+        }
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let Some(session) = session.upgrade() else { return };
+            session.notice_reviews().await;
+        }
     }
 
     /// What every list taken in goes through: the screen (with a language model's second look
@@ -369,52 +480,67 @@ impl Session {
         Taken { tools, reviewed: screened.reviewed, screenings }
     }
 
+    /// [`Session::settle`] listing `number` of source `index`, unless a later one started:
+    /// whether it was.
+    fn settle_listing(&self, index: usize, number: u64, taken: Taken, kept: Option<Vec<Tool>>) -> bool {
+        let mut state = self.state();
+        if !state.admissions.is_latest(index, number) {
+            return false;
+        }
+        let changed = self.settle_in(&mut state, index, Some(taken), kept);
+        drop(state);
+        self.announce(changed);
+        true
+    }
+
     /// Puts `taken` in as source `source`'s tools and works out what the client sees.
     fn settle(&self, source: usize, taken: Option<Taken>, kept: Option<Vec<Tool>>) {
+        let changed = self.settle_in(&mut self.state(), source, taken, kept);
+        self.announce(changed);
+    }
+
+    /// [`Session::settle`] under the state's lock: whether what the client sees changed.
+    fn settle_in(&self, state: &mut State, source: usize, taken: Option<Taken>, kept: Option<Vec<Tool>>) -> bool {
         let (enhanced, reviewed, screenings) = match taken {
             Some(Taken { tools, reviewed, screenings }) => (Some(tools), reviewed, screenings),
             None => (None, HashSet::new(), HashMap::new()),
         };
-        let changed = {
-            let mut state = self.state();
-            state.upstream = kept;
-            let before = earlier::names_of(state.tools.as_deref(), &state.owners);
-            // The search tool's name is the session's own: no server takes it.
-            let reserved: &[&str] = if self.policy.search { &[search::SEARCH_TOOL] } else { &[] };
-            if self.source_names.len() <= 1 {
-                let mut enhanced = enhanced;
-                if let Some(tools) = enhanced.as_mut() {
-                    sources::keep_reserved(tools, reserved, self.mediator.name_rules());
-                }
-                state.owners = vec![0; enhanced.as_ref().map_or(0, Vec::len)];
-                state.tools = enhanced;
-            } else {
-                if let Some(part) = state.sources.get_mut(source) {
-                    part.down = enhanced.is_none();
-                    if enhanced.is_some() {
-                        part.tools = enhanced;
-                        part.reviewed = reviewed;
-                        part.screenings = screenings;
-                    }
-                }
-                let (tools, owners) = sources::merge(
-                    &state.sources,
-                    &self.source_names,
-                    self.policy.prefix,
-                    self.policy.quarantine,
-                    reserved,
-                    self.mediator.name_rules(),
-                );
-                state.tools = Some(tools);
-                state.owners = owners;
+        state.upstream = kept;
+        let before = earlier::names_of(state.tools.as_deref(), &state.owners);
+        // The search tool's name is the session's own: no server takes it.
+        let reserved: &[&str] = if self.policy.search { &[search::SEARCH_TOOL] } else { &[] };
+        if self.source_names.len() <= 1 {
+            let mut enhanced = enhanced;
+            if let Some(tools) = enhanced.as_mut() {
+                sources::keep_reserved(tools, reserved, self.mediator.name_rules());
             }
-            let State { earlier, tools, owners, sources, .. } = &mut *state;
-            earlier.note(before, tools.as_deref(), owners, sources);
-            state.derived = None;
-            state.index = None;
-            self.view_now(&mut state).1
-        };
-        self.announce(changed);
+            state.owners = vec![0; enhanced.as_ref().map_or(0, Vec::len)];
+            state.tools = enhanced;
+        } else {
+            if let Some(part) = state.sources.get_mut(source) {
+                part.down = enhanced.is_none();
+                if enhanced.is_some() {
+                    part.tools = enhanced;
+                    part.reviewed = reviewed;
+                    part.screenings = screenings;
+                }
+            }
+            let (tools, owners) = sources::merge(
+                &state.sources,
+                &self.source_names,
+                self.policy.prefix,
+                self.policy.quarantine,
+                reserved,
+                self.mediator.name_rules(),
+            );
+            state.tools = Some(tools);
+            state.owners = owners;
+        }
+        let State { earlier, tools, owners, sources, .. } = &mut *state;
+        earlier.note(before, tools.as_deref(), owners, sources);
+        state.derived = None;
+        state.index = None;
+        self.view_now(state).1
     }
 
     /// One page of what the client sees now, from the start or from `cursor`.
@@ -483,13 +609,14 @@ impl Session {
 
     /// Whether the session changes nothing: then a call before the first listing can go
     /// upstream as it is. A session that searches answers `search_tools` itself, and one that
-    /// quarantines must see a tool before it lets a call through.
+    /// quarantines (or may hold a tool back) must see a tool before it lets a call through.
     fn is_passthrough(&self) -> bool {
         self.mediator.transformers().next().is_none()
             && self.source_names.len() <= 1
             && self.policy.disclosure.is_none()
             && !self.policy.search
             && !self.policy.quarantine
+            && !self.admission.holds_back()
             && self.policy.groups.is_empty()
             && self.policy.visibility.is_empty()
             && self.policy.enum_filters.is_empty()
@@ -630,4 +757,11 @@ struct Taken {
     reviewed: HashSet<String>,
     /// Behind a gateway, what the screen kept of each tool (by the source's name).
     screenings: HashMap<String, screen::Screening>,
+}
+
+impl Taken {
+    /// No tools at all.
+    fn nothing() -> Taken {
+        Taken { tools: Vec::new(), reviewed: HashSet::new(), screenings: HashMap::new() }
+    }
 }
