@@ -10,7 +10,7 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tool_mediator_mcp::auth::{CredentialStore, Credentials, KeptIn, StoreError};
+use tool_mediator_mcp::upstream::auth::{CredentialStore, Credentials, KeptIn, StoreError};
 
 /// Children ended when the test ends, however it ends.
 struct Running(Vec<Child>);

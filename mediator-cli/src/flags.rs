@@ -439,8 +439,11 @@ pub struct SignInArgs {
 
 impl SignInArgs {
     /// `base` (a servers file's `oauth`) with what these flags say over it.
-    pub fn over(&self, base: tool_mediator_mcp::auth::SignInOptions) -> tool_mediator_mcp::auth::SignInOptions {
-        use tool_mediator_mcp::auth::{Grant, SignInOptions};
+    pub fn over(
+        &self,
+        base: tool_mediator_mcp::upstream::auth::SignInOptions,
+    ) -> tool_mediator_mcp::upstream::auth::SignInOptions {
+        use tool_mediator_mcp::upstream::auth::{Grant, SignInOptions};
         SignInOptions {
             client_id: self.client_id.clone().or(base.client_id),
             client_secret_env: self.client_secret_env.clone().or(base.client_secret_env),

@@ -23,7 +23,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
                 // Asked to sign in, the user is told, whatever the logging says.
                 .add_directive(
-                    format!("{}=warn", tool_mediator_mcp::auth::SIGN_IN_PROMPT).parse().expect("a filter directive"),
+                    format!("{}=warn", tool_mediator_mcp::upstream::auth::SIGN_IN_PROMPT)
+                        .parse()
+                        .expect("a filter directive"),
                 ),
         )
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -25,14 +25,14 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 
-use crate::lines::{Outbox, read_lines};
 use crate::options::{OUTBOX_BYTES, ProxyOptions};
-use crate::remote::Remote;
+use crate::router::supervisor::Supervisor;
 use crate::router::{LinkSettings, Router};
 use crate::servers::{Scope, ServerConfig, Servers, Transport};
 use crate::signals::stop_signal;
-use crate::supervisor::Supervisor;
+use crate::upstream::remote::Remote;
 use crate::upstream::{Server, ServerEnd, StartError, Upstream};
+use crate::wire::lines::{Outbox, read_lines};
 
 /// How a proxy run ended.
 #[derive(Debug)]
@@ -180,7 +180,7 @@ where
                 Ok(started) => Some(started),
                 Err(error) if restart.is_none() => return Err(error.into()),
                 Err(error) => {
-                    tracing::warn!("{}", error.starting(&crate::router::label_of(&server.settings.name)));
+                    tracing::warn!("{}", error.starting(&crate::upstream::label_of(&server.settings.name)));
                     None
                 }
             },

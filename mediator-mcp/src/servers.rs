@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use tool_mediator_core::Place;
 
-use crate::auth::SignInOptions;
+use crate::upstream::auth::SignInOptions;
 
 /// A gateway's servers, in the file's order.
 #[derive(Debug, Clone, PartialEq)]
@@ -735,7 +735,7 @@ mod tests {
         let Transport::Http { oauth, .. } = &servers.servers[0].transport else { panic!("HTTP") };
         assert_eq!(oauth.client_id.as_deref(), Some("id"));
         assert_eq!(oauth.client_secret_env.as_deref(), Some("X_SECRET"));
-        assert_eq!(oauth.grant, crate::auth::Grant::ClientCredentials);
+        assert_eq!(oauth.grant, crate::upstream::auth::Grant::ClientCredentials);
         assert!(servers.warnings.is_empty(), "{:?}", servers.warnings);
 
         let error =

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
-use tool_mediator_mcp::auth::{AuthError, Challenge, CredentialStore, SignIn, SignInOptions};
+use tool_mediator_mcp::upstream::auth::{AuthError, Challenge, CredentialStore, SignIn, SignInOptions};
 
 #[derive(Default)]
 struct World {
@@ -230,7 +230,8 @@ async fn signs_in_refreshes_a_rotated_token_and_signs_in_again_once_the_refresh_
     let signed = sign_in.login().await.unwrap();
     drop(guard);
     let heard = String::from_utf8(heard.0.lock().unwrap().clone()).unwrap();
-    let prompt = heard.lines().find(|line| line.contains(tool_mediator_mcp::auth::SIGN_IN_PROMPT)).expect(&heard);
+    let prompt =
+        heard.lines().find(|line| line.contains(tool_mediator_mcp::upstream::auth::SIGN_IN_PROMPT)).expect(&heard);
     assert!(prompt.contains("asks you to sign in (your browser was opened, or open the url)"), "{prompt}");
     assert!(prompt.contains("url=http://127.0.0.1:"), "{prompt}");
     assert!(prompt.contains("browser_opened=true"), "{prompt}");
@@ -382,7 +383,7 @@ impl Client {
 
 #[tokio::test]
 async fn a_gateway_serves_on_while_the_user_signs_in_and_lists_the_tools_once_they_have() {
-    use tool_mediator_mcp::remote::Remote;
+    use tool_mediator_mcp::upstream::remote::Remote;
     use tool_mediator_mcp::{LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
     let (world, server) = start().await;
@@ -467,7 +468,7 @@ async fn a_gateway_serves_on_while_the_user_signs_in_and_lists_the_tools_once_th
 
 #[tokio::test]
 async fn a_call_refused_once_signed_in_is_answered_at_once_with_how_to_sign_in() {
-    use tool_mediator_mcp::remote::Remote;
+    use tool_mediator_mcp::upstream::remote::Remote;
     use tool_mediator_mcp::{LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
     let (world, server) = start().await;

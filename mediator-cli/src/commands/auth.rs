@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
-use tool_mediator_mcp::auth::{CredentialStore, KeptIn, SignIn, SignInOptions};
 use tool_mediator_mcp::servers::{Servers, Transport};
+use tool_mediator_mcp::upstream::auth::{CredentialStore, KeptIn, SignIn, SignInOptions};
 
 use tool_mediator::screen::printable;
 

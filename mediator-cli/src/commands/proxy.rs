@@ -8,10 +8,10 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use tool_mediator::pin::PinsFile;
 use tool_mediator::session::{DisclosureMode, SessionPolicy};
-use tool_mediator_mcp::access::{OAuthOptions, ProtectedResource};
-use tool_mediator_mcp::listen::{Exposure, ListenOptions};
-use tool_mediator_mcp::remote::Remote;
+use tool_mediator_mcp::front::access::{OAuthOptions, ProtectedResource};
+use tool_mediator_mcp::front::listen::{Exposure, ListenOptions};
 use tool_mediator_mcp::servers::{Scope, View};
+use tool_mediator_mcp::upstream::remote::Remote;
 use tool_mediator_mcp::{Ending, LinkSettings, ProxyOptions, ServerSpec, Upstream};
 
 use crate::config::Setup;
@@ -279,11 +279,11 @@ pub async fn serve(
         // The token is the proxy's own: no server inherits it.
         let withheld_env = options.withheld_env.iter().cloned().chain(args.token_env.iter().cloned()).collect();
         let options = ProxyOptions { withheld_env, ..options };
-        tool_mediator_mcp::listen::serve(listener, listen, options, servers).await?;
+        tool_mediator_mcp::front::listen::serve(listener, listen, options, servers).await?;
         setup.finish();
         return Ok(ExitCode::SUCCESS);
     }
-    let ending = tool_mediator_mcp::serve(options, servers, tool_mediator_mcp::stdio::stdio()).await?;
+    let ending = tool_mediator_mcp::serve(options, servers, tool_mediator_mcp::front::stdio::stdio()).await?;
     setup.finish();
     match ending {
         Ending::ClientClosed { server } => {

@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{JOIN_GRACE, JOIN_WINDOW, Joining, Link, MAX_PAGES, Purpose, Reply, Router, Unanswered, page_params};
-use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
-use crate::revision::{
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
+use crate::wire::revision::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, REVISIONS, SERVER_INFO_KEY, STATELESS_REVISIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
@@ -55,7 +55,7 @@ fn initialize_for(discover: &Value) -> Value {
     let client = meta.and_then(|meta| meta.get(CLIENT_INFO_KEY)).cloned().unwrap_or_else(
         || json!({"name": "tool-mediator", "title": "tool-mediator gateway", "version": env!("CARGO_PKG_VERSION")}),
     );
-    json!({"protocolVersion": crate::revision::REVISIONS[3], "capabilities": capabilities, "clientInfo": client})
+    json!({"protocolVersion": crate::wire::revision::REVISIONS[3], "capabilities": capabilities, "clientInfo": client})
 }
 
 /// JSON-RPC's code for a method the receiver does not have.
@@ -469,7 +469,7 @@ impl Router {
         let mut result = Map::new();
         result.insert(kind.key().to_owned(), Value::Array(items));
         if stateless {
-            crate::revision::complete_for_stateless(&mut result, true);
+            crate::wire::revision::complete_for_stateless(&mut result, true);
         }
         self.to_client(jsonrpc::response(&id, &Value::Object(result).to_string()));
     }

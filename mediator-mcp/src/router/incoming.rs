@@ -10,10 +10,10 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{Link, Purpose, Reply, Router, Waiter, lossless};
-use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Malformed, Message};
-use crate::lines::Line;
-use crate::pending::MAX_WAITING;
-use crate::revision::SUBSCRIPTION_ID_KEY;
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, Id, Malformed, Message};
+use crate::wire::lines::Line;
+use crate::wire::pending::MAX_WAITING;
+use crate::wire::revision::SUBSCRIPTION_ID_KEY;
 use tool_mediator_core::sync::lock;
 
 /// Where a line came from: the client, or one of the servers.
@@ -436,13 +436,13 @@ impl Router {
 }
 
 /// The answer to request `id` with `result`, a result of a server of the 2025 revisions, as a
-/// client of the stateless revision reads it ([`crate::revision::complete_for_stateless`]).
+/// client of the stateless revision reads it ([`crate::wire::revision::complete_for_stateless`]).
 fn for_stateless(id: &Id, result: &[u8]) -> Option<String> {
     let Value::Object(mut result) = tool_mediator_core::json::from_str(std::str::from_utf8(result).ok()?).ok()? else {
         return None;
     };
     let listing = ["tools", "resources", "resourceTemplates", "prompts"].iter().any(|key| result.contains_key(*key));
-    crate::revision::complete_for_stateless(&mut result, listing);
+    crate::wire::revision::complete_for_stateless(&mut result, listing);
     Some(jsonrpc::response(id, &Value::Object(result).to_string()))
 }
 
@@ -479,7 +479,7 @@ mod tests {
     async fn a_router_is_freed_when_its_session_ends() {
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
         let options = ProxyOptions::new(mediator, tool_mediator::session::SessionPolicy::default());
-        let (outbox, lines) = crate::lines::Outbox::new(1 << 20);
+        let (outbox, lines) = crate::wire::lines::Outbox::new(1 << 20);
         let router = Router::new(options, vec![LinkSettings { name: "a".into(), ..LinkSettings::default() }], outbox);
         let left = Arc::downgrade(&router);
         drop((router, lines));
@@ -495,7 +495,7 @@ mod tests {
     async fn a_cancelled_listen_stream_is_listened_for_no_more() {
         let mediator = Arc::new(tool_mediator::Mediator::builder().build());
         let options = ProxyOptions::new(mediator, tool_mediator::session::SessionPolicy::default());
-        let (outbox, _lines) = crate::lines::Outbox::new(1 << 20);
+        let (outbox, _lines) = crate::wire::lines::Outbox::new(1 << 20);
         let two = vec![
             LinkSettings { name: "a".into(), ..LinkSettings::default() },
             LinkSettings { name: "b".into(), ..LinkSettings::default() },

@@ -11,9 +11,10 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::mediation::{Listing, Relisting};
-use crate::jsonrpc::{self, Id};
-use crate::lines::Outbox;
-use crate::pending::Pending;
+use crate::upstream::label_of;
+use crate::wire::jsonrpc::{self, Id};
+use crate::wire::lines::Outbox;
+use crate::wire::pending::Pending;
 use tool_mediator::admission::{Source, ToolFilter};
 use tool_mediator_core::sync::lock;
 
@@ -86,7 +87,7 @@ pub struct LinkSettings {
     /// Never these tools, by the server's names.
     pub exclude: Vec<String>,
     /// Signing in to it, for a remote server that may ask.
-    pub sign_in: Option<Arc<crate::auth::SignIn>>,
+    pub sign_in: Option<Arc<crate::upstream::auth::SignIn>>,
     /// What trust on first use pins its tools under; by default `name`.
     pub pinned_as: Option<String>,
 }
@@ -129,7 +130,7 @@ pub(crate) struct Link {
     /// gateway's own requests, or its handshake failed): it is ended, and started again.
     fault: Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
     /// Signing in to it, for a remote server that may ask.
-    sign_in: Option<Arc<crate::auth::SignIn>>,
+    sign_in: Option<Arc<crate::upstream::auth::SignIn>>,
 }
 
 /// Which of a server's tools the client may see: `None` when nothing at all (the server is not
@@ -151,12 +152,12 @@ impl Link {
     /// A request line of the client's as this server reads it: for a server of the 2025
     /// revisions the gateway gave `initialize`, without the stateless revision's envelope.
     pub(super) fn in_its_revision(&self, line: String) -> String {
-        if !self.handshake_only.load(Ordering::Relaxed) || !line.contains(crate::revision::PROTOCOL_VERSION_KEY) {
+        if !self.handshake_only.load(Ordering::Relaxed) || !line.contains(crate::wire::revision::PROTOCOL_VERSION_KEY) {
             return line;
         }
         let Ok(mut message) = tool_mediator_core::json::from_str(&line) else { return line };
         if let Some(params) = message.get_mut("params") {
-            crate::revision::without_envelope(params);
+            crate::wire::revision::without_envelope(params);
         }
         message.to_string()
     }
@@ -303,7 +304,7 @@ impl Link {
         if answered.is_err() && self.sign_in.as_ref().is_some_and(|sign_in| sign_in.under_way()) {
             // The request waits for the user to sign in, who has that long (and the server
             // then answers): not a server that hangs.
-            answered = tokio::time::timeout(crate::auth::SIGN_IN_WAIT, &mut answer).await;
+            answered = tokio::time::timeout(crate::upstream::auth::SIGN_IN_WAIT, &mut answer).await;
         }
         match answered {
             Ok(Ok(Ok(result))) => Ok(result),
@@ -369,13 +370,5 @@ impl Link {
             .or_else(|| default.cloned())
             .or_else(|| lock(&self.server_name).clone())
             .unwrap_or_else(|| lock(&self.fallback_source).clone())
-    }
-}
-
-/// "the MCP server `NAME`", or "the MCP server" for one without a name.
-pub(crate) fn label_of(name: &str) -> String {
-    match name {
-        "" => "the MCP server".to_owned(),
-        name => format!("the MCP server `{name}`"),
     }
 }

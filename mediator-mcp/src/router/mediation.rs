@@ -303,7 +303,7 @@ impl Router {
             self.name_left_out(&mut rest);
         }
         if stateless {
-            crate::revision::complete_for_stateless(&mut rest, true);
+            crate::wire::revision::complete_for_stateless(&mut rest, true);
         }
         match self.session.page(cursor.as_deref()) {
             Ok(page) => {

@@ -20,12 +20,12 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
-use crate::lines::{Outbox, Ready};
 use crate::options::ProxyOptions;
-use crate::pending::{Refusal, Tasks};
-use crate::revision::{PROTOCOL_VERSION_KEY, Protocol};
 use crate::warnings::Warnings;
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
+use crate::wire::lines::{Outbox, Ready};
+use crate::wire::pending::{Refusal, Tasks};
+use crate::wire::revision::{PROTOCOL_VERSION_KEY, Protocol};
 use tool_mediator::session::{ListChanged, Route, Session};
 use tool_mediator::{ChainChanges, ChainVersion};
 use tool_mediator_core::sync::lock;
@@ -36,10 +36,11 @@ mod heard;
 mod incoming;
 mod link;
 mod mediation;
+pub(crate) mod supervisor;
 
+pub(crate) use link::Link;
 pub use link::LinkSettings;
 use link::{Joining, Purpose, Reply, Unanswered, Waiter};
-pub(crate) use link::{Link, label_of};
 pub(super) use mediation::LEFT_OUT;
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
@@ -266,7 +267,7 @@ impl Router {
     /// A request of the proxy's own to `link`, and its result.
     async fn ask(&self, link: &Link, method: &str, mut params: Value) -> Result<Reply, Unanswered> {
         if link.handshake_only.load(std::sync::atomic::Ordering::Relaxed) {
-            crate::revision::without_envelope(&mut params);
+            crate::wire::revision::without_envelope(&mut params);
         }
         link.ask(method, &params, self.request_timeout).await
     }

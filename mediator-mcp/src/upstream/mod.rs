@@ -4,8 +4,10 @@
 //! each after a grace period. A server that client sessions share ([`pool`]) is connected to
 //! rather than started, once it runs.
 
+pub mod auth;
 mod mux;
 pub mod pool;
+pub mod remote;
 
 use std::io;
 use std::process::{ExitStatus, Stdio};
@@ -14,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
-use crate::remote::{Remote, RemoteError};
+use crate::upstream::remote::{Remote, RemoteError};
 use tool_mediator_core::error::with_causes;
 
 /// The MCP server behind the proxy.
@@ -29,7 +31,7 @@ pub enum Upstream {
 
 impl Upstream {
     /// Signing in to it, for a remote server that may ask.
-    pub fn sign_in(&self) -> Option<std::sync::Arc<crate::auth::SignIn>> {
+    pub fn sign_in(&self) -> Option<std::sync::Arc<crate::upstream::auth::SignIn>> {
         match self {
             Upstream::Remote(remote) => remote.sign_in.clone(),
             Upstream::Process(_) | Upstream::Shared(_) => None,
@@ -72,7 +74,7 @@ impl StartError {
     /// cause, saying "cannot start" once.
     pub fn starting(&self, label: &str) -> String {
         match self {
-            StartError::Spawn { program, source } if label == crate::router::label_of("") => {
+            StartError::Spawn { program, source } if label == label_of("") => {
                 format!("cannot start the MCP server `{program}`: {source}")
             }
             StartError::Spawn { program, source } => format!("cannot start {label} (`{program}`): {source}"),
@@ -140,7 +142,7 @@ impl Server {
             }
             Upstream::Remote(remote) => {
                 let fallback = remote.url.host_str().unwrap_or("remote").to_owned();
-                let connection = crate::remote::connect(remote, limit)?;
+                let connection = crate::upstream::remote::connect(remote, limit)?;
                 Ok((
                     Server::Remote(connection.bridge),
                     Box::new(connection.input),
@@ -246,6 +248,14 @@ fn exit_status_unknown() -> ExitStatus {
     {
         use std::os::windows::process::ExitStatusExt;
         ExitStatus::from_raw(1)
+    }
+}
+
+/// "the MCP server `NAME`", or "the MCP server" for one without a name.
+pub(crate) fn label_of(name: &str) -> String {
+    match name {
+        "" => "the MCP server".to_owned(),
+        name => format!("the MCP server `{name}`"),
     }
 }
 

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{self, INTERNAL_ERROR, Id};
-use crate::lines::Outbox;
 use crate::options::OUTBOX_BYTES;
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, Id};
+use crate::wire::lines::Outbox;
 
 /// The handshake a shared server is given as it starts: the gateway's, as the one client the
 /// server has, at `revision`, with what the gateway passes on to the one session a request
@@ -45,7 +45,7 @@ fn handshake_for(result: &str, params: Option<&RawValue>) -> String {
     let asked = params.and_then(|params| serde_json::from_str::<Asked>(params.get()).ok());
     let agreed = answer.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
     if let Some(asked) = asked
-        && crate::revision::REVISIONS.contains(&asked.protocol_version.as_str())
+        && crate::wire::revision::REVISIONS.contains(&asked.protocol_version.as_str())
         && !agreed.is_empty()
         && asked.protocol_version < agreed
     {
@@ -707,8 +707,8 @@ mod tests {
     use tokio::sync::mpsc::UnboundedReceiver;
 
     use super::*;
-    use crate::jsonrpc::Message;
-    use crate::lines::Outgoing;
+    use crate::wire::jsonrpc::Message;
+    use crate::wire::lines::Outgoing;
 
     /// A mux with the server's input and `sessions` connections, each read by the test.
     fn mux(sessions: u64) -> (Mux, UnboundedReceiver<Outgoing>, Vec<UnboundedReceiver<Outgoing>>) {
@@ -926,7 +926,7 @@ mod tests {
     fn a_server_that_leaves_its_handshake_or_a_ping_unanswered_hangs() {
         let (server, _to_server) = Outbox::new(OUTBOX_BYTES);
         let mut mux = Mux::new(Arc::new(server));
-        mux.shake_hands(crate::revision::REVISIONS[3]);
+        mux.shake_hands(crate::wire::revision::REVISIONS[3]);
         assert_eq!(mux.hangs(Duration::from_secs(60)), None, "asked just now");
         std::thread::sleep(Duration::from_millis(5));
         assert!(mux.hangs(Duration::from_millis(1)).unwrap().contains("handshake"));

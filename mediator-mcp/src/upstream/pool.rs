@@ -40,9 +40,9 @@ use tokio::io::DuplexStream;
 
 use super::mux::{Mux, gateway_handshake};
 use super::{Server, ServerEnd, StartError, Started, Upstream};
-use crate::jsonrpc::{self, Id, Message};
-use crate::lines::{Line, Outbox, read_lines};
 use crate::options::OUTBOX_BYTES;
+use crate::wire::jsonrpc::{self, Id, Message};
+use crate::wire::lines::{Line, Outbox, read_lines};
 use tool_mediator_core::sync::lock;
 
 /// The revision the pool asks a server to speak. Over stdio, the latest the gateway passes on.
@@ -56,8 +56,8 @@ use tool_mediator_core::sync::lock;
 /// stream it is not given resumes nothing.
 fn pooled_revision(upstream: &Upstream) -> &'static str {
     match upstream {
-        Upstream::Remote(_) => crate::revision::REVISIONS[2],
-        Upstream::Process(_) | Upstream::Shared(_) => crate::revision::REVISIONS[3],
+        Upstream::Remote(_) => crate::wire::revision::REVISIONS[2],
+        Upstream::Process(_) | Upstream::Shared(_) => crate::wire::revision::REVISIONS[3],
     }
 }
 
@@ -159,7 +159,7 @@ impl SharedServer {
         let mut lines = tokio::io::BufReader::new(output).lines();
         let asked = async {
             for (id, method, params) in [
-                (1, "initialize", gateway_handshake(crate::revision::REVISIONS[3])),
+                (1, "initialize", gateway_handshake(crate::wire::revision::REVISIONS[3])),
                 (2, "tools/list", serde_json::json!({})),
             ] {
                 let id = Id::pooled(id);
@@ -482,7 +482,7 @@ mod tests {
     async fn a_pooled_server_over_http_is_spoken_to_at_the_revision_that_primes_no_stream() {
         use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
         let (url, noted) = noting_server().await;
-        let remote = crate::remote::Remote { url, headers: Vec::new(), sign_in: None };
+        let remote = crate::upstream::remote::Remote { url, headers: Vec::new(), sign_in: None };
         let shared = SharedServer::new(
             "the noting server".to_owned(),
             Arc::new(move || Some(Upstream::Remote(remote.clone()))),
@@ -490,7 +490,7 @@ mod tests {
         );
         let (_server, mut input, output, _) = shared.connect(1 << 20, &[]).unwrap();
         let mut output = tokio::io::BufReader::new(output).lines();
-        let latest = gateway_handshake(crate::revision::REVISIONS[3]);
+        let latest = gateway_handshake(crate::wire::revision::REVISIONS[3]);
         for message in [
             serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": latest}),
             serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -513,7 +513,7 @@ mod tests {
         assert!(noted.iter().all(|line| line.ends_with(" 2025-06-18")), "{noted:?}");
         // Over stdio, no stream is primed: the latest revision.
         let process = Upstream::Process(tokio::process::Command::new("cat"));
-        assert_eq!(pooled_revision(&process), crate::revision::REVISIONS[3]);
+        assert_eq!(pooled_revision(&process), crate::wire::revision::REVISIONS[3]);
     }
 
     /// The shared server's end is asked for from three places (its output closing, a hang, the
@@ -525,9 +525,10 @@ mod tests {
     #[tokio::test]
     async fn a_shared_server_ended_twice_is_ended_once() {
         let (url, _noted) = noting_server().await;
-        let remote = crate::remote::Remote { url, headers: Vec::new(), sign_in: None };
+        let remote = crate::upstream::remote::Remote { url, headers: Vec::new(), sign_in: None };
         let started = Server::start(Upstream::Remote(remote), 1 << 20, &[]).unwrap();
-        let running = Running::spawn(started, crate::revision::REVISIONS[2], 1 << 20, "the noting server".to_owned());
+        let running =
+            Running::spawn(started, crate::wire::revision::REVISIONS[2], 1 << 20, "the noting server".to_owned());
         running.to_server.close();
         let (first, ended) = running.end_process(Duration::from_secs(5)).await;
         let (second, again) = running.end_process(Duration::from_secs(5)).await;

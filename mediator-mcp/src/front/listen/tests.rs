@@ -512,8 +512,8 @@ async fn a_stateless_request_answered_as_json_is_cancelled_when_its_client_hangs
 /// the details go to a caller with the token, and to the log.
 #[tokio::test]
 async fn readiness_tells_why_only_to_a_caller_with_the_token() {
-    use crate::access::tests::{SigningKey, TestIssuer};
-    use crate::access::{OAuthOptions, ProtectedResource};
+    use crate::front::access::tests::{SigningKey, TestIssuer};
+    use crate::front::access::{OAuthOptions, ProtectedResource};
 
     let secret_command = "/opt/secret-tools/bin/billing-server";
     let failing = || {
@@ -665,8 +665,8 @@ async fn stateless_requests_have_a_shared_proxy_per_view_and_a_header_names_one_
 
 #[tokio::test]
 async fn as_a_protected_resource_the_front_takes_only_its_issuers_tokens_and_their_view() {
-    use crate::access::tests::{SigningKey, TestIssuer};
-    use crate::access::{OAuthOptions, ProtectedResource};
+    use crate::front::access::tests::{SigningKey, TestIssuer};
+    use crate::front::access::{OAuthOptions, ProtectedResource};
 
     let key = SigningKey::es256("k1");
     let issuer = TestIssuer::start(&[&key]).await;
@@ -778,8 +778,8 @@ async fn serving_beyond_loopback_needs_a_token_oauth_or_the_insecure_choice() {
         Ok(())
     );
     let oauth = |audience: &str| {
-        let options = crate::access::OAuthOptions::new("https://auth.example.com", audience).unwrap();
-        Some(Arc::new(crate::access::ProtectedResource::new(options).unwrap()))
+        let options = crate::front::access::OAuthOptions::new("https://auth.example.com", audience).unwrap();
+        Some(Arc::new(crate::front::access::ProtectedResource::new(options).unwrap()))
     };
     let unusable = ListenOptions { oauth: oauth("http://0.0.0.0:8080/mcp"), ..ListenOptions::new(everywhere) };
     assert_eq!(unusable.exposure(everywhere), Err(Exposure::UnusableAudience("http://0.0.0.0:8080/mcp".into())));

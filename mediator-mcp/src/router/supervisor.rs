@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::lines::{Outbox, read_lines};
 use crate::options::OUTBOX_BYTES;
 use crate::router::{Link, Router};
 use crate::upstream::{Server, ServerEnd, Started, Upstream};
+use crate::wire::lines::{Outbox, read_lines};
 
 /// The longest a server waits to be started again: the delay doubles from
 /// [`ProxyOptions::restart`] up to this.

@@ -80,7 +80,7 @@ impl ParamHeaders {
             .filter_map(|mark| {
                 let value = mark.path.iter().try_fold(arguments, |value, key| value.get(key))?;
                 let text = match value {
-                    Value::String(text) => crate::revision::encode_header_value(text),
+                    Value::String(text) => crate::wire::revision::encode_header_value(text),
                     Value::Number(number) => number.to_string(),
                     Value::Bool(flag) => flag.to_string(),
                     _ => return None,

@@ -5,15 +5,15 @@
 
 use serde_json::{Value, json};
 
-use crate::jsonrpc::{self, INVALID_PARAMS, Id};
+use crate::wire::jsonrpc::{self, INVALID_PARAMS, Id};
 
 /// `_meta` keys of the stateless protocol revision (2026-07-28).
-pub(super) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub(super) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-pub(super) const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-pub(super) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub(super) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-pub(super) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+pub(crate) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+pub(crate) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 
 /// The revisions served without a handshake, each request carrying its `_meta` envelope.
 pub const STATELESS_REVISIONS: [&str; 1] = ["2026-07-28"];
@@ -32,7 +32,7 @@ const BATCHING_REVISION: &str = "2025-03-26";
 
 /// What the client's protocol revision asks of the proxy.
 #[derive(Default)]
-pub(super) struct Protocol {
+pub(crate) struct Protocol {
     /// The client speaks the stateless revision: every request carries its `_meta` envelope.
     stateless: bool,
     /// That envelope, for the proxy's own requests upstream.
@@ -46,7 +46,7 @@ pub(super) struct Protocol {
 impl Protocol {
     /// A client request's `_meta`: one naming a protocol version marks the stateless revision,
     /// and is the envelope of the proxy's own requests from then on.
-    pub(super) fn note_meta(&mut self, meta: Value) {
+    pub(crate) fn note_meta(&mut self, meta: Value) {
         if meta.get(PROTOCOL_VERSION_KEY).is_some() {
             self.stateless = true;
             self.envelope = Some(meta);
@@ -54,35 +54,35 @@ impl Protocol {
     }
 
     /// The revision `initialize` agreed on.
-    pub(super) fn agreed(&mut self, revision: &str) {
+    pub(crate) fn agreed(&mut self, revision: &str) {
         self.revision = Some(revision.to_owned());
     }
 
     /// Whether the client speaks the stateless revision (and hears of changes on streams).
-    pub(super) fn is_stateless(&self) -> bool {
+    pub(crate) fn is_stateless(&self) -> bool {
         self.stateless
     }
 
-    pub(super) fn batches_allowed(&self) -> bool {
+    pub(crate) fn batches_allowed(&self) -> bool {
         self.revision.as_deref() == Some(BATCHING_REVISION)
     }
 
     /// The envelope for a request of the proxy's own, if the client speaks the stateless revision.
-    pub(super) fn envelope(&self) -> Option<Value> {
+    pub(crate) fn envelope(&self) -> Option<Value> {
         self.envelope.clone()
     }
 
     /// The listen stream `stream` asked for tool list changes.
-    pub(super) fn listen(&mut self, stream: Id) {
+    pub(crate) fn listen(&mut self, stream: Id) {
         self.listeners.push(stream);
     }
 
-    pub(super) fn stop_listening(&mut self, stream: &Id) {
+    pub(crate) fn stop_listening(&mut self, stream: &Id) {
         self.listeners.retain(|listener| listener != stream);
     }
 
     /// Whether the stream a subscription id names (as JSON) listens for tool list changes.
-    pub(super) fn is_listening(&self, stream: &Value) -> bool {
+    pub(crate) fn is_listening(&self, stream: &Value) -> bool {
         self.listeners
             .iter()
             .any(|listener| serde_json::from_str::<Value>(listener.as_raw()).ok().as_ref() == Some(stream))
@@ -90,13 +90,13 @@ impl Protocol {
 
     /// The line that tells the client its list of `what` (`prompts`, `resources`) changed; none
     /// under the stateless revision, whose streams the gateway keeps for tool changes only.
-    pub(super) fn other_list_changed(&self, what: &str) -> Option<String> {
+    pub(crate) fn other_list_changed(&self, what: &str) -> Option<String> {
         (!self.stateless).then(|| jsonrpc::notification(&format!("notifications/{what}/list_changed"), None))
     }
 
     /// The lines that tell the client its tool list changed: one notification, or under the
     /// stateless revision one on each listen stream.
-    pub(super) fn list_changed(&self) -> Vec<String> {
+    pub(crate) fn list_changed(&self) -> Vec<String> {
         if !self.stateless {
             return vec![jsonrpc::notification("notifications/tools/list_changed", None)];
         }
@@ -114,7 +114,7 @@ impl Protocol {
 /// What a result of the stateless revision carries that one of the 2025 revisions does not: its
 /// `resultType`, and for a listing its cache hints (immediately stale, for this client alone),
 /// added where missing to a result the gateway makes or takes from a server of those revisions.
-pub(super) fn complete_for_stateless(result: &mut serde_json::Map<String, Value>, listing: bool) {
+pub(crate) fn complete_for_stateless(result: &mut serde_json::Map<String, Value>, listing: bool) {
     result.entry("resultType").or_insert_with(|| Value::from("complete"));
     if listing {
         result.entry("ttlMs").or_insert_with(|| Value::from(0));
@@ -125,7 +125,7 @@ pub(super) fn complete_for_stateless(result: &mut serde_json::Map<String, Value>
 /// `params` without the stateless revision's envelope in its `_meta` (the keys of
 /// `io.modelcontextprotocol/` a request of that revision carries), for a server of the 2025
 /// revisions the gateway gave `initialize`; other `_meta` keys (a progress token) stay.
-pub(super) fn without_envelope(params: &mut Value) {
+pub(crate) fn without_envelope(params: &mut Value) {
     let Some(Value::Object(meta)) = params.get_mut("_meta") else { return };
     meta.retain(|key, _| !ENVELOPE_KEYS.contains(&key.as_str()));
     if meta.is_empty()

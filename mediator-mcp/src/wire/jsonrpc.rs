@@ -84,7 +84,7 @@ impl Id {
 #[cfg(test)]
 impl Id {
     /// An id as a peer would write it, for tests elsewhere in the proxy.
-    pub(super) fn written(text: &str) -> Id {
+    pub(crate) fn written(text: &str) -> Id {
         Id(text.into())
     }
 }

@@ -18,7 +18,7 @@
 //!
 //! As the specification asks, it binds where it is told (loopback unless told otherwise),
 //! refuses a browser's request from another origin (403), and, with a token, any request
-//! without it (401). As an OAuth protected resource ([`access`](crate::access)) it publishes
+//! without it (401). As an OAuth protected resource ([`access`](crate::front::access)) it publishes
 //! its metadata at `/.well-known/oauth-protected-resource` (and with `/mcp` after it) and takes
 //! only bearer tokens its issuer signed for it. A body that is not JSON-RPC gets a parse error,
 //! a session nobody issued (or one whose server has ended) 404, a request before `initialize`
@@ -47,11 +47,11 @@ use axum::routing::post;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 
-use crate::access::{Caller, Choice, ProtectedResource, Refusal};
-use crate::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
+use crate::front::access::{Caller, Choice, ProtectedResource, Refusal};
 use crate::options::ProxyOptions;
 use crate::proxy::{Client, ServerSpec};
 use crate::servers::{Scope, View};
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
 use catalog::{Catalog, Choosing};
 use tool_mediator_core::sync::lock;
 
@@ -724,7 +724,7 @@ impl Front {
         }
         if let Some(token) = &self.listen.token {
             let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-            let given = given.and_then(crate::access::bearer_token).unwrap_or_default();
+            let given = given.and_then(crate::front::access::bearer_token).unwrap_or_default();
             if !same_secret(given.as_bytes(), token.as_bytes()) {
                 return Err(Refused(StatusCode::UNAUTHORIZED, "a bearer token is required"));
             }
@@ -736,7 +736,7 @@ impl Front {
     /// request is answered for its revision with the error that revision prescribes instead.
     fn check_revision(headers: &HeaderMap) -> Result<(), Refused> {
         if let Some(revision) = headers.get(REVISION_HEADER) {
-            let known = revision.to_str().is_ok_and(|revision| crate::revision::REVISIONS.contains(&revision));
+            let known = revision.to_str().is_ok_and(|revision| crate::wire::revision::REVISIONS.contains(&revision));
             if !known {
                 return Err(Refused(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version"));
             }

@@ -3,14 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id};
+use crate::wire::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id};
 
 /// Requests waiting for either side at once; past this a request is answered with an error.
-pub(super) const MAX_WAITING: usize = 10_000;
+pub(crate) const MAX_WAITING: usize = 10_000;
 
 /// The requests in flight through the proxy. `W` is what waits for a server's answer (the
 /// router's: the client, or a request of the proxy's own).
-pub(super) struct Pending<W> {
+pub(crate) struct Pending<W> {
     /// Requests sent to the server, by id: the client's and the proxy's own.
     upstream: HashMap<Id, W>,
     /// Requests the server sent the client.
@@ -28,24 +28,24 @@ impl<W> Default for Pending<W> {
 
 /// Why a request does not go upstream.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Refusal {
+pub(crate) enum Refusal {
     /// It is answered with this JSON-RPC error instead.
     Error { code: i64, reason: String },
 }
 
 impl<W> Pending<W> {
     /// Bookkeeping for a server that is not there (yet): every request is refused with `reason`.
-    pub(super) fn gone_with(reason: String) -> Self {
+    pub(crate) fn gone_with(reason: String) -> Self {
         Pending { gone: Some(reason), ..Pending::default() }
     }
 
     /// Whether any request waits for the server that `counts` (the client's, say).
-    pub(super) fn any_waiting(&self, counts: impl Fn(&W) -> bool) -> bool {
+    pub(crate) fn any_waiting(&self, counts: impl Fn(&W) -> bool) -> bool {
         self.upstream.values().any(counts)
     }
 
     /// A client request is about to go upstream, `waiter` waiting for its answer.
-    pub(super) fn client_request(&mut self, id: &Id, waiter: W) -> Result<(), Refusal> {
+    pub(crate) fn client_request(&mut self, id: &Id, waiter: W) -> Result<(), Refusal> {
         if let Some(reason) = &self.gone {
             return Err(Refusal::Error { code: INTERNAL_ERROR, reason: reason.clone() });
         }
@@ -63,7 +63,7 @@ impl<W> Pending<W> {
 
     /// A request of the proxy's own: its id, which no request waiting upstream has (a client is
     /// free to use any id), or why it cannot be sent.
-    pub(super) fn own_request(&mut self, waiter: W) -> Result<Id, String> {
+    pub(crate) fn own_request(&mut self, waiter: W) -> Result<Id, String> {
         if let Some(reason) = &self.gone {
             return Err(reason.clone());
         }
@@ -81,17 +81,17 @@ impl<W> Pending<W> {
     }
 
     /// The server answered `id` (or the wait for it is over): who waited, if anyone.
-    pub(super) fn answered(&mut self, id: &Id) -> Option<W> {
+    pub(crate) fn answered(&mut self, id: &Id) -> Option<W> {
         self.upstream.remove(id)
     }
 
-    pub(super) fn waits_upstream(&self, id: &Id) -> bool {
+    pub(crate) fn waits_upstream(&self, id: &Id) -> bool {
         self.upstream.contains_key(id)
     }
 
     /// The client cancelled `id`: whether a request of its own (`is_client`) was waiting for
     /// this server; it waits no more.
-    pub(super) fn client_cancelled(&mut self, id: &Id, is_client: impl Fn(&W) -> bool) -> bool {
+    pub(crate) fn client_cancelled(&mut self, id: &Id, is_client: impl Fn(&W) -> bool) -> bool {
         let waited = self.upstream.get(id).is_some_and(is_client);
         if waited {
             self.upstream.remove(id);
@@ -100,7 +100,7 @@ impl<W> Pending<W> {
     }
 
     /// The server asks the client `id`; false when too many of its requests already wait.
-    pub(super) fn server_request(&mut self, id: &Id) -> bool {
+    pub(crate) fn server_request(&mut self, id: &Id) -> bool {
         if self.downstream.len() >= MAX_WAITING && !self.downstream.contains(id) {
             return false;
         }
@@ -109,23 +109,23 @@ impl<W> Pending<W> {
     }
 
     /// The client answered (or the server cancelled) `id`: whether the server had asked it.
-    pub(super) fn server_request_ended(&mut self, id: &Id) -> bool {
+    pub(crate) fn server_request_ended(&mut self, id: &Id) -> bool {
         self.downstream.remove(id)
     }
 
-    pub(super) fn waits_downstream(&self, id: &Id) -> bool {
+    pub(crate) fn waits_downstream(&self, id: &Id) -> bool {
         self.downstream.contains(id)
     }
 
     /// The server is gone, for `reason`: every request waiting upstream, to be told so; those
     /// made from now on are refused with the reason.
-    pub(super) fn server_gone(&mut self, reason: String) -> Vec<(Id, W)> {
+    pub(crate) fn server_gone(&mut self, reason: String) -> Vec<(Id, W)> {
         self.gone = Some(reason);
         self.upstream.drain().collect()
     }
 
     /// Why the server is gone, if it is.
-    pub(super) fn gone(&self) -> Option<&str> {
+    pub(crate) fn gone(&self) -> Option<&str> {
         self.gone.as_deref()
     }
 }
@@ -133,24 +133,24 @@ impl<W> Pending<W> {
 /// Client requests being worked on here before they go to a server (listings, calls, the
 /// handshake), and whether the client cancelled one meanwhile: then it is not sent at all.
 #[derive(Default)]
-pub(super) struct Tasks(HashMap<Id, bool>);
+pub(crate) struct Tasks(HashMap<Id, bool>);
 
 impl Tasks {
-    pub(super) fn started(&mut self, id: &Id) {
+    pub(crate) fn started(&mut self, id: &Id) {
         self.0.insert(id.clone(), false);
     }
 
-    pub(super) fn ended(&mut self, id: &Id) {
+    pub(crate) fn ended(&mut self, id: &Id) {
         self.0.remove(id);
     }
 
     /// The client cancelled `id`; whether it was being worked on here.
-    pub(super) fn cancel(&mut self, id: &Id) -> bool {
+    pub(crate) fn cancel(&mut self, id: &Id) -> bool {
         self.0.get_mut(id).map(|cancelled| *cancelled = true).is_some()
     }
 
     /// Whether `id`, about to be sent, was cancelled meanwhile (it is then no longer tracked).
-    pub(super) fn take_cancelled(&mut self, id: &Id) -> bool {
+    pub(crate) fn take_cancelled(&mut self, id: &Id) -> bool {
         self.0.remove(id) == Some(true)
     }
 }

@@ -45,7 +45,7 @@ impl OAuthOptions {
     /// to be URLs the front can use.
     pub fn new(issuer: &str, audience: &str) -> Result<OAuthOptions, AccessError> {
         let parsed = Url::parse(issuer).map_err(|error| AccessError(format!("--oauth-issuer `{issuer}`: {error}")))?;
-        if !crate::auth::is_secure(&parsed) || parsed.query().is_some() || parsed.fragment().is_some() {
+        if !crate::upstream::auth::is_secure(&parsed) || parsed.query().is_some() || parsed.fragment().is_some() {
             return Err(AccessError(format!(
                 "--oauth-issuer `{issuer}`: an issuer is an HTTPS URL (HTTP only on this machine) without a query \
                  or fragment"

@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 
 use super::{Front, SESSION, STREAM_QUEUE, Waiting, hangup, json_error, refusal, stateless, wants_stream};
-use crate::access::Caller;
-use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
+use crate::front::access::Caller;
+use crate::wire::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use tool_mediator_core::sync::lock;
 
 /// Checks every request before its body is read: another origin, or a missing or invalid

@@ -136,7 +136,7 @@ impl IssuerKeys {
     /// The issuer's key set, found through its metadata; and the issuer its metadata names.
     async fn fetch(&self) -> Result<(Vec<Jwk>, Option<String>), String> {
         let mut metadata = None;
-        for url in crate::auth::server_metadata_urls(&self.issuer) {
+        for url in crate::upstream::auth::server_metadata_urls(&self.issuer) {
             if let Some(found) = self.get_json::<Metadata>(&url).await? {
                 metadata = Some(found);
                 break;
@@ -151,7 +151,7 @@ impl IssuerKeys {
         }
         let jwks_uri = metadata.jwks_uri.ok_or("its metadata names no jwks_uri")?;
         let jwks_url = Url::parse(&jwks_uri).map_err(|error| format!("its jwks_uri `{jwks_uri}`: {error}"))?;
-        if !crate::auth::is_secure(&jwks_url) {
+        if !crate::upstream::auth::is_secure(&jwks_url) {
             return Err(format!("its jwks_uri {} is not HTTPS", tool_mediator::http::shown(&jwks_url)));
         }
         let set = self

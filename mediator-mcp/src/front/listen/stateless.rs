@@ -31,15 +31,15 @@ use serde_json::{Value, json};
 
 use super::hangup::Hangup;
 use super::{Front, REVISION_HEADER, Session, Waiting, json_error, send_or_hold, wants_stream};
-use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
-use crate::revision::{Envelope, HEADER_MISMATCH, LOG_LEVEL_KEY, SUBSCRIPTION_ID_KEY};
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Id, Message};
+use crate::wire::revision::{Envelope, HEADER_MISMATCH, LOG_LEVEL_KEY, SUBSCRIPTION_ID_KEY};
 use tool_mediator_core::sync::lock;
 
 /// `-32601`: the method is not served (404 over HTTP in the stateless revision).
 const METHOD_NOT_FOUND: i64 = -32601;
 /// `-32021`: the request needs a client capability it did not declare.
 const MISSING_CLIENT_CAPABILITY: i64 = -32021;
-const UNSUPPORTED_PROTOCOL_VERSION: i64 = crate::revision::UNSUPPORTED_PROTOCOL_VERSION;
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = crate::wire::revision::UNSUPPORTED_PROTOCOL_VERSION;
 
 /// Numbers the front's own ids of stateless requests.
 static EXCHANGES: AtomicU64 = AtomicU64::new(0);
@@ -159,7 +159,7 @@ async fn unless_hung_up<T>(hangup: Option<&Hangup>, waiting: impl std::future::F
 /// GET and DELETE are not part of the stateless revision (405); `None` for any other request.
 pub(super) fn refuse_other_methods(headers: &HeaderMap) -> Option<Response> {
     let header = headers.get(REVISION_HEADER).and_then(|value| value.to_str().ok())?;
-    crate::revision::STATELESS_REVISIONS.contains(&header).then(|| {
+    crate::wire::revision::STATELESS_REVISIONS.contains(&header).then(|| {
         let reason = "the stateless revision has no GET stream and no session to delete";
         (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")], format!("{reason}\n")).into_response()
     })
@@ -211,7 +211,7 @@ fn standard_headers(headers: &HeaderMap, method: &str, params: Option<&Value>) -
         return Ok(());
     };
     let header = value("mcp-name").transpose()?.ok_or("Header mismatch: the Mcp-Name header is missing")?;
-    let decoded = crate::revision::decode_header_value(header)
+    let decoded = crate::wire::revision::decode_header_value(header)
         .ok_or_else(|| format!("Header mismatch: Mcp-Name header value '{header}' is not valid base64"))?;
     if decoded != body {
         return Err(format!("Header mismatch: Mcp-Name header value '{header}' does not match body value '{body}'"));
@@ -418,7 +418,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::revision::PROTOCOL_VERSION_KEY;
+    use crate::wire::revision::PROTOCOL_VERSION_KEY;
 
     #[test]
     fn a_request_goes_up_under_the_fronts_id_and_comes_back_under_the_clients() {

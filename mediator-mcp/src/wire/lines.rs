@@ -17,7 +17,7 @@ const HEAD: usize = 4 * 1024;
 const BUFFER: usize = 8 * 1024;
 
 /// One line read, without its end.
-pub(super) enum Line<'a> {
+pub(crate) enum Line<'a> {
     /// A whole line. Whoever keeps it may take the buffer (`std::mem::take`) rather than copy
     /// it: a tools/list page can be megabytes, and two of it at once is what it would cost.
     Whole(&'a mut Vec<u8>),
@@ -28,7 +28,7 @@ pub(super) enum Line<'a> {
 /// Calls `each` with every line until the input ends. No more than `limit` bytes of one line are
 /// ever held; before each line it waits until `ready` says the line can be taken on (the
 /// outboxes it fills have room). The end of the input is noticed while it waits.
-pub(super) async fn read_lines<R: AsyncRead + Unpin>(
+pub(crate) async fn read_lines<R: AsyncRead + Unpin>(
     input: R,
     limit: usize,
     ready: &impl Ready,
@@ -101,7 +101,7 @@ pub(super) async fn read_lines<R: AsyncRead + Unpin>(
 }
 
 /// What a reader waits for before it takes on its next line.
-pub(super) trait Ready: Sync {
+pub(crate) trait Ready: Sync {
     fn ready(&self) -> impl Future<Output = ()> + Send;
 }
 
@@ -117,7 +117,7 @@ impl Ready for Outbox {
 }
 
 /// A line on its way to one side, or the end of that side's input.
-pub(super) enum Outgoing {
+pub(crate) enum Outgoing {
     Line(String),
     Close,
 }
@@ -125,7 +125,7 @@ pub(super) enum Outgoing {
 /// The lines queued for one side, and how many bytes they hold. Sending never waits (the
 /// router answers from synchronous code); instead the readers whose lines fill an outbox wait
 /// for it before reading more, which bounds it by its limit plus what one line can produce.
-pub(super) struct Outbox {
+pub(crate) struct Outbox {
     queue: mpsc::UnboundedSender<Outgoing>,
     queued: AtomicUsize,
     drained: Notify,
@@ -133,22 +133,22 @@ pub(super) struct Outbox {
 }
 
 impl Outbox {
-    pub(super) fn new(limit: usize) -> (Outbox, mpsc::UnboundedReceiver<Outgoing>) {
+    pub(crate) fn new(limit: usize) -> (Outbox, mpsc::UnboundedReceiver<Outgoing>) {
         let (queue, receiver) = mpsc::unbounded_channel();
         (Outbox { queue, queued: AtomicUsize::new(0), drained: Notify::new(), limit }, receiver)
     }
 
-    pub(super) fn send(&self, line: String) {
+    pub(crate) fn send(&self, line: String) {
         self.queued.fetch_add(line.len() + 1, Ordering::AcqRel);
         // A closed queue means that side is gone; the proxy is ending anyway.
         let _ = self.queue.send(Outgoing::Line(line));
     }
 
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         let _ = self.queue.send(Outgoing::Close);
     }
 
-    pub(super) fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.queued.load(Ordering::Acquire)
     }
 
@@ -160,7 +160,7 @@ impl Outbox {
     }
 
     /// Waits until the outbox holds no more than its limit, or its writer is gone.
-    pub(super) async fn has_room(&self) {
+    pub(crate) async fn has_room(&self) {
         // The common case, checked without registering a waiter.
         while self.queued() > self.limit && !self.queue.is_closed() {
             let drained = self.drained.notified();
@@ -174,7 +174,7 @@ impl Outbox {
     }
 
     /// Writes queued lines, flushing when the queue runs empty, until told to close.
-    pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
+    pub(crate) async fn write_lines<W: AsyncWrite + Unpin>(
         &self,
         output: W,
         mut queue: mpsc::UnboundedReceiver<Outgoing>,

@@ -29,8 +29,8 @@ use tokio::task::JoinSet;
 
 mod mirror;
 
-use crate::auth::{AuthError, Challenge, CredentialStore, SignIn, SignInOptions};
-use crate::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
+use crate::upstream::auth::{AuthError, Challenge, CredentialStore, SignIn, SignInOptions};
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, Id, Message};
 use tool_mediator_core::sync::lock;
 
 /// A remote MCP server: its endpoint, the headers that go with every request to it, and how to
@@ -105,12 +105,12 @@ impl Default for Resume {
 }
 
 /// The router's ends of a connection, and the bridge, which returns why it ended.
-pub(super) struct Connection {
+pub(crate) struct Connection {
     /// What the router writes: one message a line.
-    pub(super) input: DuplexStream,
+    pub(crate) input: DuplexStream,
     /// What the router reads: one message a line.
-    pub(super) output: DuplexStream,
-    pub(super) bridge: tokio::task::JoinHandle<String>,
+    pub(crate) output: DuplexStream,
+    pub(crate) bridge: tokio::task::JoinHandle<String>,
 }
 
 /// Why a remote server cannot be used.
@@ -123,7 +123,7 @@ pub enum RemoteError {
 }
 
 /// Connects the router to `remote`; each message from the server is held to `limit` bytes.
-pub(super) fn connect(remote: Remote, limit: usize) -> Result<Connection, RemoteError> {
+pub(crate) fn connect(remote: Remote, limit: usize) -> Result<Connection, RemoteError> {
     let mut headers = HeaderMap::new();
     for (name, value) in &remote.headers {
         let header = HeaderName::from_bytes(name.as_bytes())
@@ -296,7 +296,8 @@ async fn bridge(shared: Arc<Shared>, requests: DuplexStream) -> String {
         if sent.is("initialize") {
             // What follows goes in the session its answer opens: nothing is sent meanwhile.
             // Signing in, when the server asks, has its own time.
-            let within = if shared.sign_in.is_some() { HANDSHAKE + crate::auth::SIGN_IN_WAIT } else { HANDSHAKE };
+            let within =
+                if shared.sign_in.is_some() { HANDSHAKE + crate::upstream::auth::SIGN_IN_WAIT } else { HANDSHAKE };
             let answered = tokio::time::timeout(within, shared.post(line, &sent)).await;
             match answered {
                 Ok(true) if listening.is_empty() => {
@@ -375,7 +376,7 @@ impl Shared {
         if let Some(method) = sent.method.as_deref().and_then(|method| HeaderValue::from_str(method).ok()) {
             request = request.header(METHOD, method);
         }
-        let name = sent.name.as_deref().map(crate::revision::encode_header_value);
+        let name = sent.name.as_deref().map(crate::wire::revision::encode_header_value);
         let name = name.filter(|name| name.len() <= mirror::VALUE_LIMIT);
         if let Some(name) = name.and_then(|name| HeaderValue::from_str(&name).ok()) {
             request = request.header(NAME, name);

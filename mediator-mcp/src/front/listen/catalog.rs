@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Front;
-use crate::access::Views;
+use crate::front::access::Views;
 use crate::options::{Shown, ShownServers};
 use crate::proxy::ServerSpec;
 use crate::servers::{Scope, Servers, View};
@@ -72,7 +72,7 @@ impl Catalog {
                     let (shared, own) = match kept {
                         Some((shared, Some(own))) => (shared, own),
                         _ => {
-                            let label = crate::router::label_of(&name);
+                            let label = crate::upstream::label_of(&name);
                             (SharedServer::new(label, server.start.clone(), choosing.patience), server.start.clone())
                         }
                     };
