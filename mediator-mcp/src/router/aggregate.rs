@@ -123,7 +123,7 @@ impl Router {
     /// every running server is given it, and the client gets one answer for them all, saying
     /// that the tool list can change. Kept for servers that start later.
     pub(super) async fn handshake(self: std::sync::Arc<Self>, id: Id, method: String, params: Value) {
-        *lock(&self.handshake) = Some((method.clone(), params.clone()));
+        *lock(&self.client.handshake) = Some((method.clone(), params.clone()));
         if let Some(link) = self.single() {
             // Given as the client sends it, every time; noted as joined for the watch.
             let claimed = link.claim_join();
@@ -170,7 +170,7 @@ impl Router {
         // The servers that answer within the window are the handshake's; the others join late.
         // The servers that answer within the window are the handshake's, and once one has, the
         // rest have JOIN_GRACE more; the others join late.
-        let window = self.request_timeout.min(JOIN_WINDOW);
+        let window = self.told.request_timeout.min(JOIN_WINDOW);
         let all_settled = join_all(joining.iter().map(|link| link.join_settled(window)));
         let one_joined = async {
             let joined = joining.iter().map(|link| {
@@ -232,7 +232,7 @@ impl Router {
     fn announce_catalog(&self, link: &Link) {
         for what in ["prompts", "resources"] {
             if link.has(what)
-                && let Some(line) = lock(&self.protocol).other_list_changed(what)
+                && let Some(line) = lock(&self.client.protocol).other_list_changed(what)
             {
                 self.to_client(line);
             }
@@ -296,7 +296,7 @@ impl Router {
     /// The handshake's answer: the client learns that the tool list can change.
     fn answer_handshake(&self, id: &Id, mut result: Value) {
         if let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) {
-            lock(&self.protocol).agreed(revision);
+            lock(&self.client.protocol).agreed(revision);
         }
         if let Some(capabilities) = result.get_mut("capabilities").and_then(Value::as_object_mut) {
             let tools = capabilities.entry("tools").or_insert_with(|| json!({}));
@@ -311,7 +311,7 @@ impl Router {
     /// its tools are listed again, and come back to the client. Taken on at once, so nothing
     /// asks the server anything before it has joined.
     pub(crate) fn rejoin(self: std::sync::Arc<Self>, link: std::sync::Arc<Link>) {
-        let handshake = lock(&self.handshake).clone();
+        let handshake = lock(&self.client.handshake).clone();
         let Some((method, params)) = handshake else {
             // No handshake yet: the client's reaches this server when it comes.
             return;
@@ -537,7 +537,7 @@ impl Router {
                     .iter()
                     .flat_map(|(link, items)| items.iter().filter_map(|item| Some((*link, item["name"].as_str()?))));
                 let servers: Vec<String> = self.links.iter().map(|link| link.name.clone()).collect();
-                let names = SharedNames::new(&servers, every_name, self.prefix, &[], NameRules::MCP);
+                let names = SharedNames::new(&servers, every_name, self.told.prefix, &[], NameRules::MCP);
                 for clash in names.clashes() {
                     self.warnings.warn("prompt-name", || format!("prompts: {clash}"));
                 }
@@ -561,16 +561,16 @@ impl Router {
 
     /// Every page of server `link`'s list of `kind`.
     async fn list_every_page(&self, link: &Link, kind: Kind) -> Result<Vec<Value>, Unanswered> {
-        let meta = lock(&self.protocol).envelope();
+        let meta = lock(&self.client.protocol).envelope();
         let (mut items, mut cursor, mut bytes) = (Vec::new(), None::<String>, 0usize);
         for _ in 0..MAX_PAGES {
             let reply = self.ask(link, kind.method(), page_params(cursor.as_deref(), meta.as_ref())).await?;
             bytes += reply.get().len();
-            if bytes > self.max_message_bytes {
+            if bytes > self.told.max_message_bytes {
                 return Err(Unanswered::Failed(format!(
                     "its {} passed {} bytes over its pages, the limit for one message (--max-message-size)",
                     kind.method(),
-                    self.max_message_bytes
+                    self.told.max_message_bytes
                 )));
             }
             let mut page = match tool_mediator_core::json::from_str(reply.get()) {

@@ -124,7 +124,7 @@ impl Router {
     fn too_long(&self, side: Side<'_>, head: &[u8], length: usize) {
         let reason = format!(
             "a message of {length} bytes is longer than the proxy's limit of {} bytes (--max-message-size)",
-            self.max_message_bytes
+            self.told.max_message_bytes
         );
         self.warnings.warn(side.warning(Unread::TooLong), || format!("skipped a line from {}: {reason}", side.name()));
         let salvaged = jsonrpc::salvage(&String::from_utf8_lossy(head));
@@ -227,7 +227,7 @@ impl Router {
                     Some(link) => {
                         let purpose = if wants_tools { Purpose::Listen } else { Purpose::Other };
                         if self.forward(link, id.clone(), purpose, lossless(line)) && wants_tools {
-                            lock(&self.protocol).listen(id);
+                            lock(&self.client.protocol).listen(id);
                         }
                     }
                     // Several servers' streams cannot be one: the gateway keeps the stream open
@@ -259,8 +259,8 @@ impl Router {
             // A cancelled request may never be answered: it waits no more, and one still worked
             // on here is not sent. The server working on it hears of it. A listen stream
             // cancelled (closed, behind the HTTP front) is listened for no more.
-            lock(&self.tasks).cancel(&id);
-            lock(&self.protocol).stop_listening(&id);
+            lock(&self.client.tasks).cancel(&id);
+            lock(&self.client.protocol).stop_listening(&id);
             let working = self
                 .links
                 .iter()
@@ -376,12 +376,12 @@ impl Router {
                     self.listen_here(id.clone(), true);
                 }
                 (Purpose::Listen, Some(_)) => {
-                    lock(&self.protocol).stop_listening(id);
+                    lock(&self.client.protocol).stop_listening(id);
                     self.to_client(lossless(line));
                 }
                 (_, Some(result))
                     if link.handshake_only.load(std::sync::atomic::Ordering::Relaxed)
-                        && lock(&self.protocol).is_stateless() =>
+                        && lock(&self.client.protocol).is_stateless() =>
                 {
                     self.to_client(for_stateless(id, &line[result]).unwrap_or_else(|| lossless(line)));
                 }
@@ -398,7 +398,7 @@ impl Router {
     /// The client's side of the protocol revision, and its `_meta` envelope.
     fn note_protocol(&self, params: Option<&RawValue>) {
         if let Some(meta) = params.and_then(|raw| meta_of(raw.get())) {
-            lock(&self.protocol).note_meta(meta);
+            lock(&self.client.protocol).note_meta(meta);
         }
     }
 
@@ -411,7 +411,7 @@ impl Router {
             "_meta": {SUBSCRIPTION_ID_KEY: stream},
         });
         if wants_tools {
-            lock(&self.protocol).listen(id);
+            lock(&self.client.protocol).listen(id);
         }
         self.to_client(jsonrpc::notification("notifications/subscriptions/acknowledged", Some(&params)));
     }
@@ -422,7 +422,7 @@ impl Router {
         let stream = parsed.as_ref().and_then(|params| {
             params.pointer(&format!("/_meta/{}", tool_mediator_core::schema::escape(SUBSCRIPTION_ID_KEY)))
         });
-        let listens = stream.is_some_and(|stream| lock(&self.protocol).is_listening(stream));
+        let listens = stream.is_some_and(|stream| lock(&self.client.protocol).is_listening(stream));
         match parsed {
             Some(mut params) if listens => {
                 if let Some(honoured) = params.get_mut("notifications").and_then(Value::as_object_mut) {
@@ -506,8 +506,8 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":"s1","method":"subscriptions/listen","params":{{{meta},"notifications":{{"toolsListChanged":true}}}}}}"#
         );
         take(&router, &listen);
-        assert_eq!(lock(&router.protocol).list_changed().len(), 1, "the gateway listens for the stream itself");
+        assert_eq!(lock(&router.client.protocol).list_changed().len(), 1, "the gateway listens for the stream itself");
         take(&router, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}}"#);
-        assert!(lock(&router.protocol).list_changed().is_empty(), "a cancelled stream hears nothing more");
+        assert!(lock(&router.client.protocol).list_changed().is_empty(), "a cancelled stream hears nothing more");
     }
 }

@@ -82,17 +82,17 @@ impl Router {
                 Err(broadcast::error::RecvError::Closed) => return,
             }
             let Some(router) = router.upgrade() else { return };
-            let stateless = lock(&router.protocol).is_stateless();
+            let stateless = lock(&router.client.protocol).is_stateless();
             // Streams of the stateless revision are many clients' (one router behind the HTTP
             // front): one client's listing is no reason to keep another waiting.
-            if stateless || lock(&router.heard).changed(router.session.generation()) {
+            if stateless || lock(&router.tools.heard).changed(router.tools.session.generation()) {
                 router.announce_tool_changes();
             }
         }
     }
 
     fn announce_tool_changes(&self) {
-        let lines = lock(&self.protocol).list_changed();
+        let lines = lock(&self.client.protocol).list_changed();
         for line in lines {
             self.to_client(line);
         }
@@ -100,8 +100,8 @@ impl Router {
 
     /// A listing was answered (or failed): the changes that came meanwhile are announced.
     fn listing_ended(&self) {
-        let now = self.session.generation();
-        if lock(&self.heard).listing_ended(now) && !lock(&self.protocol).is_stateless() {
+        let now = self.tools.session.generation();
+        if lock(&self.tools.heard).listing_ended(now) && !lock(&self.client.protocol).is_stateless() {
             self.announce_tool_changes();
         }
     }
@@ -118,7 +118,7 @@ impl Router {
 
     /// Lists every page of a server's tools, as the server wrote them.
     pub(super) async fn fetch(&self, link: &Link, meta: Option<Value>) -> Result<Fetched, Unanswered> {
-        let meta = meta.or_else(|| lock(&self.protocol).envelope());
+        let meta = meta.or_else(|| lock(&self.client.protocol).envelope());
         let mut pages = Vec::new();
         let mut listed_bytes = 0usize;
         let mut rest = None;
@@ -128,11 +128,11 @@ impl Router {
             // Every page is held until the listing is whole: together they are held to the
             // limit of one message.
             listed_bytes += raw.get().len();
-            if listed_bytes > self.max_message_bytes {
+            if listed_bytes > self.told.max_message_bytes {
                 return Err(Unanswered::Failed(format!(
                     "{}'s tools/list passed {} bytes over its pages, the proxy's limit \
                      for one message (--max-message-size)",
-                    link.label, self.max_message_bytes
+                    link.label, self.told.max_message_bytes
                 )));
             }
             let unusable = |error: serde_json::Error| {
@@ -188,7 +188,7 @@ impl Router {
         // What was left out of a list that has not changed is left out still (and what the
         // session's admission held back of it is held still).
         // Read before the chain takes the tools in: a change meanwhile is taken in next time.
-        let chain = self.mediator.version();
+        let chain = self.tools.mediator.version();
         let (known, known_chain, left_out) = match lock(&link.listing).as_ref() {
             Some(known) => (Some(known.fingerprint), known.chain.clone(), known.left_out.clone()),
             None => (None, chain.clone(), Vec::new()),
@@ -206,7 +206,7 @@ impl Router {
             let (tools, left_out) = fetched.tools(&self.warnings);
             listing.left_out = left_out;
             drop(fetched);
-            let source = link.source(self.source.as_ref());
+            let source = link.source(self.told.source.as_ref());
             if known.is_none() {
                 tracing::info!(
                     "mediating the tools of `{source}` ({})",
@@ -215,7 +215,8 @@ impl Router {
             }
             // Include and exclude, the lock, trust on first use: the session's admission.
             let context = ToolContext::new(source, SourceType::Api);
-            self.session
+            self.tools
+                .session
                 .take_in_listing(link.index, &link.admission_source(), &context, tools)
                 .await
                 .map_err(|error| Unanswered::Failed(error.to_string()))?;
@@ -251,7 +252,7 @@ impl Router {
             async move {
                 if link.announces_tool_changes()
                     && let Some(listing) =
-                        lock(&link.listing).as_ref().filter(|listing| listing.chain == self.mediator.version())
+                        lock(&link.listing).as_ref().filter(|listing| listing.chain == self.tools.mediator.version())
                 {
                     return (link, Ok(listing.rest.clone()));
                 }
@@ -281,11 +282,11 @@ impl Router {
     pub(super) async fn list_tools(self: Arc<Self>, id: Id, cursor: Option<String>, meta: Option<Value>) {
         let stateless = meta.as_ref().is_some_and(|meta| meta.get(PROTOCOL_VERSION_KEY).is_some());
         // Changes heard while it is answered are announced after it, as one.
-        lock(&self.heard).listing_started();
+        lock(&self.tools.heard).listing_started();
         let _listing = ClientListing(&self);
         // A review since the last look is seen by the listing that follows it.
         if cursor.is_none() {
-            self.session.notice_reviews().await;
+            self.tools.session.notice_reviews().await;
         }
         let stored = match cursor.is_some() {
             true => self.links.iter().find_map(|link| lock(&link.listing).as_ref().map(|listing| listing.rest.clone())),
@@ -305,7 +306,7 @@ impl Router {
         if stateless {
             crate::wire::revision::complete_for_stateless(&mut rest, true);
         }
-        match self.session.page(cursor.as_deref()) {
+        match self.tools.session.page(cursor.as_deref()) {
             Ok(page) => {
                 let result = ListResult { tools: page.tools(), next_cursor: page.next_cursor.as_deref(), rest: &rest };
                 match serde_json::to_string(&result) {
@@ -325,7 +326,7 @@ impl Router {
     /// A first page of `shown` bytes was answered: the servers' whole listings less it are what
     /// the client was spared, counted where the options say.
     fn count_savings(&self, shown: usize) {
-        let Some(savings) = &self.savings else { return };
+        let Some(savings) = &self.tools.savings else { return };
         let listed: usize = self.links.iter().filter_map(|link| Some(lock(&link.listing).as_ref()?.bytes)).sum();
         savings.spared(listed, shown);
     }
@@ -413,7 +414,7 @@ impl Router {
             *lock(&link.listing) = None;
             if link.is_withdrawn() {
                 tracing::info!("{} left this session's view; its tools leave the list", link.label);
-                self.session.forget(link.index);
+                self.tools.session.forget(link.index);
             } else if self.serving(link) {
                 tracing::info!("{}'s tools in this session's view changed; listing them again", link.label);
                 self.relist(link).await;
@@ -422,7 +423,7 @@ impl Router {
         if changed {
             self.catalog_changed();
             for what in ["prompts", "resources"] {
-                if let Some(line) = lock(&self.protocol).other_list_changed(what) {
+                if let Some(line) = lock(&self.client.protocol).other_list_changed(what) {
                     self.to_client(line);
                 }
             }
@@ -465,7 +466,7 @@ impl Router {
         // call passes unlisted (by a lock or a quarantine).
         let mut route = match self.single() {
             Some(_) => None,
-            None => Some(self.session.route_call(&name, arguments.clone()).await),
+            None => Some(self.tools.session.route_call(&name, arguments.clone()).await),
         };
         let unlisted = |link: &Link| lock(&link.listing).is_none();
         if route.as_ref().is_none_or(|route| matches!(route, Route::NotFound)) {
@@ -485,7 +486,7 @@ impl Router {
         }
         let route = match route {
             Some(route) => route,
-            None => self.session.route_call(&name, arguments.clone()).await,
+            None => self.tools.session.route_call(&name, arguments.clone()).await,
         };
         match route {
             Route::Local(mut result) => {

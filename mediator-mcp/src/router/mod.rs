@@ -70,13 +70,25 @@ impl Ready for Router {
             outbox.has_room().await;
         }
         self.to_client.has_room().await;
-        if self.tool_tasks.available_permits() == 0 {
-            drop(self.tool_tasks.acquire().await);
+        if self.client.tool_tasks.available_permits() == 0 {
+            drop(self.client.tool_tasks.acquire().await);
         }
     }
 }
 
 pub(super) struct Router {
+    told: Told,
+    pub(super) to_client: Outbox,
+    client: ClientSide,
+    pub(super) links: Vec<Arc<Link>>,
+    /// The servers' prompts and resources, as one.
+    catalog: Mutex<aggregate::Catalog>,
+    tools: Tools,
+    warnings: Warnings,
+}
+
+/// How the router was set up: fixed for its life.
+struct Told {
     /// The override source of a router with one server, as the proxy's `--source` gives it.
     source: Option<String>,
     max_message_bytes: usize,
@@ -85,21 +97,27 @@ pub(super) struct Router {
     restarts: bool,
     /// Prefix every prompt with its server's name, as the session does tools.
     prefix: bool,
-    pub(super) to_client: Outbox,
-    pub(super) links: Vec<Arc<Link>>,
-    warnings: Warnings,
-    tool_tasks: Arc<tokio::sync::Semaphore>,
-    tasks: Mutex<Tasks>,
-    session: Arc<Session>,
-    /// What the client was shown of the tool list, for announcing only what it was not.
-    heard: Mutex<heard::Heard>,
+}
+
+/// What the router keeps of its client: the revision it speaks, its handshake, its requests.
+struct ClientSide {
     protocol: Mutex<Protocol>,
     /// The client's handshake (`initialize` or `server/discover` and its params), replayed to a
     /// server that starts again.
     handshake: Mutex<Option<(String, Value)>>,
-    catalog: Mutex<aggregate::Catalog>,
+    tasks: Mutex<Tasks>,
+    /// `tools/list` and `tools/call` requests served at once ([`TOOL_TASKS`]).
+    tool_tasks: Arc<tokio::sync::Semaphore>,
+}
+
+/// The tools: the session that mediates them, its chain, what the client heard of them and
+/// what it was spared.
+struct Tools {
+    session: Arc<Session>,
     /// The session's chain, to tell what it does now from what took a listing in.
     mediator: Arc<tool_mediator::Mediator>,
+    /// What the client was shown of the tool list, for announcing only what it was not.
+    heard: Mutex<heard::Heard>,
     /// Where what the client was spared of the servers' listings is counted, when it is.
     savings: Option<Arc<crate::savings::Savings>>,
 }
@@ -122,23 +140,29 @@ impl Router {
             Session::of_sources(options.mediator, context, names, options.policy.clone()).with_admission(admission),
         );
         let router = Arc::new(Router {
-            source: options.source,
-            max_message_bytes: options.max_message_bytes,
-            request_timeout: options.request_timeout,
-            restarts: options.restart.is_some(),
-            prefix: options.policy.prefix,
+            told: Told {
+                source: options.source,
+                max_message_bytes: options.max_message_bytes,
+                request_timeout: options.request_timeout,
+                restarts: options.restart.is_some(),
+                prefix: options.policy.prefix,
+            },
             to_client,
+            client: ClientSide {
+                protocol: Mutex::default(),
+                handshake: Mutex::default(),
+                tasks: Mutex::default(),
+                tool_tasks: Arc::new(tokio::sync::Semaphore::new(TOOL_TASKS)),
+            },
             links,
-            warnings: Warnings::default(),
-            tool_tasks: Arc::new(tokio::sync::Semaphore::new(TOOL_TASKS)),
-            tasks: Mutex::default(),
-            heard: Mutex::default(),
-            protocol: Mutex::default(),
-            handshake: Mutex::default(),
             catalog: Mutex::default(),
-            savings: options.savings.clone(),
-            mediator,
-            session: session.clone(),
+            tools: Tools {
+                session: session.clone(),
+                mediator,
+                heard: Mutex::default(),
+                savings: options.savings.clone(),
+            },
+            warnings: Warnings::default(),
         });
         tokio::spawn(Router::follow(Arc::downgrade(&router), session.subscribe(), changes));
         tokio::spawn(Session::follow_reviews(Arc::downgrade(&session)));
@@ -158,7 +182,7 @@ impl Router {
             && match link.joining() {
                 Joining::Done => true,
                 Joining::UnderWay => false,
-                Joining::Fresh => self.single().is_some() || lock(&self.handshake).is_none(),
+                Joining::Fresh => self.single().is_some() || lock(&self.client.handshake).is_none(),
             }
     }
 
@@ -172,7 +196,7 @@ impl Router {
             // The usual case, on every call: no timer, nothing to wait for.
             return;
         }
-        let window = self.request_timeout.min(JOIN_WINDOW);
+        let window = self.told.request_timeout.min(JOIN_WINDOW);
         futures_util::future::join_all(joining.iter().map(|link| link.join_settled(window))).await;
     }
 
@@ -181,7 +205,7 @@ impl Router {
     /// hung server is found even while nobody asks it anything.
     pub(super) async fn watch(&self, link: &Link) {
         loop {
-            tokio::time::sleep(self.request_timeout).await;
+            tokio::time::sleep(self.told.request_timeout).await;
             // A server busy with a client's request may not read a ping before it is done.
             if link.joining() == Joining::Done && !link.busy() {
                 let _ = self.ask(link, "ping", json!({})).await;
@@ -204,13 +228,13 @@ impl Router {
 
     /// Runs a tool request's work in a task of its own, within [`TOOL_TASKS`].
     fn spawn_tool_task(self: &Arc<Self>, id: Id, work: impl Future<Output = ()> + Send + 'static) {
-        match self.tool_tasks.clone().try_acquire_owned() {
+        match self.client.tool_tasks.clone().try_acquire_owned() {
             Ok(permit) => {
-                lock(&self.tasks).started(&id);
+                lock(&self.client.tasks).started(&id);
                 let router = self.clone();
                 tokio::spawn(async move {
                     work.await;
-                    lock(&router.tasks).ended(&id);
+                    lock(&router.client.tasks).ended(&id);
                     drop(permit);
                 });
             }
@@ -223,7 +247,7 @@ impl Router {
 
     /// Whether the revision in use has JSON-RPC batches (only 2025-03-26 does).
     fn batches_allowed(&self) -> bool {
-        lock(&self.protocol).batches_allowed()
+        lock(&self.client.protocol).batches_allowed()
     }
 
     /// Logs the warnings held back since the last of their kind.
@@ -244,7 +268,7 @@ impl Router {
             return false;
         }
         let line = link.in_its_revision(line);
-        if lock(&self.tasks).take_cancelled(&id) {
+        if lock(&self.client.tasks).take_cancelled(&id) {
             return false;
         }
         let refusal = lock(&link.pending).client_request(&id, Waiter::Client(purpose));
@@ -269,7 +293,7 @@ impl Router {
         if link.handshake_only.load(std::sync::atomic::Ordering::Relaxed) {
             crate::wire::revision::without_envelope(&mut params);
         }
-        link.ask(method, &params, self.request_timeout).await
+        link.ask(method, &params, self.told.request_timeout).await
     }
 
     fn fail(&self, id: &Id, failure: Unanswered) {
@@ -289,8 +313,8 @@ impl Router {
                 self.to_client(jsonrpc::error_response(&id, INTERNAL_ERROR, &reason));
             }
         }
-        if self.restarts {
-            self.session.forget(link.index);
+        if self.told.restarts {
+            self.tools.session.forget(link.index);
             self.catalog_changed();
         }
     }
