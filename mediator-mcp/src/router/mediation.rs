@@ -2,9 +2,23 @@
 //! that changed is taken in), relisting a server when its tools change, and calls routed to the
 //! server of each tool.
 
-use super::*;
+use std::sync::{Arc, Weak};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::{broadcast, watch};
+
+use super::link::{Link, Purpose, Reply, Unanswered};
+use super::{MAX_PAGES, Router, page_params};
 use crate::options::ShownServers;
-use tokio::sync::watch;
+use crate::warnings::Warnings;
+use crate::wire::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
+use crate::wire::revision::PROTOCOL_VERSION_KEY;
+use tool_mediator::session::{ListChanged, Route};
+use tool_mediator::{ChainChanges, ChainVersion};
+use tool_mediator_core::sync::lock;
+use tool_mediator_core::{SourceType, Tool, ToolContext};
 
 /// What the proxy keeps of the server's last listing: a fingerprint of its tools as written,
 /// to take in only a list that changed, and the rest of its first page's result (cache hints,

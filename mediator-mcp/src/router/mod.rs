@@ -12,24 +12,20 @@
 //! its own table of requests waiting for an answer, so id `0` from one side never answers id `0`
 //! from the other.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
 
 use crate::options::ProxyOptions;
 use crate::warnings::Warnings;
 use crate::wire::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, Id};
 use crate::wire::lines::{Outbox, Ready};
 use crate::wire::pending::{Refusal, Tasks};
-use crate::wire::revision::{PROTOCOL_VERSION_KEY, Protocol};
-use tool_mediator::session::{ListChanged, Route, Session};
-use tool_mediator::{ChainChanges, ChainVersion};
+use crate::wire::revision::Protocol;
+use tool_mediator::session::Session;
 use tool_mediator_core::sync::lock;
-use tool_mediator_core::{SourceType, Tool, ToolContext};
+use tool_mediator_core::{SourceType, ToolContext};
 
 mod aggregate;
 mod heard;
