@@ -189,6 +189,6 @@ export declare class Session {
   /** Calls `callback` whenever the visible list changes (send
    * `notifications/tools/list_changed`). Does not keep Node running by itself. */
   onListChanged(callback: () => void): this
-  /** Stops the list-changed callbacks. */
+  /** Stops the list-changed callbacks (and following the override directories and reviews). */
   close(): void
 }

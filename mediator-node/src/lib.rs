@@ -333,7 +333,8 @@ impl Session {
         self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(listener);
     }
 
-    /// Stops calling the list-changed callbacks (and following the override directories).
+    /// Stops calling the list-changed callbacks (and following the override directories and
+    /// reviews).
     #[napi]
     pub fn close(&self) {
         for listener in self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {

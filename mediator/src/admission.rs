@@ -10,8 +10,9 @@
 //!
 //! All of it by the source's own names, before the chain renames anything. The poisoning
 //! screen and the judge follow, in the session, on what is admitted. A review's approval
-//! reaches a running session: [`Admission::reviews_changed`] says the pins file changed, and
-//! [`Admission::again`] screens a listing again.
+//! reaches a running session: each listing remembers the pins file as it was screened against
+//! ([`Screened`]); one screened before the file changed (a review, another session's first
+//! use) is screened again ([`Admission::again`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -53,7 +54,7 @@ impl ToolFilter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     /// Its name: a gateway's server's name in the servers file, what a lock of several sources
-    /// keys its tools by (`<name>/<tool>`); empty for a host's one source.
+    /// keys its tools by (`<name>/<tool>`); empty for the proxy's one server.
     pub name: String,
     /// What trust on first use pins its tools under.
     pub pinned_as: String,
@@ -85,11 +86,13 @@ impl Source {
 }
 
 /// What the pins file says of a listing, kept to screen it again when a review changes them:
-/// the tools as they came to the pins (past the filter and the lock), and which were held.
+/// the tools as they came to the pins (past the filter and the lock), which were held, and the
+/// file as it was then.
 #[derive(Debug, Clone)]
 pub struct Screened {
     tools: Arc<Vec<Tool>>,
     held: Vec<bool>,
+    pub(crate) stamp: Option<Stamp>,
 }
 
 /// A listing as admitted: the tools a session may take in, and, with trust on first use, what
@@ -113,11 +116,9 @@ pub struct Admission {
     trust: Option<Trust>,
 }
 
-/// Trust on first use, with what was told and what the file was last seen as.
+/// Trust on first use, and what it told.
 struct Trust {
     file: Arc<PinsFile>,
-    /// The file as last looked at: a change since is a review's, or another session's.
-    seen: Mutex<Option<Stamp>>,
     /// The held tools already told of, by source, tool and digest: each is told once.
     told: Mutex<HashSet<(String, String, String)>>,
     /// How the command to review names the file: nothing for the user's own.
@@ -138,7 +139,7 @@ impl Admission {
             Some(user) if user == file.path() => "tool-mediator review".to_owned(),
             _ => format!("tool-mediator review --pins-file {}", quoted_for_shell(&file.path().display().to_string())),
         };
-        self.trust = Some(Trust { seen: Mutex::new(file.stamp()), file, told: Mutex::default(), review });
+        self.trust = Some(Trust { file, told: Mutex::default(), review });
         self
     }
 
@@ -177,26 +178,22 @@ impl Admission {
         Ok(Admitted { tools, screened: Some(screened) })
     }
 
-    /// Whether the pins file changed since last looked at (a review approved or rejected a
-    /// tool, or another session pinned one): then each source's last listing is screened
-    /// again ([`Admission::again`]).
-    pub fn reviews_changed(&self) -> bool {
-        let Some(trust) = &self.trust else { return false };
-        let now = trust.file.stamp();
-        let mut seen = lock(&trust.seen);
-        if *seen == now {
-            return false;
-        }
-        *seen = now;
-        true
+    /// The pins file as it is now: a listing [`Screened`] against it as it was before (a
+    /// review approved or rejected a tool since, or another session pinned one) is screened
+    /// again. `None` without trust on first use, or no file yet.
+    pub fn pins_now(&self) -> Option<Stamp> {
+        self.trust.as_ref().and_then(|trust| trust.file.stamp())
     }
 
     /// `before`, `source`'s listing as last admitted, screened against the pins as they are
-    /// now: `None` when what is held did not change.
-    pub async fn again(&self, source: &Source, before: &Screened) -> Result<Option<Admitted>, AdmissionError> {
-        let Some(trust) = &self.trust else { return Ok(None) };
+    /// now; and whether what is held changed (then the session takes it in again).
+    pub async fn again(&self, source: &Source, before: &Screened) -> Result<(Admitted, bool), AdmissionError> {
+        let Some(trust) = &self.trust else {
+            return Ok((Admitted { tools: before.tools.to_vec(), screened: Some(before.clone()) }, false));
+        };
         let (tools, screened) = self.screen_pins(trust, source, before.tools.clone()).await?;
-        Ok((screened.held != before.held).then_some(Admitted { tools, screened: Some(screened) }))
+        let changed = screened.held != before.held;
+        Ok((Admitted { tools, screened: Some(screened) }, changed))
     }
 
     /// Screens `tools` against the pins: the tools admitted, and which were held back. What is
@@ -208,10 +205,11 @@ impl Admission {
         tools: Arc<Vec<Tool>>,
     ) -> Result<(Vec<Tool>, Screened), AdmissionError> {
         let (file, pinned_as, listed) = (trust.file.clone(), source.pinned_as.clone(), tools.clone());
-        let verdicts = tokio::task::spawn_blocking(move || file.change(|pins| pins.screen(&pinned_as, &listed)))
-            .await
-            .map_err(|error| AdmissionError(format!("the pins could not be read: {error}")))?
-            .map_err(|error| AdmissionError(error.to_string()))?;
+        let (verdicts, stamp) =
+            tokio::task::spawn_blocking(move || file.change_seen(|pins| pins.screen(&pinned_as, &listed)))
+                .await
+                .map_err(|error| AdmissionError(format!("the pins could not be read: {error}")))?
+                .map_err(|error| AdmissionError(error.to_string()))?;
         let mut admitted = Vec::with_capacity(tools.len());
         let mut held = Vec::with_capacity(tools.len());
         for (tool, verdict) in tools.iter().zip(&verdicts) {
@@ -230,7 +228,16 @@ impl Admission {
             );
             tracing::info!("{}", printable(&message));
         }
-        Ok((admitted, Screened { tools, held }))
+        Ok((admitted, Screened { tools, held, stamp }))
+    }
+}
+
+impl Screened {
+    /// The same, as if screened against the pins file as it is `now`: not screened again until
+    /// the file changes again (one that cannot be read is warned of once per change).
+    pub(crate) fn seen_at(mut self, now: Option<Stamp>) -> Screened {
+        self.stamp = now;
+        self
     }
 }
 

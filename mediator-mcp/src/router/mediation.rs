@@ -229,11 +229,19 @@ impl Router {
             }
             // Include and exclude, the lock, trust on first use: the session's admission.
             let context = ToolContext::new(source, SourceType::Api);
-            self.tools
+            let taken = self
+                .tools
                 .session
                 .take_in_listing(link.index, &link.admission_source(), &context, tools)
                 .await
                 .map_err(|error| Unanswered::Failed(error.to_string()))?;
+            if !taken {
+                // The server went meanwhile: its next listing is taken in, however it lists.
+                let rest = listing.rest.clone();
+                *lock(&link.listing) = None;
+                *finished = number;
+                return Ok(rest);
+            }
         }
         let rest = listing.rest.clone();
         *lock(&link.listing) = Some(listing);

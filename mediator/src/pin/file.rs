@@ -84,6 +84,12 @@ impl PinsFile {
     /// it did; what `change` returned. The lock is held until the file is in place: two
     /// processes changing it at once take turns, each reading what the other wrote.
     pub fn change<T>(&self, change: impl FnOnce(&mut Pins) -> T) -> Result<T, PinsError> {
+        self.change_seen(change).map(|(outcome, _)| outcome)
+    }
+
+    /// [`PinsFile::change`], and the file's [`stamp`](PinsFile::stamp) as it was left, read
+    /// under the lock: a later stamp is someone else's change.
+    pub fn change_seen<T>(&self, change: impl FnOnce(&mut Pins) -> T) -> Result<(T, Option<Stamp>), PinsError> {
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
             _ => PathBuf::from("."),
@@ -99,8 +105,9 @@ impl PinsFile {
         if pins != before {
             self.write(&pins)?;
         }
+        let stamp = self.stamp();
         drop(lock);
-        Ok(outcome)
+        Ok((outcome, stamp))
     }
 
     /// The file as it is now, to tell whether it changed since (a review's approval, another

@@ -46,6 +46,27 @@ impl Admissions {
         self.latest.get(&source) == Some(&number)
     }
 
+    /// A listing of `source` that could not be admitted takes nothing in: unless a later one
+    /// started meanwhile, the listing kept before it is the last again, screened again after a
+    /// review as before.
+    pub(super) fn abandon(&mut self, source: usize, number: u64) {
+        if !self.is_latest(source, number) {
+            return;
+        }
+        match self.kept.get(&source) {
+            Some(kept) => self.latest.insert(source, kept.number),
+            None => self.latest.remove(&source),
+        };
+    }
+
+    /// What the pins say now of `kept`, `source`'s last listing, when that did not change
+    /// what is held (or could not be screened): it is not screened again until the file changes.
+    pub(super) fn renew(&mut self, source: usize, kept: &Kept, screened: Screened) {
+        if let Some(now) = self.kept.get_mut(&source).filter(|now| now.number == kept.number) {
+            now.screened = screened;
+        }
+    }
+
     /// Keeps what the pins said of listing `number`, the last of `source`.
     pub(super) fn keep(
         &mut self,
@@ -85,5 +106,9 @@ mod tests {
         assert!(admissions.is_latest(0, second) && admissions.is_latest(1, other));
         admissions.forget(1);
         assert!(!admissions.is_latest(1, other), "a source gone takes in nothing under way");
+        // A listing that failed gives way to the one before it.
+        let failed = admissions.start(0);
+        admissions.abandon(0, failed);
+        assert!(!admissions.is_latest(0, failed) && !admissions.is_latest(0, second), "nothing was kept");
     }
 }

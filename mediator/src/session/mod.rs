@@ -333,7 +333,8 @@ impl Session {
 
     /// Takes in a list the caller enhanced itself ([`Mediator::enhance`] with this session's
     /// context): for a front door that shows one list under several policies and enhances it
-    /// once (`tokens`).
+    /// once (`tokens`). It passes no admission: a host whose sessions hold tools back takes its
+    /// lists in with the methods that do.
     pub fn take_in_enhanced(&self, enhanced: Vec<EnhancedTool>) {
         self.settle(0, Some(Taken { tools: enhanced, ..Taken::nothing() }), None);
     }
@@ -344,27 +345,39 @@ impl Session {
     /// name; one the pins file cannot screen (it cannot be read) lists nothing, with a warning.
     pub async fn take_in_from(&self, source: usize, context: &ToolContext, upstream: Vec<Tool>) {
         let from = Source::named(&context.source);
-        if let Err(error) = self.take_in_listing(source, &from, context, upstream).await {
-            tracing::warn!("{error}: nothing of {} is listed", from.label);
-            self.settle(source, Some(Taken::nothing()), None);
+        let number = self.state().admissions.start(source);
+        match self.admission.admit(&from, upstream).await {
+            Ok(admitted) => {
+                self.take_in_admitted(source, number, &from, context, admitted, None).await;
+            }
+            Err(error) => {
+                tracing::warn!("{error}: nothing of {} is listed", from.label);
+                self.settle_listing(source, number, Taken::nothing(), None);
+            }
         }
     }
 
     /// [`Session::take_in_from`] for a host that names its sources to the admission itself (a
     /// gateway's servers: their names, what they are pinned under, their include and exclude):
-    /// a pins file that cannot be read is its error, and nothing of the listing is taken in. A
-    /// listing of the same source started later wins; one that started before is not taken in.
+    /// whether the listing was taken in. A listing of the same source started later wins (this
+    /// one is not taken in), as does the source's going ([`Session::forget`]). A pins file that
+    /// cannot be read is the error, and nothing of the listing is taken in: what the source
+    /// listed before stands.
     pub async fn take_in_listing(
         &self,
         index: usize,
         from: &Source,
         context: &ToolContext,
         upstream: Vec<Tool>,
-    ) -> Result<(), AdmissionError> {
+    ) -> Result<bool, AdmissionError> {
         let number = self.state().admissions.start(index);
-        let admitted = self.admission.admit(from, upstream).await?;
-        self.take_in_admitted(index, number, from, context, admitted, None).await;
-        Ok(())
+        match self.admission.admit(from, upstream).await {
+            Ok(admitted) => Ok(self.take_in_admitted(index, number, from, context, admitted, None).await),
+            Err(error) => {
+                self.state().admissions.abandon(index, number);
+                Err(error)
+            }
+        }
     }
 
     /// Source number `source` is gone (its server died): its tools leave the list until it is
@@ -416,27 +429,34 @@ impl Session {
         self.settle_listing(index, number, enhanced, kept)
     }
 
-    /// Screens each source's last listing against the pins again if the pins file changed (a
-    /// review approved or rejected a tool, or another session pinned one), and takes in those
-    /// of which what is held changed: the client is told.
+    /// Screens each source's last listing against the pins again if the pins file changed
+    /// since (a review approved or rejected a tool, or another session pinned one), and takes
+    /// in those of which what is held changed: the client is told.
     pub async fn notice_reviews(&self) {
-        if !self.admission.reviews_changed() {
+        if !self.admission.has_pins() {
             return;
         }
+        let now = self.admission.pins_now();
         let kept = self.state().admissions.kept();
-        for (index, kept) in kept {
-            let admitted = match self.admission.again(&kept.source, &kept.screened).await {
-                Ok(Some(admitted)) => admitted,
-                Ok(None) => continue,
+        for (index, kept) in kept.into_iter().filter(|(_, kept)| kept.screened.stamp != now) {
+            match self.admission.again(&kept.source, &kept.screened).await {
+                Ok((admitted, true)) => {
+                    // A listing of the source that started since is newer than what was
+                    // screened: it is screened again itself if it read the pins before they
+                    // changed.
+                    let Some(number) = self.state().admissions.start_again(index, &kept) else { continue };
+                    let upstream = (index == 0).then(|| self.state().upstream.clone()).flatten();
+                    self.take_in_admitted(index, number, &kept.source, &kept.context, admitted, upstream).await;
+                }
+                Ok((Admitted { screened: Some(screened), .. }, false)) => {
+                    self.state().admissions.renew(index, &kept, screened);
+                }
+                Ok((Admitted { screened: None, .. }, false)) => {}
                 Err(error) => {
                     tracing::warn!("cannot screen the tools of {} again: {error}", kept.source.label);
-                    continue;
+                    self.state().admissions.renew(index, &kept, kept.screened.clone().seen_at(now));
                 }
-            };
-            // A listing of the source that started since is newer than what was screened.
-            let Some(number) = self.state().admissions.start_again(index, &kept) else { continue };
-            let upstream = (index == 0).then(|| self.state().upstream.clone()).flatten();
-            self.take_in_admitted(index, number, &kept.source, &kept.context, admitted, upstream).await;
+            }
         }
     }
 
