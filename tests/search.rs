@@ -235,3 +235,76 @@ fn the_default_first_listing_costs_at_least_ninety_percent_less() {
         assert!(report["saved_percent"].as_f64().unwrap() >= 90.0, "{name}: {report}");
     }
 }
+
+/// The best share of `query` any tool of `tools` matches (0 when none matches at all), by the
+/// index `search_tools` builds.
+fn best_share(tools: &[tool_mediator::EnhancedTool], query: &str) -> f32 {
+    let index = ToolIndex::new(tools.iter().map(|tool| Document { tool, server: None }));
+    let weighed = index.weigh(query);
+    index.search(query, LIMIT).into_iter().map(|(position, _)| weighed.share(position)).fold(0.0, f32::max)
+}
+
+/// Abstention, measured on RestBench: the best match's share for every answerable query (its
+/// own service's tools), for every query against the other service's tools (a request from
+/// another domain), and for every query against its service without the tools that answer it
+/// (the right tool removed). Printed for a range of thresholds: the share of each refused.
+#[test]
+fn search_refuses_requests_no_tool_serves() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let enhanced: BTreeMap<&str, Vec<tool_mediator::EnhancedTool>> = restbench::SERVICES
+        .iter()
+        .map(|&service| {
+            let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools(service))).unwrap();
+            (service, runtime.block_on(rules().enhance(tools, &ToolContext::new(service, SourceType::Api))))
+        })
+        .collect();
+    let (mut answerable, mut elsewhere, mut removed) = (Vec::new(), Vec::new(), Vec::new());
+    for service in restbench::SERVICES {
+        let other = restbench::SERVICES.iter().find(|&&other| other != service).unwrap();
+        for query in restbench::queries(service) {
+            let own = &enhanced[service];
+            answerable.push((service, best_share(own, &query.text)));
+            elsewhere.push((service, best_share(&enhanced[other], &query.text)));
+            let without: Vec<_> =
+                own.iter().filter(|tool| !query.relevant.contains(&tool.original_name)).cloned().collect();
+            removed.push((service, best_share(&without, &query.text)));
+        }
+    }
+    let refused = |shares: &[(&str, f32)], service: Option<&str>, threshold: f32| {
+        let of: Vec<f32> = shares
+            .iter()
+            .filter(|(from, _)| service.is_none_or(|service| *from == service))
+            .map(|(_, share)| *share)
+            .collect();
+        of.iter().filter(|&&share| share < threshold).count() as f64 / of.len() as f64
+    };
+    let row = |label: &str, service: Option<&str>, threshold: f32| {
+        println!(
+            "| {label} | {threshold:.2} | {:.1}% | {:.1}% | {:.1}% |",
+            100.0 * refused(&answerable, service, threshold),
+            100.0 * refused(&elsewhere, service, threshold),
+            100.0 * refused(&removed, service, threshold)
+        );
+    };
+    // The highest threshold that refuses at most 5% of the answerable queries of `service`.
+    let calibrated = |service: Option<&str>| {
+        (0..=100)
+            .map(|step| step as f32 / 100.0)
+            .take_while(|&t| refused(&answerable, service, t) <= 0.05)
+            .last()
+            .unwrap()
+    };
+    println!("| queries | threshold | answerable refused | another domain refused | right tool removed refused |");
+    println!("|---|---|---|---|---|");
+    for step in [0, 5, 10, 15, 20, 25, 30, 40, 50] {
+        row("all", None, step as f32 / 100.0);
+    }
+    // Calibrated on one service's queries, measured on the other's.
+    for (on, measured) in [("TMDB", "Spotify"), ("Spotify", "TMDB")] {
+        row(&format!("{measured}, calibrated on {on}"), Some(measured), calibrated(Some(on)));
+    }
+    let default = tool_mediator::search::MATCH_THRESHOLD;
+    row("all, the default", None, default);
+    assert_eq!(default, calibrated(None), "the default is calibrated on every query: update it");
+    assert!(refused(&elsewhere, None, default) >= 0.4, "requests from another domain are refused");
+}

@@ -70,6 +70,11 @@ pub struct MediatorConfig {
     pub disclosure_mode: DisclosureMode,
     /// Fewer visible tools than this are listed whole, whatever the mode (0: never).
     pub whole_below: usize,
+    /// How much of a query (0 to 1) the best tool `search_tools` finds must match, else it
+    /// answers that no tool matches: 0.17 by default, calibrated on real requests
+    /// ([`crate::search::MATCH_THRESHOLD`]); 0 never refuses.
+    #[serde(deserialize_with = "share")]
+    pub search_threshold: f32,
     /// Leave out the tools the screen suspects of poisoning, in every session (the proxy, the
     /// gateway, the Node binding); without it they are listed, with a warning.
     pub quarantine: bool,
@@ -128,6 +133,7 @@ impl Default for MediatorConfig {
             grouping_threshold: 5,
             disclosure_mode: DisclosureMode::default(),
             whole_below: WHOLE_BELOW,
+            search_threshold: crate::search::MATCH_THRESHOLD,
             quarantine: false,
             allow: Vec::new(),
             judge: false,
@@ -139,6 +145,15 @@ impl Default for MediatorConfig {
             override_dirs: Vec::new(),
             overrides_url: None,
         }
+    }
+}
+
+/// A share, 0 to 1, as a settings file writes it.
+fn share<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f32, D::Error> {
+    let share = <f64 as serde::Deserialize>::deserialize(deserializer)?;
+    match (0.0..=1.0).contains(&share) {
+        true => Ok(share as f32),
+        false => Err(serde::de::Error::custom(format!("must be between 0 and 1, not {share}"))),
     }
 }
 
@@ -275,6 +290,7 @@ impl MediatorConfig {
             quarantine: self.quarantine,
             allowed: self.allow.clone(),
             calls_follow_disclosure: self.calls_follow_disclosure,
+            search_threshold: self.search_threshold,
             ..SessionPolicy::mediated(threshold)
         };
         self.disclosure_mode.apply(policy, threshold, self.whole_below)
@@ -716,6 +732,25 @@ mod tests {
             chain(waiting.clone(), true).await.transformers().map(|t| t.name().to_owned()).collect();
         assert_eq!(names, ["rules", "llm"], "the settings say to wait: uncached, as before");
         assert!(chain(waiting, true).await.changes().is_none());
+    }
+
+    #[test]
+    fn the_search_threshold_comes_from_the_file_between_0_and_1() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(MediatorConfig::default().session_policy().search_threshold, crate::search::MATCH_THRESHOLD);
+        let file = dir.path().join("tool-mediator.toml");
+        std::fs::write(&file, "search_threshold = 0.3\n").unwrap();
+        assert_eq!(MediatorConfig::from_file(&file).unwrap().session_policy().search_threshold, 0.3);
+        for (text, line) in [("whole_below = 3\nsearch_threshold = 1.5\n", 2), ("search_threshold = -0.1\n", 1)] {
+            std::fs::write(&file, text).unwrap();
+            let error = MediatorConfig::from_file(&file).unwrap_err().to_string();
+            assert!(error.starts_with(&format!("{}:{line}:", file.display())), "{error}");
+            assert!(error.contains("must be between 0 and 1"), "{error}");
+        }
+        let json = dir.path().join("config.json");
+        std::fs::write(&json, "{\"search_threshold\": 2}").unwrap();
+        let error = MediatorConfig::from_file(&json).unwrap_err().to_string();
+        assert!(error.contains("must be between 0 and 1"), "{error}");
     }
 
     #[test]

@@ -29,6 +29,13 @@ const TITLE: u32 = 2;
 const DESCRIPTION: u32 = 1;
 const PARAMETER: u32 = 1;
 
+/// How much of a query ([`Weighed::share`]) the best tool must match for `search_tools` to
+/// answer with tools rather than "no tool matches": the highest share that refuses at most 5% of
+/// the RestBench queries (real requests, each answerable by its service's tools) whose service's
+/// tools were searched. `cargo test -p tool-mediator-tests --test search search_refuses --
+/// --nocapture` measures it, and fails when it is no longer the calibrated value.
+pub const MATCH_THRESHOLD: f32 = 0.17;
+
 /// A BM25 index of tools, by their position in the list it was built from.
 pub struct ToolIndex {
     /// Stemmed term -> its number.
@@ -250,6 +257,68 @@ impl ToolIndex {
         found.sort_unstable_by(best_first);
         found
     }
+
+    /// How much of `query` each tool matches: see [`Weighed`].
+    pub fn weigh(&self, query: &str) -> Weighed<'_> {
+        let count = self.lengths.len() as f32;
+        let idf = |frequency: f32| (1.0 + (count - frequency + 0.5) / (frequency + 0.5)).ln();
+        let mut known: Vec<(u32, f32)> = Vec::new();
+        let mut unmatched = 0.0;
+        let mut first = true;
+        let mut lower = String::new();
+        words(query, |word| {
+            let names_something =
+                (!first && word.starts_with(char::is_uppercase)) || word.contains(|c: char| c.is_numeric());
+            first = false;
+            lowercase(word, &mut lower);
+            let Some(term) = stem(&lower) else { return };
+            match self.terms.get(term.as_str()) {
+                Some(&number) if !known.iter().any(|&(seen, _)| seen == number) => {
+                    known.push((number, idf(self.postings[number as usize].len() as f32)));
+                }
+                Some(_) => {}
+                // A word no tool has, weighed as the rarest term, unless it names what a tool
+                // would act on (a name, a number): that says nothing of what the tool does.
+                None if !names_something => unmatched += idf(0.0),
+                None => {}
+            }
+        });
+        let total = known.iter().map(|(_, weight)| weight).sum::<f32>() + unmatched;
+        Weighed { index: self, known, total }
+    }
+}
+
+/// A query's terms as an index weighs them, to say how much of it a tool matches: the share of
+/// the query's weight (each of its terms by how rare it is among the tools, as BM25 weighs it)
+/// that the tool's text has, from 0 to 1. A word that no tool has counts against every tool as
+/// the rarest term would ("play the song" matches nothing of a film database, however well
+/// `top` matches `top_rated`), unless it names something (a capitalized word after the first,
+/// a word with a digit): "movies by Sofia Coppola" asks for a tool about movies, whoever the
+/// person is.
+pub struct Weighed<'a> {
+    index: &'a ToolIndex,
+    /// The query's terms the index has, and their weights.
+    known: Vec<(u32, f32)>,
+    total: f32,
+}
+
+impl Weighed<'_> {
+    /// How much of the query the tool at `position` matches, 0 to 1.
+    pub fn share(&self, position: usize) -> f32 {
+        if self.total <= 0.0 {
+            return 0.0;
+        }
+        let tool = position as u32;
+        let matched: f32 = self
+            .known
+            .iter()
+            .filter(|(term, _)| {
+                self.index.postings[*term as usize].binary_search_by_key(&tool, |&(tool, _)| tool).is_ok()
+            })
+            .map(|(_, weight)| weight)
+            .sum();
+        matched / self.total
+    }
 }
 
 /// What the index reads of an input schema: its parameters' names and descriptions.
@@ -362,6 +431,26 @@ mod tests {
 
     fn index(tools: &[EnhancedTool]) -> ToolIndex {
         ToolIndex::new(tools.iter().map(|tool| Document { tool, server: None }))
+    }
+
+    #[test]
+    fn a_share_weighs_what_the_tool_has_of_the_query_and_not_the_names_it_acts_on() {
+        let tools = [
+            tool("search_movie", "Search for movies by their title.", json!({})),
+            tool("get_movie_credits", "The cast and crew of a movie.", json!({})),
+            tool("list_genres", "The genres of movies.", json!({})),
+        ];
+        let index = index(&tools);
+        let share = |query: &str, position: usize| index.weigh(query).share(position);
+        assert_eq!(share("search movies", 0), 1.0);
+        // A name after the first word, or a number, says nothing of what a tool does.
+        assert_eq!(share("search for the movie Titanic of 1997", 0), 1.0);
+        // A word no tool has weighs against every tool, as the rarest term.
+        let playing = share("play songs of movies", 0);
+        assert!(playing > 0.0 && playing < 0.3, "{playing}");
+        // A rare term matched weighs more than a common one.
+        assert!(share("movie credits", 1) > share("movie credits", 0));
+        assert_eq!(share("the", 0), 0.0, "nothing to weigh");
     }
 
     #[test]

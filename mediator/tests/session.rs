@@ -945,3 +945,38 @@ async fn a_listing_under_way_when_its_source_goes_is_not_taken_in() {
     assert!(!listing.await.unwrap().unwrap(), "the host hears it was not taken in");
     assert!(session.page(None).unwrap().tools().is_empty(), "a source gone stays gone");
 }
+
+#[tokio::test]
+async fn search_says_no_tool_matches_a_task_no_tool_serves_and_how_well_each_found_tool_matches() {
+    let session = in_both_modes(rules());
+    session.list_tools(&github(), None).await.unwrap();
+    // Another domain: a word or two in common is not a match.
+    let refused = search(&session, json!({"query": "play the newest song of my favourite band"})).await;
+    assert_eq!(refused["isError"], false, "an answer, not an error");
+    assert_eq!(names_of(&refused), Vec::<String>::new());
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("No tool matches `play the newest song of my favourite band` (none has"), "{text}");
+    let weak = search(&session, json!({"query": "play the newest song in a repository"})).await;
+    assert_eq!(names_of(&weak), Vec::<String>::new());
+    let text = weak["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("the closest matches") && text.contains("17% is needed"), "{text}");
+
+    // A task the tools serve: each found tool with how much of the query it matches.
+    let found = search(&session, json!({"query": "merge a pull request"})).await;
+    let names = names_of(&found);
+    assert_eq!(names[0], "merge_pull_request", "{names:?}");
+    let matches = found["structuredContent"]["matches"].as_array().unwrap();
+    assert_eq!(matches.len(), names.len());
+    assert_eq!(matches[0], json!(1.0), "every word of the query is the tool's");
+    assert!(matches.iter().all(|share| share.as_f64().unwrap() >= f64::from(tool_mediator::search::MATCH_THRESHOLD)));
+
+    // A threshold of 0 never refuses: the weak matches are found.
+    let policy = SessionPolicy { page_size: None, search_threshold: 0.0, ..SessionPolicy::mediated(5) };
+    let session =
+        Session::new(rules(), ToolContext::new("t", SourceType::Api), DisclosureMode::Both.apply(policy, 5, 0));
+    session.list_tools(&github(), None).await.unwrap();
+    let weak = search(&session, json!({"query": "play the newest song in a repository"})).await;
+    assert!(!names_of(&weak).is_empty(), "{weak}");
+    let none = search(&session, json!({"query": "play the newest song of my favourite band"})).await;
+    assert_eq!(names_of(&none), Vec::<String>::new(), "nothing found is still nothing");
+}

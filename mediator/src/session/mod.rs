@@ -80,6 +80,10 @@ pub struct SessionPolicy {
     pub search: bool,
     /// Fewer visible tools than this are listed whole: no category folded, no search (0: never).
     pub whole_below: usize,
+    /// How much of a query the best tool `search_tools` finds must match (0 to 1,
+    /// [`crate::search::MATCH_THRESHOLD`] unless set): below it the answer is that no tool
+    /// matches, and tools matching less are left out of an answer.
+    pub search_threshold: f32,
     /// Answer a call to a tool the client may see but that is folded away (in a category tool
     /// not expanded, or not found by search yet) with an error saying how to see it, instead of
     /// calling it. Off by default: a client that calls a tool by its name knows it (an agent, a
@@ -109,6 +113,7 @@ impl Default for SessionPolicy {
             prefix: false,
             search: false,
             whole_below: 0,
+            search_threshold: crate::search::MATCH_THRESHOLD,
             calls_follow_disclosure: false,
             quarantine: false,
             allowed: Vec::new(),

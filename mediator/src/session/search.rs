@@ -24,7 +24,8 @@ const MAX_QUERY_BYTES: usize = 1024;
 pub(super) fn search_tool(count: usize) -> Tool {
     let description = format!(
         "Find the tools for a task among {}: say what you want to do in a few words. Returns the \
-         best matches with their descriptions and input schemas; call them by name.",
+         best matches with their descriptions and input schemas; call them by name. Says so when \
+         no tool matches the task well enough.",
         tool_mediator_core::counted(count, "tool", "tools")
     );
     let schema = json!({
@@ -82,14 +83,23 @@ impl Session {
             let mut state = self.state();
             let index = self.index(&mut state);
             let tools = state.tools.as_deref().unwrap_or_default();
-            // The best `limit` of the tools the client may see, selected rather than sorted.
-            let hits: Vec<usize> = index
+            // The best `limit` of the tools the client may see, selected rather than sorted, that
+            // match enough of the query; none when the best does not.
+            let weighed = index.weigh(query);
+            let mut hits: Vec<(usize, f32)> = index
                 .search_among(query, limit, |position| self.is_visible(&state, &tools[position]))
                 .into_iter()
-                .map(|(position, _)| position)
+                .map(|(position, _)| (position, weighed.share(position)))
                 .collect();
+            let best = hits.iter().map(|&(_, share)| share).fold(0.0, f32::max);
+            if hits.is_empty() || best < self.policy.search_threshold {
+                return refusal(query, best, self.policy.search_threshold);
+            }
+            hits.retain(|&(_, share)| share >= self.policy.search_threshold);
+            let matches: Vec<f32> = hits.iter().map(|&(_, share)| share).collect();
+            let hits: Vec<usize> = hits.into_iter().map(|(position, _)| position).collect();
             let found: Vec<Tool> = hits.iter().map(|&position| self.as_listed(&state, &tools[position])).collect();
-            let result = search_result(query, found);
+            let result = search_result(query, found, &matches);
             let new: Vec<String> = hits
                 .iter()
                 .map(|&position| tools[position].name())
@@ -127,25 +137,39 @@ impl Session {
     }
 }
 
+/// The answer when no tool matches `query` well enough (the best, `best` of it; `needed` is
+/// the threshold): a text the model reads, and no tools.
+fn refusal(query: &str, best: f32, needed: f32) -> Value {
+    let closest = match best > 0.0 {
+        true => format!("the closest matches {:.0}% of it, {:.0}% is needed", best * 100.0, needed * 100.0),
+        false => "none has any of its words".to_owned(),
+    };
+    let text = format!(
+        "No tool matches `{query}` ({closest}). There may be no tool for this task; if there is, try other words \
+         for what it should do."
+    );
+    json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"query": query, "tools": [], "matches": []},
+        "isError": false
+    })
+}
+
 /// The answer: the tools found, best first, with their descriptions, input schemas and
-/// annotations, as text for every client and as `structuredContent` for those that read it. As
-/// many are described as fit in a category expansion's bytes; the rest are named in a note.
-fn search_result(query: &str, found: Vec<Tool>) -> Value {
+/// annotations, as text for every client and as `structuredContent` for those that read it,
+/// with how much of the query each matches (`matches`, 0 to 1). As many are described as fit
+/// in a category expansion's bytes; the rest are named in a note.
+fn search_result(query: &str, found: Vec<Tool>, matches: &[f32]) -> Value {
     let total = found.len();
-    if total == 0 {
-        let text = format!("No tool matches `{query}`. Try other words for what it should do.");
-        return json!({
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": {"query": query, "tools": []},
-            "isError": false
-        });
-    }
     let names: Vec<String> = found.iter().map(|tool| tool.name.clone()).collect();
     let Described { text: entries, tools } = describe(found.into_iter(), total);
     let names = &names[tools.len()..];
+    let shares = |share: Option<&f32>| share.map_or(0, |share| (share * 100.0).round() as u32);
     let text = format!(
-        "{} for `{query}`, best first; call them by name:\n{entries}",
-        tool_mediator_core::counted(total, "tool", "tools")
+        "{} for `{query}`, best first (matching {}% to {}% of it); call them by name:\n{entries}",
+        tool_mediator_core::counted(total, "tool", "tools"),
+        shares(matches.first()),
+        shares(matches.last()),
     );
     let note = (!names.is_empty()).then(|| {
         format!(
@@ -155,5 +179,6 @@ fn search_result(query: &str, found: Vec<Tool>) -> Value {
             names.join(", ")
         )
     });
-    described_result(text, json!({"query": query, "tools": tools}), total, note)
+    let matches: Vec<f64> = matches.iter().map(|&share| (f64::from(share) * 100.0).round() / 100.0).collect();
+    described_result(text, json!({"query": query, "tools": tools, "matches": matches}), total, note)
 }
