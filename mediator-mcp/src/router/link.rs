@@ -10,7 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::mediation::{Listing, Relisting};
+use super::listing::{Listing, Relisting};
 use crate::upstream::label_of;
 use crate::wire::jsonrpc::{self, Id};
 use crate::wire::lines::Outbox;

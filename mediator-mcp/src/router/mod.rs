@@ -31,13 +31,14 @@ mod aggregate;
 mod heard;
 mod incoming;
 mod link;
+mod listing;
 mod mediation;
 pub(crate) mod supervisor;
 
 pub(crate) use link::Link;
 pub use link::LinkSettings;
 use link::{Joining, Purpose, Reply, Unanswered, Waiter};
-pub(super) use mediation::LEFT_OUT;
+pub(super) use listing::LEFT_OUT;
 
 /// A server that keeps handing out next cursors is listed this many pages at most.
 const MAX_PAGES: usize = 1_000;
