@@ -71,7 +71,7 @@ pub struct MediatorConfig {
     /// Fewer visible tools than this are listed whole, whatever the mode (0: never).
     pub whole_below: usize,
     /// How much of a query (0 to 1) the best tool `search_tools` finds must match, else it
-    /// answers that no tool matches: 0.17 by default, calibrated on real requests
+    /// answers that no tool matches: 0.18 by default, calibrated on real requests
     /// ([`crate::search::MATCH_THRESHOLD`]); 0 never refuses.
     #[serde(deserialize_with = "share")]
     pub search_threshold: f32,

@@ -24,8 +24,8 @@ const MAX_QUERY_BYTES: usize = 1024;
 pub(super) fn search_tool(count: usize) -> Tool {
     let description = format!(
         "Find the tools for a task among {}: say what you want to do in a few words. Returns the \
-         best matches with their descriptions and input schemas; call them by name. Says so when \
-         no tool matches the task well enough.",
+         best matches with their descriptions and input schemas; call them by name. Says when none \
+         fits.",
         tool_mediator_core::counted(count, "tool", "tools")
     );
     let schema = json!({
@@ -83,21 +83,25 @@ impl Session {
             let mut state = self.state();
             let index = self.index(&mut state);
             let tools = state.tools.as_deref().unwrap_or_default();
-            // The best `limit` of the tools the client may see, selected rather than sorted, that
-            // match enough of the query; none when the best does not.
+            // The best `limit` of the tools the client may see that match enough of the query,
+            // selected rather than sorted; when none does, the answer says so.
             let weighed = index.weigh(query);
-            let mut hits: Vec<(usize, f32)> = index
-                .search_among(query, limit, |position| self.is_visible(&state, &tools[position]))
+            let needed = self.policy.search_threshold;
+            let visible = |position: usize| self.is_visible(&state, &tools[position]);
+            let hits: Vec<usize> = index
+                .search_among(query, limit, |position| visible(position) && weighed.share(position) >= needed)
                 .into_iter()
-                .map(|(position, _)| (position, weighed.share(position)))
+                .map(|(position, _)| position)
                 .collect();
-            let best = hits.iter().map(|&(_, share)| share).fold(0.0, f32::max);
-            if hits.is_empty() || best < self.policy.search_threshold {
-                return refusal(query, best, self.policy.search_threshold);
+            if hits.is_empty() {
+                let closest = index
+                    .search_among(query, usize::MAX, visible)
+                    .into_iter()
+                    .map(|(position, _)| weighed.share(position))
+                    .fold(0.0, f32::max);
+                return refusal(query, closest, needed);
             }
-            hits.retain(|&(_, share)| share >= self.policy.search_threshold);
-            let matches: Vec<f32> = hits.iter().map(|&(_, share)| share).collect();
-            let hits: Vec<usize> = hits.into_iter().map(|(position, _)| position).collect();
+            let matches: Vec<f32> = hits.iter().map(|&position| weighed.share(position)).collect();
             let found: Vec<Tool> = hits.iter().map(|&position| self.as_listed(&state, &tools[position])).collect();
             let result = search_result(query, found, &matches);
             let new: Vec<String> = hits
@@ -137,11 +141,17 @@ impl Session {
     }
 }
 
+/// A share as a whole percentage, rounded down.
+fn percent(share: f32) -> u32 {
+    (share * 100.0).floor() as u32
+}
+
 /// The answer when no tool matches `query` well enough (the best, `best` of it; `needed` is
 /// the threshold): a text the model reads, and no tools.
 fn refusal(query: &str, best: f32, needed: f32) -> Value {
+    // Rounded down: never said to match what it falls short of.
     let closest = match best > 0.0 {
-        true => format!("the closest matches {:.0}% of it, {:.0}% is needed", best * 100.0, needed * 100.0),
+        true => format!("the closest matches {}% of it, {:.0}% is needed", percent(best), needed * 100.0),
         false => "none has any of its words".to_owned(),
     };
     let text = format!(
@@ -164,12 +174,13 @@ fn search_result(query: &str, found: Vec<Tool>, matches: &[f32]) -> Value {
     let names: Vec<String> = found.iter().map(|tool| tool.name.clone()).collect();
     let Described { text: entries, tools } = describe(found.into_iter(), total);
     let names = &names[tools.len()..];
-    let shares = |share: Option<&f32>| share.map_or(0, |share| (share * 100.0).round() as u32);
+    let most = matches.iter().copied().fold(0.0, f32::max);
+    let least = matches.iter().copied().fold(1.0, f32::min);
     let text = format!(
-        "{} for `{query}`, best first (matching {}% to {}% of it); call them by name:\n{entries}",
+        "{} for `{query}`, best first (each matching {}% to {}% of it); call them by name:\n{entries}",
         tool_mediator_core::counted(total, "tool", "tools"),
-        shares(matches.first()),
-        shares(matches.last()),
+        percent(least),
+        percent(most),
     );
     let note = (!names.is_empty()).then(|| {
         format!(
@@ -179,6 +190,7 @@ fn search_result(query: &str, found: Vec<Tool>, matches: &[f32]) -> Value {
             names.join(", ")
         )
     });
-    let matches: Vec<f64> = matches.iter().map(|&share| (f64::from(share) * 100.0).round() / 100.0).collect();
+    // One per tool found, described or named in the note, to three places rounded down.
+    let matches: Vec<f64> = matches.iter().map(|&share| (f64::from(share) * 1000.0).floor() / 1000.0).collect();
     described_result(text, json!({"query": query, "tools": tools, "matches": matches}), total, note)
 }
