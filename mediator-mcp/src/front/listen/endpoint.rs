@@ -14,7 +14,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 
-use super::{Front, SESSION, STREAM_QUEUE, Waiting, hangup, json_error, refusal, stateless, wants_stream};
+use super::{Front, Refused, SESSION, STREAM_QUEUE, Waiting, hangup, json_error, refusal, stateless, wants_stream};
 use crate::front::access::Caller;
 use crate::wire::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, Id, Message};
 use tool_mediator_core::sync::lock;
@@ -196,6 +196,18 @@ async fn answer_as_json(mut waiting: Waiting) -> Response {
     }
 }
 
+/// What GET and DELETE check after the stateless revision's refusal: a revision the front knows,
+/// and the session the request names, in the caller's view (`None` when it names none).
+fn named_session(
+    front: &Front,
+    caller: &Caller,
+    path: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Option<(String, Arc<super::Session>)>, Refused> {
+    Front::check_revision(headers)?;
+    front.view_of(caller, path, headers).and_then(|view| front.session(headers, view.as_deref(), caller))
+}
+
 pub(super) async fn on_get(
     State(front): State<Arc<Front>>,
     Extension(caller): Extension<Caller>,
@@ -205,19 +217,16 @@ pub(super) async fn on_get(
     if let Some(refused) = stateless::refuse_other_methods(&headers) {
         return refused;
     }
-    if let Err(refused) = Front::check_revision(&headers) {
-        return refused.into_response();
-    }
-    let session = front
-        .view_of(&caller, path.as_deref().map(String::as_str), &headers)
-        .and_then(|view| front.session(&headers, view.as_deref(), &caller));
-    let session = match session {
+    let session = match named_session(&front, &caller, path.as_deref().map(String::as_str), &headers) {
+        Ok(session) => session,
         Err(refused) => return refused.into_response(),
-        Ok(Some((_, session))) if session.is_closed() => {
+    };
+    let session = match session {
+        Some((_, session)) if session.is_closed() => {
             return refusal(StatusCode::NOT_FOUND, "the session has ended");
         }
-        Ok(Some((_, session))) => session,
-        Ok(None) => return refusal(StatusCode::BAD_REQUEST, "no session: send initialize first"),
+        Some((_, session)) => session,
+        None => return refusal(StatusCode::BAD_REQUEST, "no session: send initialize first"),
     };
     let (stream, messages) = mpsc::channel(STREAM_QUEUE);
     *lock(&session.listening) = Some(stream);
@@ -233,16 +242,13 @@ pub(super) async fn on_delete(
     if let Some(refused) = stateless::refuse_other_methods(&headers) {
         return refused;
     }
-    if let Err(refused) = Front::check_revision(&headers) {
-        return refused.into_response();
-    }
-    let session = front
-        .view_of(&caller, path.as_deref().map(String::as_str), &headers)
-        .and_then(|view| front.session(&headers, view.as_deref(), &caller));
+    let session = match named_session(&front, &caller, path.as_deref().map(String::as_str), &headers) {
+        Ok(session) => session,
+        Err(refused) => return refused.into_response(),
+    };
     match session {
-        Err(refused) => refused.into_response(),
-        Ok(None) => refusal(StatusCode::BAD_REQUEST, "no session named"),
-        Ok(Some((id, session))) => {
+        None => refusal(StatusCode::BAD_REQUEST, "no session named"),
+        Some((id, session)) => {
             lock(&front.sessions).remove(&id);
             session.end().await;
             StatusCode::OK.into_response()
