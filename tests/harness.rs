@@ -775,14 +775,44 @@ pub fn real_model() -> Option<&'static RealModel> {
 }
 
 fn start_real_model() -> RealModel {
-    let serve = root().join("tests/peers/model/serve");
     let installed = root().join(".tools/model/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.sha256").is_file();
     assert!(installed, "TOOL_MEDIATOR_MODEL=1 but the model is not installed: run tests/peers/model/install");
+    // A listing of fifty documented tools is ten thousand tokens (the tool-choice benchmark).
+    let url = serve_model(&["--ctx", "16384"]);
+    RealModel { url, name: "qwen2.5-coder-1.5b-instruct", turn: Mutex::new(()) }
+}
+
+/// The real embedding model (nomic-embed-text-v1.5 on llama.cpp's server, `tests/peers/model`),
+/// with `TOOL_MEDIATOR_MODEL=1` as [`real_model`]. It reads a tool in tens of milliseconds, and
+/// is asked beside the language model without waiting its turn.
+pub fn real_embedder() -> Option<&'static RealModel> {
+    if std::env::var("TOOL_MEDIATOR_MODEL").as_deref() != Ok("1") {
+        eprintln!(
+            "skipped: the real embedding model is asked for with TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install puts it in .tools/model)"
+        );
+        return None;
+    }
+    static EMBEDDER: OnceLock<RealModel> = OnceLock::new();
+    Some(EMBEDDER.get_or_init(|| {
+        let installed = root().join(".tools/model/nomic-embed-text-v1.5.f16.gguf.sha256").is_file();
+        assert!(
+            installed,
+            "TOOL_MEDIATOR_MODEL=1 but the embedding model is not installed: run tests/peers/model/install"
+        );
+        let url = serve_model(&["--embeddings", "--ctx", "2048"]);
+        RealModel { url, name: "nomic-embed-text-v1.5", turn: Mutex::new(()) }
+    }))
+}
+
+/// Starts `tests/peers/model/serve` with `arguments` on a free port, for as long as the test
+/// binary runs; its URL once it answers.
+fn serve_model(arguments: &[&str]) -> String {
+    let serve = root().join("tests/peers/model/serve");
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = std::env::temp_dir().join(format!("tool-mediator-model-{port}.log"));
     let mut child = Command::new(&serve)
-        // A listing of fifty documented tools is ten thousand tokens (the tool-choice benchmark).
-        .args(["--port", &port.to_string(), "--ctx", "16384"])
+        .args(arguments)
+        .args(["--port", &port.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -805,5 +835,5 @@ fn start_real_model() -> RealModel {
         panic!("the model server did not come up in 300 s: {}", std::fs::read_to_string(&log).unwrap_or_default())
     });
     std::mem::forget(child);
-    RealModel { url, name: "qwen2.5-coder-1.5b-instruct", turn: Mutex::new(()) }
+    url
 }

@@ -400,3 +400,87 @@ async fn rediss_speaks_tls_checked_against_the_trusted_roots() {
     assert_eq!(cache_warnings(&refused), 1, "{}", stderr(&refused));
     assert!(stderr(&refused).contains("certificate"), "{}", stderr(&refused));
 }
+
+/// An embedding server on 127.0.0.1 that reads each text as the words it has, hashed into 64
+/// dimensions (texts sharing words point the same way), one vector per text, as
+/// `/v1/embeddings` answers; every request is kept, to be counted.
+async fn embedding_model() -> MockServer {
+    let server = MockServer::start().await;
+    let respond = |request: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let data: Vec<Value> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                let mut vector = vec![0.01f32; 64];
+                for word in text.as_str().unwrap().to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                    let slot =
+                        word.bytes().fold(7usize, |hash, byte| hash.wrapping_mul(31).wrapping_add(byte as usize));
+                    vector[slot % 64] += 1.0;
+                }
+                json!({"object": "embedding", "index": index, "embedding": vector})
+            })
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": data, "model": "counting-embedder"}))
+    };
+    Mock::given(method("POST")).respond_with(respond).mount(&server).await;
+    server
+}
+
+/// Two proxies, one after the other, in front of the same server, searching with an embedding
+/// model and one Redis cache between them: the first reads each tool and the query once, the
+/// second asks the model nothing, and both answer the same.
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(no_redis, ignore = "needs redis-server: TOOL_MEDIATOR_REDIS=1 tests/peers/install")]
+async fn two_processes_searching_by_meaning_read_each_tool_once_between_them() {
+    let redis = RedisServer::start().expect(redis_server::MISSING);
+    let model = embedding_model().await;
+    let peers = tool_mediator_tests::peers();
+    let text = format!(
+        "embedding_model = \"counting-embedder\"\nembedding_provider = \"openai-compatible\"\nembedding_url = \"{}\"\ncache_url = \"{}\"\n",
+        model.uri(),
+        redis.url()
+    );
+    let search = |dir: &Path| {
+        let settings = dir.join("settings.toml");
+        std::fs::write(&settings, &text).unwrap();
+        let named = tool_mediator_tests::root().join("tests/peers/named.py");
+        let mut command = peers.command(tool_mediator_tests::binary());
+        command.current_dir(dir).args(["proxy", "--config", settings.to_str().unwrap()]);
+        command.args(["--disclosure-mode", "search", "--whole-below", "0", "--"]);
+        command.arg(peers.bin("python")).arg(named).args(["a", "--tools", "12"]);
+        let mut client = tool_mediator_tests::JsonRpcClient::start(command);
+        client.request("tools/list", json!({}));
+        let arguments = json!({"name": "search_tools", "arguments": {"query": "echo a text back", "limit": 3}});
+        // The tools are read in the background: asked again until they are.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let (answer, _) = client.request("tools/call", arguments.clone());
+            let found = &answer["result"]["structuredContent"];
+            if found["rankedBy"] == "words and meaning" || std::time::Instant::now() > deadline {
+                return found.clone();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let (first_dir, second_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = tokio::task::block_in_place(|| search(first_dir.path()));
+    assert_eq!(first["rankedBy"], "words and meaning", "{first}");
+    let asked = model.received_requests().await.unwrap().len();
+    assert!(asked >= 2, "the tools, then the query: {asked}");
+    let texts: usize = model
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice::<Value>(&request.body).unwrap()["input"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(texts, 15 + 1, "each of the 15 tools and the query read once: {texts}");
+
+    let second = tokio::task::block_in_place(|| search(second_dir.path()));
+    assert_eq!(second["rankedBy"], "words and meaning", "{second}");
+    assert_eq!(first["tools"], second["tools"]);
+    assert_eq!(model.received_requests().await.unwrap().len(), asked, "the second process asks the model nothing");
+}

@@ -308,3 +308,131 @@ fn search_refuses_requests_no_tool_serves() {
     assert_eq!(default, calibrated(None), "the default is calibrated on every query: update it");
     assert!(refused(&elsewhere, None, default) >= 0.4, "requests from another domain are refused");
 }
+
+/// Hit@1, hit@5 and recall@10 of rankings (each best first), averaged over `queries`.
+fn hits(queries: &[Query], rankings: &[Vec<String>]) -> (f64, f64, f64) {
+    let (mut first, mut five, mut recall) = (0.0, 0.0, 0.0);
+    for (query, ranking) in queries.iter().zip(rankings) {
+        let relevant = |name: &String| query.relevant.contains(name);
+        first += f64::from(ranking.first().is_some_and(relevant));
+        five += f64::from(ranking.iter().take(5).any(relevant));
+        recall += ranking.iter().take(10).filter(|name| relevant(name)).count() as f64 / query.relevant.len() as f64;
+    }
+    let count = queries.len() as f64;
+    (first / count, five / count, recall / count)
+}
+
+/// Ranking by meaning, measured on RestBench with the real embedding model (nomic-embed-text-v1.5
+/// on llama.cpp's server): hit@1, hit@5 and recall@10 of BM25 alone, of the model alone and of
+/// both fused as `search_tools` fuses them, over the tools as published (raw) and after the
+/// rules (enhanced); and abstention with the model vouching for what it finds close
+/// ([`ModelHabits::vouches_from`]), calibrated here: the lowest similarity at which no request
+/// is answered by the other service's tools. What it costs: seconds per tool read.
+#[test]
+fn search_by_meaning_on_restbench() {
+    use tool_mediator::llm::{LlmClient, Provider};
+    use tool_mediator::search::meaning::{Embedder, NOMIC_VOUCHES_FROM, Reading, fuse};
+    let Some(model) = tool_mediator_tests::real_embedder() else { return };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let embedder = Arc::new(Embedder::new(
+        LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None),
+        None,
+    ));
+    let raw = Arc::new(Mediator::builder().build());
+    println!("| listing | ranking | hit@1 | hit@5 | recall@10 |");
+    println!("|---|---|---|---|---|");
+    let mut shares: BTreeMap<&str, Vec<(f32, f32)>> = BTreeMap::new();
+    let (mut read_seconds, mut read_tools) = (0.0, 0);
+    for (listing, mediator) in [("raw", raw), ("enhanced", rules())] {
+        let (mut words, mut meaning, mut both, mut queries) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut by_service = BTreeMap::new();
+        for service in restbench::SERVICES {
+            let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools(service))).unwrap();
+            let tools = runtime.block_on(mediator.enhance(tools, &ToolContext::new(service, SourceType::Api)));
+            let reading = Reading::new(tools.iter().map(|tool| Document { tool, server: None }));
+            let began = std::time::Instant::now();
+            let vectors = runtime.block_on(embedder.documents(reading.texts())).expect("the model reads the tools");
+            read_seconds += began.elapsed().as_secs_f64();
+            read_tools += tools.len();
+            by_service.insert(service, (tools, vectors));
+        }
+        for service in restbench::SERVICES {
+            let other = restbench::SERVICES.iter().find(|&&other| other != service).unwrap();
+            let (tools, vectors) = &by_service[service];
+            let index = ToolIndex::new(tools.iter().map(|tool| Document { tool, server: None }));
+            for query in restbench::queries(service) {
+                let asked = runtime.block_on(embedder.query(&query.text)).expect("the model reads the query");
+                let similarity = |vector: &Vec<f32>| vector.iter().zip(&asked).map(|(a, b)| a * b).sum::<f32>();
+                let by_words: Vec<usize> =
+                    index.search(&query.text, usize::MAX).into_iter().map(|(position, _)| position).collect();
+                let mut by_meaning: Vec<usize> = (0..tools.len()).collect();
+                by_meaning.sort_by(|&a, &b| similarity(&vectors[b]).total_cmp(&similarity(&vectors[a])));
+                let named = |positions: &[usize]| -> Vec<String> {
+                    positions.iter().map(|&position| tools[position].original_name.clone()).collect()
+                };
+                words.push(named(&by_words));
+                meaning.push(named(&by_meaning));
+                both.push(named(&fuse(&by_words, &by_meaning, 10)));
+                if listing == "enhanced" {
+                    // The best word share and similarity: of its own tools, the other service's,
+                    // and its own without the tools that answer it.
+                    let weighed = index.weigh(&query.text);
+                    let best = |among: &dyn Fn(usize) -> bool,
+                                tools: &[tool_mediator::EnhancedTool],
+                                vectors: &[Vec<f32>],
+                                weighed: &tool_mediator::search::Weighed| {
+                        let share =
+                            (0..tools.len()).filter(|&p| among(p)).map(|p| weighed.share(p)).fold(0.0, f32::max);
+                        let close = (0..tools.len())
+                            .filter(|&p| among(p))
+                            .map(|p| similarity(&vectors[p]))
+                            .fold(-1.0, f32::max);
+                        (share, close)
+                    };
+                    shares.entry("answerable").or_default().push(best(&|_| true, tools, vectors, &weighed));
+                    let removed = |p: usize| !query.relevant.contains(&tools[p].original_name);
+                    shares.entry("right tool removed").or_default().push(best(&removed, tools, vectors, &weighed));
+                    let (other_tools, other_vectors) = &by_service[other];
+                    let other_index = ToolIndex::new(other_tools.iter().map(|tool| Document { tool, server: None }));
+                    let other_weighed = other_index.weigh(&query.text);
+                    shares.entry("another domain").or_default().push(best(
+                        &|_| true,
+                        other_tools,
+                        other_vectors,
+                        &other_weighed,
+                    ));
+                }
+                queries.push(query);
+            }
+        }
+        for (ranking, found) in [("BM25", &words), ("meaning", &meaning), ("BM25 + meaning (fused)", &both)] {
+            let (first, five, ten) = hits(&queries, found);
+            println!("| {listing} | {ranking} | {first:.3} | {five:.3} | {ten:.3} |");
+        }
+    }
+    println!("\nread: {read_tools} tools in {read_seconds:.1} s ({:.3} s a tool)\n", read_seconds / read_tools as f64);
+    let words_threshold = tool_mediator::search::MATCH_THRESHOLD;
+    let refused = |kind: &str, vouches_from: f32| {
+        let of = &shares[kind];
+        of.iter().filter(|&&(share, close)| share < words_threshold && close < vouches_from).count() as f64
+            / of.len() as f64
+    };
+    println!("| vouches from | answerable refused | another domain refused | right tool removed refused |");
+    println!("|---|---|---|---|");
+    for vouches_from in [2.0, 0.60, 0.62, 0.64, 0.66, 0.68, 0.70, 0.75] {
+        println!(
+            "| {vouches_from:.2} | {:.1}% | {:.1}% | {:.1}% |",
+            100.0 * refused("answerable", vouches_from),
+            100.0 * refused("another domain", vouches_from),
+            100.0 * refused("right tool removed", vouches_from)
+        );
+    }
+    let closest_elsewhere = shares["another domain"].iter().map(|&(_, close)| close).fold(-1.0, f32::max);
+    let calibrated = (closest_elsewhere * 100.0).floor() / 100.0 + 0.01;
+    println!("\nthe closest tool of another domain: {closest_elsewhere:.3}; vouching from {calibrated:.2}");
+    assert!(
+        (NOMIC_VOUCHES_FROM - calibrated).abs() < 0.005,
+        "calibrated at {calibrated:.2}: update NOMIC_VOUCHES_FROM"
+    );
+    assert!(refused("answerable", NOMIC_VOUCHES_FROM) <= refused("answerable", 2.0), "vouching never refuses more");
+}

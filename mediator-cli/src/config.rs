@@ -145,6 +145,11 @@ impl Setup {
         self.transformers.mediator(names, min_confidence)
     }
 
+    /// The embedding model search ranks by, when one is set.
+    pub fn embedder(&self) -> Option<std::sync::Arc<tool_mediator::search::meaning::Embedder>> {
+        self.transformers.embedder()
+    }
+
     /// The cache the language model's answers are kept in, when there is one.
     pub fn cache(&self) -> Option<&std::sync::Arc<tool_mediator::cache::Cache>> {
         self.transformers.cache()

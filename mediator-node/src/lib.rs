@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 use tool_mediator::admission::Admission;
 use tool_mediator::llm::Provider;
 use tool_mediator::pin::PinsFile;
-use tool_mediator::session::{DisclosureMode, Route};
+use tool_mediator::session::{DisclosureMode, Route, SessionPolicy};
 use tool_mediator::{ChainOptions, MediatorConfig, NameRules, SourceType, Tool, ToolContext};
 
 /// The settings of a mediator: the CLI's configuration file and flags, as one object.
@@ -112,8 +112,9 @@ pub struct SessionOptions {
 pub struct Mediator {
     core: Arc<tool_mediator::Mediator>,
     settings: MediatorConfig,
-    /// Kept for what follows the override directories, which lives as long as they do.
-    _transformers: tool_mediator::Transformers,
+    /// Kept for what follows the override directories, which lives as long as they do, and for
+    /// the embedding model its sessions search by.
+    transformers: tool_mediator::Transformers,
 }
 
 /// Builds a mediator from `options`: loads and checks the configuration file, the override
@@ -180,7 +181,7 @@ pub async fn create_mediator(options: Option<MediatorOptions>) -> Result<Mediato
         transformers.follow_overrides();
     }
     let core = Arc::new(transformers.mediator(names, min_confidence));
-    Ok(Mediator { core, settings, _transformers: transformers })
+    Ok(Mediator { core, settings, transformers })
 }
 
 #[napi]
@@ -243,7 +244,7 @@ impl Mediator {
             settings.whole_below = usize::try_from(whole_below).unwrap_or(usize::MAX);
         }
         settings.quarantine |= options.quarantine.unwrap_or(false);
-        let policy = settings.session_policy();
+        let policy = SessionPolicy { embedder: self.transformers.embedder(), ..settings.session_policy() };
         let admission = admission(&settings, &options)?;
         let core = tool_mediator::session::Session::new(self.core.clone(), context, policy).with_admission(admission);
         Ok(Session::new(core))

@@ -13,6 +13,7 @@ use crate::chain::Mediator;
 use crate::llm::{LlmClient, LlmTransformer, PromptError, Prompts, Provider, Task};
 use crate::overrides::{LiveOverrides, OverrideError, OverrideSet, remote};
 use crate::rules::{Dictionary, DictionaryError, RuleTransformer};
+use crate::search::meaning::Embedder;
 use crate::session::{DisclosureMode, SessionPolicy, WHOLE_BELOW};
 use tool_mediator_core::NameRules;
 use tool_mediator_core::Place;
@@ -75,6 +76,17 @@ pub struct MediatorConfig {
     /// ([`crate::search::MATCH_THRESHOLD`]); 0 never refuses.
     #[serde(deserialize_with = "share")]
     pub search_threshold: f32,
+    /// An embedding model `search_tools` also ranks tools by, by what they mean (Ollama's or
+    /// llama.cpp's `nomic-embed-text-v1.5`, OpenAI's `text-embedding-3-small`); its answers are
+    /// cached like the language model's. None ranks by words alone.
+    pub embedding_model: Option<String>,
+    /// The embedding model's provider (`openai` or `openai-compatible`), `llm_provider` unless
+    /// set; its key as `llm_provider`'s is read.
+    pub embedding_provider: Option<Provider>,
+    /// The embedding model's server, when it is not `llm_url`'s (llama.cpp serves one model a
+    /// server): http or https.
+    #[serde(deserialize_with = "model_url")]
+    pub embedding_url: Option<String>,
     /// Leave out the tools the screen suspects of poisoning, in every session (the proxy, the
     /// gateway, the Node binding); without it they are listed, with a warning.
     pub quarantine: bool,
@@ -134,6 +146,9 @@ impl Default for MediatorConfig {
             disclosure_mode: DisclosureMode::default(),
             whole_below: WHOLE_BELOW,
             search_threshold: crate::search::MATCH_THRESHOLD,
+            embedding_model: None,
+            embedding_provider: None,
+            embedding_url: None,
             quarantine: false,
             allow: Vec::new(),
             judge: false,
@@ -304,7 +319,8 @@ impl MediatorConfig {
     /// the file but not asked for and without a key) is a warning.
     pub async fn build(&self, options: &ChainOptions) -> Result<Transformers, BuildError> {
         let ttl = options.ttl.unwrap_or_else(|| self.ttl());
-        let wants_cache = options.cache && (self.llm_provider.is_some() || self.overrides_url.is_some());
+        let wants_cache = options.cache
+            && (self.llm_provider.is_some() || self.overrides_url.is_some() || self.embedding_model.is_some());
         let cache = if wants_cache { self.open_cache(ttl) } else { None };
 
         // The local directories are read first, so a broken file is reported before any fetch.
@@ -351,7 +367,35 @@ impl MediatorConfig {
             None if background => Some(Arc::new(Cache::new(MemoryStore::default(), ttl))),
             cache => cache,
         };
-        Ok(Transformers { overrides, rules, llm, cache, judge, background })
+        let embedder = self.embedder(cache.clone())?;
+        Ok(Transformers { overrides, rules, llm, cache, judge, background, embedder })
+    }
+
+    /// The embedding model search ranks by, when one is set: on `embedding_url` (else
+    /// `llm_url`), with the key of its provider (else `llm_provider`'s).
+    fn embedder(&self, cache: Option<Arc<Cache>>) -> Result<Option<Arc<Embedder>>, BuildError> {
+        let Some(model) = &self.embedding_model else { return Ok(None) };
+        let provider = match self.embedding_provider.or(self.llm_provider) {
+            Some(Provider::Anthropic) => {
+                return Err(BuildError::Setting(
+                    "embedding_provider: Anthropic's API has no embeddings; set `openai` or `openai-compatible`".into(),
+                ));
+            }
+            Some(provider) => provider,
+            None => Provider::OpenAiCompatible,
+        };
+        let url = self.embedding_url.clone().or_else(|| self.llm_url.clone());
+        if let Some(problem) = url.as_deref().and_then(model_url_problem) {
+            return Err(BuildError::Setting(format!("embedding_url: {problem}")));
+        }
+        let key = match Some(provider) == self.llm_provider {
+            true => self.api_key(),
+            false => provider.key_variable().and_then(|name| std::env::var(name).ok()).filter(|key| !key.is_empty()),
+        };
+        let client = LlmClient::new(provider, model.clone(), url, key)
+            .with_max_response_bytes(self.llm_max_response_bytes)
+            .with_timeout(Duration::from_secs(120));
+        Ok(Some(Arc::new(Embedder::new(client, cache))))
     }
 
     /// Opens the cache (on the `cache_url` server, else in the directory), or goes on without it
@@ -517,6 +561,8 @@ pub struct Transformers {
     llm: Option<Arc<LlmTransformer>>,
     cache: Option<Arc<Cache>>,
     judge: Option<Arc<crate::llm::Judge>>,
+    /// The embedding model search ranks by, if any.
+    embedder: Option<Arc<Embedder>>,
     /// The language model is asked in the background (see [`ChainOptions::llm_in_background`]).
     background: bool,
 }
@@ -576,6 +622,12 @@ impl Transformers {
     /// model is configured.
     pub fn judge(&self) -> Option<&Arc<crate::llm::Judge>> {
         self.judge.as_ref()
+    }
+
+    /// The embedding model search ranks by, when one is set: a front door puts it in its
+    /// sessions' policy ([`SessionPolicy::embedder`](crate::session::SessionPolicy::embedder)).
+    pub fn embedder(&self) -> Option<Arc<Embedder>> {
+        self.embedder.clone()
     }
 
     /// The language model transformer, for its usage figures.
@@ -751,6 +803,32 @@ mod tests {
         std::fs::write(&json, "{\"search_threshold\": 2}").unwrap();
         let error = MediatorConfig::from_file(&json).unwrap_err().to_string();
         assert!(error.contains("must be between 0 and 1"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_embedding_model_is_built_from_the_file_on_its_own_server_or_refused_with_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tool-mediator.toml");
+        let options = ChainOptions { cache: false, ..ChainOptions::default() };
+        assert!(MediatorConfig::default().build(&options).await.unwrap().embedder().is_none(), "none unless set");
+
+        std::fs::write(
+            &file,
+            "embedding_model = \"nomic-embed-text-v1.5\"\nembedding_url = \"http://127.0.0.1:8081/v1\"\n",
+        )
+        .unwrap();
+        let embedder = MediatorConfig::from_file(&file).unwrap().build(&options).await.unwrap().embedder().unwrap();
+        assert_eq!(embedder.model(), "nomic-embed-text-v1.5");
+        assert_eq!(embedder.habits().query_prefix, "search_query: ", "the model's card is followed");
+
+        std::fs::write(&file, "llm_provider = \"anthropic\"\napi_key = \"k\"\nembedding_model = \"m\"\n").unwrap();
+        let Err(error) = MediatorConfig::from_file(&file).unwrap().build(&options).await else { panic!("built") };
+        let error = error.to_string();
+        assert!(error.contains("embedding_provider") && error.contains("no embeddings"), "{error}");
+
+        std::fs::write(&file, "embedding_model = \"m\"\nembedding_url = \"ftp://example.com\"\n").unwrap();
+        let error = MediatorConfig::from_file(&file).unwrap_err().to_string();
+        assert!(error.starts_with(&format!("{}:2:", file.display())), "{error}");
     }
 
     #[test]

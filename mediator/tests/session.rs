@@ -981,3 +981,51 @@ async fn search_says_no_tool_matches_a_task_no_tool_serves_and_how_well_each_fou
     let none = search(&session, json!({"query": "play the newest song of my favourite band"})).await;
     assert_eq!(names_of(&none), Vec::<String>::new(), "nothing found is still nothing");
 }
+
+/// A session over the GitHub manifest whose search also asks the embedding model at `url`.
+async fn searching_by_meaning_at(url: String) -> Session {
+    use tool_mediator::llm::{LlmClient, Provider};
+    use tool_mediator::search::meaning::Embedder;
+    let client = LlmClient::new(Provider::OpenAiCompatible, "nomic-embed-text-v1.5", Some(url), None)
+        .with_retries(0, std::time::Duration::ZERO)
+        .with_timeout(std::time::Duration::from_secs(30));
+    let policy = DisclosureMode::Both.apply(SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) }, 5, 0);
+    let policy = SessionPolicy { embedder: Some(Arc::new(Embedder::new(client, None))), ..policy };
+    let session = Session::new(rules(), ToolContext::new("t", SourceType::Api), policy);
+    session.take_in(github()).await;
+    session
+}
+
+#[tokio::test]
+async fn an_embedding_model_that_is_down_leaves_search_to_words() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let session = searching_by_meaning_at(format!("http://{closed}")).await;
+    for _ in 0..2 {
+        let found = search(&session, json!({"query": "create an issue"})).await;
+        assert_eq!(found["structuredContent"]["rankedBy"], "words", "{found}");
+        assert!(names_of(&found).iter().any(|name| name.contains("create_issue")), "{found}");
+    }
+    let refused = search(&session, json!({"query": "play the song by Queen"})).await;
+    assert_eq!(names_of(&refused), Vec::<String>::new(), "abstention stands without the model: {refused}");
+}
+
+#[tokio::test]
+async fn an_embedding_model_that_never_answers_does_not_hold_a_search() {
+    // Accepts, reads, never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let session = searching_by_meaning_at(url).await;
+    let began = std::time::Instant::now();
+    let found = search(&session, json!({"query": "create an issue"})).await;
+    assert_eq!(found["structuredContent"]["rankedBy"], "words", "{found}");
+    assert!(names_of(&found).iter().any(|name| name.contains("create_issue")), "{found}");
+    // Not a timing assertion on the machine's speed: the wait is bounded by the session's own
+    // half-second, far under the model's 30 s timeout.
+    assert!(began.elapsed() < std::time::Duration::from_secs(20), "{:?}", began.elapsed());
+}

@@ -162,6 +162,7 @@ pub fn options(setup: &Setup, args: &MediationArgs, prefix: bool) -> Result<Prox
     let policy = SessionPolicy {
         prefix,
         page_size: (args.page_size > 0).then_some(args.page_size),
+        embedder: setup.embedder(),
         ..settings.session_policy()
     };
     let lock = args.locked.as_deref().map(tool_mediator::pin::Lock::read).transpose()?.map(Arc::new);

@@ -300,15 +300,7 @@ impl LlmClient {
         }
     }
 
-    fn endpoint(&self) -> String {
-        at(&self.base_url, self.path())
-    }
-
-    /// The endpoint as errors name it.
-    fn shown_endpoint(&self) -> String {
-        at(&self.shown_url, self.path())
-    }
-
+    /// The chat endpoint's path.
     fn path(&self) -> &'static str {
         match self.provider {
             Provider::Anthropic => "/v1/messages",
@@ -346,7 +338,7 @@ impl LlmClient {
         deadline: Option<Instant>,
     ) -> Result<Completion, LlmError> {
         let body = self.request_body_within(system, prompt, schema, max_tokens);
-        let response = self.post(&body, deadline).await?;
+        let response = self.post(self.path(), &body, deadline).await?;
         self.parse(response, max_tokens)
     }
 
@@ -374,7 +366,67 @@ impl LlmClient {
             "top_logprobs": TOP_LOGPROBS,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
         });
-        Some(self.post(&body, deadline).await.and_then(|response| self.odds(&response)))
+        Some(self.post(self.path(), &body, deadline).await.and_then(|response| self.odds(&response)))
+    }
+
+    /// The embeddings of `texts`, in their order, each scaled to length 1, from the OpenAI
+    /// embeddings endpoint (`/v1/embeddings`: OpenAI, Ollama, llama.cpp's server, vLLM). `None`
+    /// where the provider has none (Anthropic's API). An answer with another number of vectors
+    /// than texts, vectors of different or absurd lengths, or a number that is not finite is
+    /// [`LlmError::Malformed`].
+    pub async fn embed(&self, texts: &[&str], deadline: Option<Instant>) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
+        if self.provider == Provider::Anthropic {
+            return None;
+        }
+        let body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
+        Some(
+            self.post("/v1/embeddings", &body, deadline)
+                .await
+                .and_then(|response| self.vectors(&response, texts.len())),
+        )
+    }
+
+    /// The vectors of an embeddings answer, by their `index`, each scaled to length 1.
+    fn vectors(&self, response: &Value, count: usize) -> Result<Vec<Vec<f32>>, LlmError> {
+        /// Far above any embedding model's (3,072 for OpenAI's largest).
+        const MAX_DIMENSIONS: usize = 16_384;
+        let malformed = |message: String| LlmError::Malformed { provider: self.provider, message };
+        let data = response.get("data").and_then(Value::as_array).ok_or_else(|| malformed("no `data` array".into()))?;
+        if data.len() != count {
+            return Err(malformed(format!("{} vectors for {count} texts", data.len())));
+        }
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
+        for (at, item) in data.iter().enumerate() {
+            let index = item.get("index").and_then(Value::as_u64).map_or(at, |index| index as usize);
+            let numbers = item
+                .get("embedding")
+                .and_then(Value::as_array)
+                .filter(|numbers| !numbers.is_empty() && numbers.len() <= MAX_DIMENSIONS)
+                .ok_or_else(|| {
+                    malformed(format!("data[{at}].embedding is not an array of 1 to {MAX_DIMENSIONS} numbers"))
+                })?;
+            let mut vector = Vec::with_capacity(numbers.len());
+            for number in numbers {
+                match number.as_f64().map(|number| number as f32).filter(|number| number.is_finite()) {
+                    Some(number) => vector.push(number),
+                    None => return Err(malformed(format!("data[{at}].embedding holds {number}, not a finite number"))),
+                }
+            }
+            let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !(length > 0.0 && length.is_finite()) {
+                return Err(malformed(format!("data[{at}].embedding has no direction (length {length})")));
+            }
+            vector.iter_mut().for_each(|x| *x /= length);
+            match vectors.get_mut(index) {
+                Some(slot @ None) => *slot = Some(vector),
+                _ => return Err(malformed(format!("data[{at}].index {index} is out of range or repeated"))),
+            }
+        }
+        let vectors: Vec<Vec<f32>> = vectors.into_iter().flatten().collect();
+        if vectors.windows(2).any(|pair| pair[0].len() != pair[1].len()) {
+            return Err(malformed("vectors of different lengths".into()));
+        }
+        Ok(vectors)
     }
 
     /// P(yes) / (P(yes) + P(no)) over the first token's most likely alternatives, each word
@@ -404,9 +456,10 @@ impl LlmClient {
         Ok(yes / (yes + no))
     }
 
-    /// Posts `body` and returns the provider's JSON, retrying on 429, 5xx and connection errors
-    /// with exponential backoff and jitter, honouring `Retry-After`, all by `deadline`.
-    async fn post(&self, body: &Value, deadline: Option<Instant>) -> Result<Value, LlmError> {
+    /// Posts `body` to `path` and returns the provider's JSON, retrying on 429, 5xx and
+    /// connection errors with exponential backoff and jitter, honouring `Retry-After`, all by
+    /// `deadline`.
+    async fn post(&self, path: &str, body: &Value, deadline: Option<Instant>) -> Result<Value, LlmError> {
         let mut attempt = 0;
         loop {
             let timeout = match deadline {
@@ -419,7 +472,7 @@ impl LlmClient {
                 }
                 None => self.timeout,
             };
-            let failure = match self.send(body, timeout).await {
+            let failure = match self.send(path, body, timeout).await {
                 Ok(sent) => return Ok(sent.completion),
                 Err(failure) => failure,
             };
@@ -442,8 +495,9 @@ impl LlmClient {
         }
     }
 
-    async fn send(&self, body: &Value, timeout: Duration) -> Result<Sent, Failure> {
-        let mut request = self.http.post(self.endpoint()).timeout(timeout).json(body);
+    async fn send(&self, path: &str, body: &Value, timeout: Duration) -> Result<Sent, Failure> {
+        let shown_endpoint = || at(&self.shown_url, path);
+        let mut request = self.http.post(at(&self.base_url, path)).timeout(timeout).json(body);
         request = match (self.provider, &self.api_key) {
             (Provider::Anthropic, Some(key)) => {
                 request.header("x-api-key", key).header("anthropic-version", "2023-06-01")
@@ -456,11 +510,7 @@ impl LlmClient {
             retryable: error.is_timeout() || error.is_connect() || error.is_request(),
             timed_out: error.is_timeout(),
             retry_after: None,
-            error: LlmError::Transport {
-                provider: self.provider,
-                url: self.shown_endpoint(),
-                message: without_url(&error),
-            },
+            error: LlmError::Transport { provider: self.provider, url: shown_endpoint(), message: without_url(&error) },
         })?;
         let status = response.status();
         let retry_after = response
@@ -493,7 +543,7 @@ impl LlmClient {
                     retry_after: None,
                     error: LlmError::Transport {
                         provider: self.provider,
-                        url: self.shown_endpoint(),
+                        url: shown_endpoint(),
                         message: without_url(&error),
                     },
                 });
@@ -507,7 +557,7 @@ impl LlmClient {
                 retry_after,
                 error: LlmError::Status {
                     provider: self.provider,
-                    url: self.shown_endpoint(),
+                    url: shown_endpoint(),
                     status: status.as_u16(),
                     body: self.redacted(&text),
                 },

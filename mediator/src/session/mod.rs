@@ -84,6 +84,9 @@ pub struct SessionPolicy {
     /// [`crate::search::MATCH_THRESHOLD`] unless set): below it the answer is that no tool
     /// matches, and tools matching less are left out of an answer.
     pub search_threshold: f32,
+    /// The embedding model `search_tools` also ranks by, by what tools mean (see
+    /// [`crate::search::meaning`]); `None` ranks by words alone.
+    pub embedder: Option<Arc<crate::search::meaning::Embedder>>,
     /// Answer a call to a tool the client may see but that is folded away (in a category tool
     /// not expanded, or not found by search yet) with an error saying how to see it, instead of
     /// calling it. Off by default: a client that calls a tool by its name knows it (an agent, a
@@ -114,6 +117,7 @@ impl Default for SessionPolicy {
             search: false,
             whole_below: 0,
             search_threshold: crate::search::MATCH_THRESHOLD,
+            embedder: None,
             calls_follow_disclosure: false,
             quarantine: false,
             allowed: Vec::new(),
@@ -201,6 +205,9 @@ struct State {
     shelves: HashMap<String, String>,
     /// The search index of `tools`, built on the first search after they changed.
     index: Option<Arc<crate::search::ToolIndex>>,
+    /// `tools` as the embedding model reads them, when there is one: begun in the background
+    /// as soon as they change.
+    reading: Option<Arc<crate::search::meaning::Reading>>,
     groups: Groups,
     view: StateView,
     /// What the client was last shown, to tell real changes from no-ops.
@@ -565,6 +572,12 @@ impl Session {
         earlier.note(before, tools.as_deref(), owners, sources);
         state.derived = None;
         state.index = None;
+        state.reading = None;
+        if self.policy.search
+            && let Some(embedder) = &self.policy.embedder
+        {
+            self.reading(state).begin(embedder);
+        }
         self.view_now(state).1
     }
 
@@ -733,7 +746,7 @@ impl Session {
                 self.announce(changed);
                 Route::Local(result)
             }
-            Local::Search => Route::Local(self.search(&arguments)),
+            Local::Search => Route::Local(self.search(&arguments).await),
             Local::Switch(group, switch) => {
                 let outcome = match switch {
                     Switch::Activate => self.activate_group(&group).await,

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::disclosure::{Described, EXPANDED_BYTES, describe, described_result};
 use super::{Session, State, text_result};
+use crate::search::meaning::{self, Reading};
 use crate::search::{Document, ToolIndex};
 use tool_mediator_core::Tool;
 use tool_mediator_core::json::Json;
@@ -19,6 +20,10 @@ const MAX_LIMIT: usize = 50;
 /// The longest query read, in bytes: a few words say what a tool should do, and the query is
 /// echoed in the answer.
 const MAX_QUERY_BYTES: usize = 1024;
+/// How long a search waits for the embedding model to read the tools it has not read yet: long
+/// enough to take them from a warm cache, and no longer (it goes on reading in the background;
+/// the search ranks by words meanwhile).
+const READING_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The search tool, over `count` tools.
 pub(super) fn search_tool(count: usize) -> Tool {
@@ -74,25 +79,59 @@ fn whole_number(value: &Value) -> Option<u64> {
 
 impl Session {
     /// Answers `search_tools(arguments)`; what it finds is listed from then on.
-    pub(super) fn search(&self, arguments: &Map<String, Value>) -> Value {
+    ///
+    /// The tools the client may see that match enough of the query's words (see
+    /// [`Weighed`](crate::search::Weighed)), or that the embedding model, where there is one,
+    /// finds close enough in meaning to vouch for them; ranked by BM25, fused with the model's
+    /// ranking once it has read the tools. When none is found, the answer says so.
+    pub(super) async fn search(&self, arguments: &Map<String, Value>) -> Value {
         let (query, limit) = match read(arguments) {
             Ok(read) => read,
             Err(error) => return text_result(error, true),
         };
+        let (index, reading) = {
+            let mut state = self.state();
+            (self.index(&mut state), self.policy.embedder.as_ref().map(|_| self.reading(&mut state)))
+        };
+        let similarities = match (&self.policy.embedder, reading) {
+            (Some(embedder), Some(reading)) => reading.similarities(embedder, query, READING_WAIT).await,
+            _ => None,
+        };
         let (result, changed) = {
             let mut state = self.state();
+            // The tools changed while the model was asked: what it said is of other tools.
+            let similarities =
+                similarities.filter(|_| state.index.as_ref().is_some_and(|now| Arc::ptr_eq(now, &index)));
             let index = self.index(&mut state);
             let tools = state.tools.as_deref().unwrap_or_default();
-            // The best `limit` of the tools the client may see that match enough of the query,
-            // selected rather than sorted; when none does, the answer says so.
             let weighed = index.weigh(query);
             let needed = self.policy.search_threshold;
+            let vouches_from =
+                self.policy.embedder.as_ref().map_or(f32::INFINITY, |embedder| embedder.habits().vouches_from);
+            let similarity =
+                |position: usize| similarities.as_ref().map_or(-1.0, |similarities| similarities[position]);
             let visible = |position: usize| self.is_visible(&state, &tools[position]);
-            let hits: Vec<usize> = index
-                .search_among(query, limit, |position| visible(position) && weighed.share(position) >= needed)
-                .into_iter()
-                .map(|(position, _)| position)
-                .collect();
+            let enough = |position: usize| weighed.share(position) >= needed || similarity(position) >= vouches_from;
+            let hits: Vec<usize> = match &similarities {
+                // The best `limit` of the tools the client may see that match enough, selected
+                // rather than sorted.
+                None => index
+                    .search_among(query, limit, |position| visible(position) && enough(position))
+                    .into_iter()
+                    .map(|(position, _)| position)
+                    .collect(),
+                Some(similarities) => {
+                    let by_words: Vec<usize> = index
+                        .search_among(query, usize::MAX, |position| visible(position) && enough(position))
+                        .into_iter()
+                        .map(|(position, _)| position)
+                        .collect();
+                    let mut by_meaning: Vec<usize> =
+                        (0..tools.len()).filter(|&position| visible(position) && enough(position)).collect();
+                    by_meaning.sort_by(|&a, &b| similarities[b].total_cmp(&similarities[a]).then(a.cmp(&b)));
+                    meaning::fuse(&by_words, &by_meaning, limit)
+                }
+            };
             if hits.is_empty() {
                 let closest = index
                     .search_among(query, usize::MAX, visible)
@@ -103,7 +142,8 @@ impl Session {
             }
             let matches: Vec<f32> = hits.iter().map(|&position| weighed.share(position)).collect();
             let found: Vec<Tool> = hits.iter().map(|&position| self.as_listed(&state, &tools[position])).collect();
-            let result = search_result(query, found, &matches);
+            let ranked_by = if similarities.is_some() { "words and meaning" } else { "words" };
+            let result = search_result(query, found, &matches, ranked_by);
             let new: Vec<String> = hits
                 .iter()
                 .map(|&position| tools[position].name())
@@ -121,23 +161,37 @@ impl Session {
         result
     }
 
-    /// The index of the tools as they are now.
-    fn index(&self, state: &mut State) -> Arc<ToolIndex> {
-        if let Some(index) = &state.index {
-            return index.clone();
-        }
+    /// The documents of the tools as they are now, as search reads them.
+    fn documents<'a>(&'a self, state: &'a State) -> impl Iterator<Item = Document<'a>> {
         let tools = state.tools.as_deref().unwrap_or_default();
         let several = self.source_names.len() > 1;
-        let documents = tools.iter().enumerate().map(|(position, tool)| Document {
+        tools.iter().enumerate().map(move |(position, tool)| Document {
             tool,
             server: several
                 .then(|| state.owners.get(position).and_then(|&owner| self.source_names.get(owner)))
                 .flatten()
                 .map(String::as_str),
-        });
-        let index = Arc::new(ToolIndex::new(documents));
+        })
+    }
+
+    /// The index of the tools as they are now.
+    fn index(&self, state: &mut State) -> Arc<ToolIndex> {
+        if let Some(index) = &state.index {
+            return index.clone();
+        }
+        let index = Arc::new(ToolIndex::new(self.documents(state)));
         state.index = Some(index.clone());
         index
+    }
+
+    /// The tools as they are now, as the embedding model reads them.
+    pub(super) fn reading(&self, state: &mut State) -> Arc<Reading> {
+        if let Some(reading) = &state.reading {
+            return reading.clone();
+        }
+        let reading = Reading::new(self.documents(state));
+        state.reading = Some(reading.clone());
+        reading
     }
 }
 
@@ -169,7 +223,7 @@ fn refusal(query: &str, best: f32, needed: f32) -> Value {
 /// annotations, as text for every client and as `structuredContent` for those that read it,
 /// with how much of the query each matches (`matches`, 0 to 1). As many are described as fit
 /// in a category expansion's bytes; the rest are named in a note.
-fn search_result(query: &str, found: Vec<Tool>, matches: &[f32]) -> Value {
+fn search_result(query: &str, found: Vec<Tool>, matches: &[f32], ranked_by: &str) -> Value {
     let total = found.len();
     let names: Vec<String> = found.iter().map(|tool| tool.name.clone()).collect();
     let Described { text: entries, tools } = describe(found.into_iter(), total);
@@ -192,5 +246,10 @@ fn search_result(query: &str, found: Vec<Tool>, matches: &[f32]) -> Value {
     });
     // One per tool found, described or named in the note, to three places rounded down.
     let matches: Vec<f64> = matches.iter().map(|&share| (f64::from(share) * 1000.0).floor() / 1000.0).collect();
-    described_result(text, json!({"query": query, "tools": tools, "matches": matches}), total, note)
+    described_result(
+        text,
+        json!({"query": query, "tools": tools, "matches": matches, "rankedBy": ranked_by}),
+        total,
+        note,
+    )
 }

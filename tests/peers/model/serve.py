@@ -8,14 +8,21 @@ parser.add_argument("model")
 parser.add_argument("--port", type=int, default=8080)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--ctx", type=int, default=4096)
+parser.add_argument("--alias", default="qwen2.5-coder-1.5b-instruct")
+parser.add_argument("--embeddings", action="store_true", help="serve /v1/embeddings (an embedding model)")
 args = parser.parse_args()
 if not os.path.isfile(args.model):
     sys.exit(f"no model at {args.model}: run tests/peers/model/install")
 
 params = xllamacpp.CommonParams()
 params.model.path = args.model
-params.model_alias = "qwen2.5-coder-1.5b-instruct"
+params.model_alias = args.alias
 params.n_ctx = args.ctx
+if args.embeddings:
+    params.embedding = True
+    # A batch of texts is read in one pass: each text's tokens must fit a micro-batch.
+    params.n_batch = args.ctx
+    params.n_ubatch = args.ctx
 params.n_parallel = 1
 params.cpuparams.n_threads = args.threads
 params.cpuparams_batch.n_threads = args.threads

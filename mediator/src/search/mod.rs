@@ -8,6 +8,12 @@
 //! run together kept as one word (`s3`, `base64`, `oauth2`). Words are lowercased, common English
 //! words dropped, and stemmed (Snowball English), so "movies" finds `search_movie`. The index is
 //! built once per listing and answers a query without allocating per tool.
+//!
+//! Where an embedding model is configured, tools are also found by what they mean
+//! ([`meaning`]): the two rankings are fused, and a search still answers by words alone while
+//! the model is down or has not read the tools yet.
+
+pub mod meaning;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
