@@ -392,6 +392,7 @@ async fn measure_disclosed(
     documented: &HashMap<&str, &str>,
     service: &str,
     tasks: &[Task],
+    policy: &SessionPolicy,
 ) -> Score {
     let started = Instant::now();
     let tools: Vec<Tool> = serde_json::from_value(Value::Array(tools.to_vec())).unwrap();
@@ -405,11 +406,23 @@ async fn measure_disclosed(
     let upstream: HashSet<String> =
         everything.list_tools(&tools, None).await.unwrap().into_tools().into_iter().map(|tool| tool.name).collect();
     let trace = std::env::var_os("CHOICE_TRACE").is_some();
+    if policy.embedder.is_some() {
+        // The embedding model reads the tools once, before the first task (kept in its cache).
+        let warm = Session::new(mediator.clone(), context.clone(), policy.clone());
+        warm.list_tools(&tools, None).await.unwrap();
+        let arguments = json!({"query": "warm up"}).as_object().cloned().unwrap();
+        for _ in 0..600 {
+            match warm.route_call("search_tools", arguments.clone()).await {
+                Route::Local(found) if found["structuredContent"]["rankedBy"] == "words and meaning" => break,
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    }
     'tasks: for task in tasks {
         if trace {
             eprintln!("{} ({})", task.query, task.needed.join(", "));
         }
-        let session = Session::new(mediator.clone(), context.clone(), MediatorConfig::default().session_policy());
+        let session = Session::new(mediator.clone(), context.clone(), policy.clone());
         let mut messages = messages(task);
         // What the model called last, and the source's tool it reached.
         let (mut called, mut source) = (None, None);
@@ -487,6 +500,16 @@ struct Row {
     score: Score,
 }
 
+/// The real embedding model, as `search_tools` asks it (its answers kept in memory).
+fn real_embedding_model() -> Arc<tool_mediator::search::meaning::Embedder> {
+    use tool_mediator::cache::{Cache, MemoryStore};
+    use tool_mediator::llm::{LlmClient, Provider};
+    let model = tool_mediator_tests::real_embedder().expect("the real embedding model (TOOL_MEDIATOR_MODEL=1)");
+    let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
+    let cache = Arc::new(Cache::new(MemoryStore::default(), Duration::from_secs(24 * 3600)));
+    Arc::new(tool_mediator::search::meaning::Embedder::new(client, Some(cache)))
+}
+
 /// Every listing of `plan` at every stage of it, over `tools` and `tasks` of `service`; with
 /// `disclosed`, the raw listing through a session with the default disclosure too.
 async fn benchmark(
@@ -530,12 +553,23 @@ async fn benchmark(
             wrong(&row);
             rows.push(row);
         }
-        if disclosed && wanted(listing, "disclosure") {
+        // The default disclosure (category tools and search), and search alone, by words and by
+        // words and meaning (the real embedding model).
+        let search = DisclosureMode::Search.apply(SessionPolicy::mediated(5), 5, 0);
+        let by_meaning = || SessionPolicy { embedder: Some(real_embedding_model()), ..search.clone() };
+        for (stage, policy) in [
+            ("disclosure", Box::new(|| MediatorConfig::default().session_policy()) as Box<dyn Fn() -> SessionPolicy>),
+            ("search", Box::new(|| search.clone())),
+            ("search+meaning", Box::new(by_meaning)),
+        ] {
+            if !disclosed || !wanted(listing, stage) {
+                continue;
+            }
             // Each expansion is a listing of its own for the server to read (about 25 s a task on
             // two cores): a sample of the tasks, spread evenly.
             let sample = spread(tasks, DISCLOSED_TASKS);
-            let score = measure_disclosed(&chat, &degraded, &documented, service, &sample).await;
-            let row = Row { service: service.to_owned(), listing, stage: "disclosure", score };
+            let score = measure_disclosed(&chat, &degraded, &documented, service, &sample, &policy()).await;
+            let row = Row { service: service.to_owned(), listing, stage, score };
             println!("{}", row.score.row(service, listing.name(), row.stage));
             wrong(&row);
             rows.push(row);

@@ -2008,7 +2008,8 @@ fn the_example_configuration_names_every_key_at_its_default() {
     let every: MediatorConfig = toml::from_str(
         "llm_provider = \"openai\"\nmodel = \"m\"\nllm_url = \"http://u\"\nllm_context_tokens = 4096\napi_key_env = \"K\"\n\
          api_key = \"k\"\n\
-         cache_dir = \"c\"\ncache_url = \"redis://r\"\noverrides_url = \"o\"\npins_file = \"p\"\n",
+         cache_dir = \"c\"\ncache_url = \"redis://r\"\noverrides_url = \"o\"\npins_file = \"p\"\n\
+         embedding_model = \"e\"\nembedding_provider = \"openai\"\nembedding_url = \"http://e\"\n",
     )
     .unwrap();
     let every = toml::to_string(&every).unwrap();
@@ -2034,8 +2035,8 @@ fn config_says_the_cache_is_idle_without_a_language_model() {
         assert!(output.status.success(), "{}", stderr(&output));
         stdout(&output)
     };
-    let idle = "# the cache is idle: no language model (llm_provider) or remote override collection \
-                (overrides_url) is configured, and nothing else is cached";
+    let idle = "# the cache is idle: no language model (llm_provider), embedding model (embedding_model) or \
+                remote override collection (overrides_url) is configured, and nothing else is cached";
     let text = config("cache_url = \"redis://127.0.0.1:6379/0\"\n");
     assert!(text.contains("# the cache is on redis://127.0.0.1:6379/0"), "{text}");
     assert!(text.contains(idle), "{text}");
@@ -2043,6 +2044,7 @@ fn config_says_the_cache_is_idle_without_a_language_model() {
     let text = config("cache_url = \"redis://127.0.0.1:6379/0\"\nllm_provider = \"openai-compatible\"\n");
     assert!(!text.contains("idle"), "{text}");
     assert!(!config("overrides_url = \"https://overrides.example/index.json\"\n").contains("idle"));
+    assert!(!config("embedding_model = \"nomic-embed-text-v1.5\"\n").contains("idle"), "an embedding model's vectors");
 }
 
 #[test]

@@ -65,12 +65,12 @@ pub fn run(args: &ConfigArgs) -> Result<ExitCode> {
             effective.cache_prefix
         )?;
     }
-    // The cache keeps the model's answers and a fetched collection, nothing else.
-    if effective.llm_provider.is_none() && effective.overrides_url.is_none() {
+    // The cache keeps the models' answers and a fetched collection, nothing else.
+    if effective.llm_provider.is_none() && effective.overrides_url.is_none() && effective.embedding_model.is_none() {
         writeln!(
             text,
-            "# the cache is idle: no language model (llm_provider) or remote override collection \
-             (overrides_url) is configured, and nothing else is cached"
+            "# the cache is idle: no language model (llm_provider), embedding model (embedding_model) or \
+             remote override collection (overrides_url) is configured, and nothing else is cached"
         )?;
     }
     if effective.builtin_overrides {

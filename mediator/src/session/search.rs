@@ -138,12 +138,11 @@ impl Session {
                     .into_iter()
                     .map(|(position, _)| weighed.share(position))
                     .fold(0.0, f32::max);
-                return refusal(query, closest, needed);
+                return refusal(query, closest, needed, ranked_by(&similarities));
             }
             let matches: Vec<f32> = hits.iter().map(|&position| weighed.share(position)).collect();
             let found: Vec<Tool> = hits.iter().map(|&position| self.as_listed(&state, &tools[position])).collect();
-            let ranked_by = if similarities.is_some() { "words and meaning" } else { "words" };
-            let result = search_result(query, found, &matches, ranked_by);
+            let result = search_result(query, found, &matches, ranked_by(&similarities));
             let new: Vec<String> = hits
                 .iter()
                 .map(|&position| tools[position].name())
@@ -195,6 +194,15 @@ impl Session {
     }
 }
 
+/// How a search ranked: by words alone, or by words and the embedding model's reading
+/// (`rankedBy` in the answer).
+fn ranked_by(similarities: &Option<Vec<f32>>) -> &'static str {
+    match similarities {
+        Some(_) => "words and meaning",
+        None => "words",
+    }
+}
+
 /// A share as a whole percentage, rounded down.
 fn percent(share: f32) -> u32 {
     (share * 100.0).floor() as u32
@@ -202,7 +210,7 @@ fn percent(share: f32) -> u32 {
 
 /// The answer when no tool matches `query` well enough (the best, `best` of it; `needed` is
 /// the threshold): a text the model reads, and no tools.
-fn refusal(query: &str, best: f32, needed: f32) -> Value {
+fn refusal(query: &str, best: f32, needed: f32, ranked_by: &str) -> Value {
     // Rounded down: never said to match what it falls short of.
     let closest = match best > 0.0 {
         true => format!("the closest matches {}% of it, {:.0}% is needed", percent(best), needed * 100.0),
@@ -214,7 +222,7 @@ fn refusal(query: &str, best: f32, needed: f32) -> Value {
     );
     json!({
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"query": query, "tools": [], "matches": []},
+        "structuredContent": {"query": query, "tools": [], "matches": [], "rankedBy": ranked_by},
         "isError": false
     })
 }
