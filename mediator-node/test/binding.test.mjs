@@ -411,3 +411,69 @@ describe('the language model, through the binding', () => {
     }
   })
 })
+
+/** An embedding server in this very process (`/v1/embeddings`): each text's words hashed into 64
+ * dimensions, one vector per text; the texts it was asked to read, in `read`. */
+async function fakeEmbedder() {
+  const read = []
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk) => (body += chunk))
+    request.on('end', () => {
+      if (request.url !== '/v1/embeddings') {
+        response.statusCode = 404
+        response.end()
+        return
+      }
+      const { input } = JSON.parse(body)
+      read.push(...input)
+      const data = input.map((text, index) => {
+        const vector = new Array(64).fill(0.01)
+        for (const word of text.toLowerCase().split(/[^a-z0-9]+/)) {
+          let hash = 7
+          for (const byte of Buffer.from(word)) hash = (hash * 31 + byte) % 1_000_003
+          vector[hash % 64] += 1
+        }
+        return { index, embedding: vector }
+      })
+      response.setHeader('content-type', 'application/json')
+      response.end(JSON.stringify({ data }))
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    read,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  }
+}
+
+describe('search by meaning', () => {
+  test("a session searches with the settings' embedding model, the same code as the gateway's", async () => {
+    const embedder = await fakeEmbedder()
+    try {
+      const config = join(scratch, 'embedding.toml')
+      writeFileSync(
+        config,
+        `embedding_model = "nomic-embed-text-v1.5"\nembedding_url = "${embedder.url}"\ncache_dir = "${join(scratch, 'embedding-cache')}"\n`,
+      )
+      const mediator = await Mediator.create({ config, overrides: [overrides], source: 'example.com', sourceType: 'web' })
+      const session = mediator.session(undefined, { disclosureMode: 'search', wholeBelow: 0 })
+      await session.listTools(seedTools)
+      // The tools are read in the background: searched again until they are.
+      let found
+      for (let attempt = 0; attempt < 100; attempt++) {
+        found = (await session.routeCall('search_tools', { query: 'update the profile' })).result
+        if (found.structuredContent.rankedBy === 'words and meaning') break
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      assert.equal(found.structuredContent.rankedBy, 'words and meaning', JSON.stringify(found))
+      assert.equal(found.structuredContent.tools[0].name, 'update_profile')
+      assert.ok(embedder.read.some((text) => text.startsWith('search_document: ')), "the model's card is followed")
+      assert.ok(embedder.read.includes('search_query: update the profile'), 'the query is read')
+      session.close()
+    } finally {
+      await embedder.close()
+    }
+  })
+})
