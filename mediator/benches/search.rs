@@ -87,7 +87,8 @@ async fn embedding_server() -> wiremock::MockServer {
             .map(|(index, text)| {
                 let mut vector = vec![0.01f32; 768];
                 for word in text.as_str().unwrap_or_default().split_whitespace() {
-                    let slot = word.bytes().fold(7usize, |hash, byte| hash.wrapping_mul(31).wrapping_add(byte as usize));
+                    let slot =
+                        word.bytes().fold(7usize, |hash, byte| hash.wrapping_mul(31).wrapping_add(byte as usize));
                     vector[slot % 768] += 1.0;
                 }
                 json!({"index": index, "embedding": vector})
@@ -105,7 +106,8 @@ fn session_search_1000_by_meaning(bencher: Bencher, query: &str) {
     use tool_mediator::cache::{Cache, MemoryStore};
     use tool_mediator::llm::{LlmClient, Provider};
     use tool_mediator::search::meaning::Embedder;
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
     let server = runtime.block_on(embedding_server());
     let client = LlmClient::new(Provider::OpenAiCompatible, "nomic-embed-text-v1.5", Some(server.uri()), None);
     let cache = Arc::new(Cache::new(MemoryStore::default(), std::time::Duration::from_secs(3600)));

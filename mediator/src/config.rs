@@ -81,7 +81,9 @@ pub struct MediatorConfig {
     /// cached like the language model's. None ranks by words alone.
     pub embedding_model: Option<String>,
     /// The embedding model's provider (`openai` or `openai-compatible`), `llm_provider` unless
-    /// set; its key as `llm_provider`'s is read.
+    /// set. It is sent the language model's key when it is the same provider on the same server,
+    /// else its provider's own variable (`OPENAI_API_KEY`) at the provider's own address, else
+    /// no key: a key never goes to a server it was not given for.
     pub embedding_provider: Option<Provider>,
     /// The embedding model's server, when it is not `llm_url`'s (llama.cpp serves one model a
     /// server): http or https.
@@ -388,9 +390,19 @@ impl MediatorConfig {
         if let Some(problem) = url.as_deref().and_then(model_url_problem) {
             return Err(BuildError::Setting(format!("embedding_url: {problem}")));
         }
-        let key = match Some(provider) == self.llm_provider {
-            true => self.api_key(),
-            false => provider.key_variable().and_then(|name| std::env::var(name).ok()).filter(|key| !key.is_empty()),
+        // A key goes only where it was given for: the language model's to its own server, a
+        // provider's variable to the provider's own address.
+        let origin = |url: &str| reqwest::Url::parse(url).ok().map(|url| url.origin());
+        let at = url.clone().unwrap_or_else(|| provider.default_base_url().to_owned());
+        let llm_at =
+            self.llm_provider.map(|llm| self.llm_url.clone().unwrap_or_else(|| llm.default_base_url().to_owned()));
+        let key = if Some(provider) == self.llm_provider && llm_at.is_some_and(|llm_at| origin(&llm_at) == origin(&at))
+        {
+            self.api_key()
+        } else if origin(&at) == origin(provider.default_base_url()) {
+            provider.key_variable().and_then(|name| std::env::var(name).ok()).filter(|key| !key.is_empty())
+        } else {
+            None
         };
         let client = LlmClient::new(provider, model.clone(), url, key)
             .with_max_response_bytes(self.llm_max_response_bytes)
@@ -825,6 +837,23 @@ mod tests {
         let Err(error) = MediatorConfig::from_file(&file).unwrap().build(&options).await else { panic!("built") };
         let error = error.to_string();
         assert!(error.contains("embedding_provider") && error.contains("no embeddings"), "{error}");
+
+        // The language model's key goes to its own server, never to another one.
+        let keyed = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            let config = MediatorConfig::from_file(&file).unwrap();
+            let options = &options;
+            async move { format!("{:?}", config.build(options).await.unwrap().embedder().unwrap()) }
+        };
+        let same =
+            keyed("llm_provider = \"openai\"\napi_key = \"sk-SECRET\"\nembedding_model = \"text-embedding-3-small\"\n")
+                .await;
+        assert!(same.contains("api_key: Some(\"***\")"), "{same}");
+        let elsewhere = keyed(
+            "llm_provider = \"openai\"\napi_key = \"sk-SECRET\"\nembedding_model = \"m\"\nembedding_url = \"http://127.0.0.1:9\"\n",
+        )
+        .await;
+        assert!(elsewhere.contains("api_key: None"), "{elsewhere}");
 
         std::fs::write(&file, "embedding_model = \"m\"\nembedding_url = \"ftp://example.com\"\n").unwrap();
         let error = MediatorConfig::from_file(&file).unwrap_err().to_string();
