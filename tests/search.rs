@@ -323,9 +323,9 @@ fn hits(queries: &[Query], rankings: &[Vec<String>]) -> (f64, f64, f64) {
 }
 
 /// Ranking by meaning, measured on RestBench with the real embedding model (nomic-embed-text-v1.5
-/// on llama.cpp's server): hit@1, hit@5 and recall@10 of BM25 alone, of the model alone and of
-/// both fused as `search_tools` fuses them, over the tools as published (raw) and after the
-/// rules (enhanced); and abstention with the model vouching for what it finds close
+/// on llama.cpp's server): hit@1, hit@5 and recall@10 of BM25 alone and of both fused, each as
+/// `search_tools` answers (nothing for a query it refuses), and of the model alone, over the
+/// tools as published (raw) and after the rules (enhanced); and abstention with the model vouching for what it finds close
 /// ([`ModelHabits::vouches_from`]), calibrated here: the lowest similarity at which no request
 /// is answered by the other service's tools. What it costs: seconds per tool read.
 #[test]
@@ -370,13 +370,17 @@ fn search_by_meaning_on_restbench() {
                 let named = |positions: &[usize]| -> Vec<String> {
                     positions.iter().map(|&position| tools[position].original_name.clone()).collect()
                 };
-                words.push(named(&by_words));
+                // As `search_tools` answers: nothing when no tool matches enough of the query's
+                // words (and, ranking by meaning too, the model vouches for none).
+                let weighed = index.weigh(&query.text);
+                let answers = by_words.iter().any(|&p| weighed.share(p) >= tool_mediator::search::MATCH_THRESHOLD);
+                let vouched = vectors.iter().any(|vector| similarity(vector) >= NOMIC_VOUCHES_FROM);
+                words.push(if answers { named(&by_words) } else { Vec::new() });
                 meaning.push(named(&by_meaning));
-                both.push(named(&fuse(&by_words, &by_meaning, 10)));
+                both.push(if answers || vouched { named(&fuse(&by_words, &by_meaning, 10)) } else { Vec::new() });
                 if listing == "enhanced" {
                     // The best word share and similarity: of its own tools, the other service's,
                     // and its own without the tools that answer it.
-                    let weighed = index.weigh(&query.text);
                     let best = |among: &dyn Fn(usize) -> bool,
                                 tools: &[tool_mediator::EnhancedTool],
                                 vectors: &[Vec<f32>],
@@ -405,7 +409,9 @@ fn search_by_meaning_on_restbench() {
                 queries.push(query);
             }
         }
-        for (ranking, found) in [("BM25", &words), ("meaning", &meaning), ("BM25 + meaning (fused)", &both)] {
+        for (ranking, found) in
+            [("BM25", &words), ("meaning alone (not a mode)", &meaning), ("BM25 + meaning (fused)", &both)]
+        {
             let (first, five, ten) = hits(&queries, found);
             println!("| {listing} | {ranking} | {first:.3} | {five:.3} | {ten:.3} |");
         }
@@ -435,4 +441,42 @@ fn search_by_meaning_on_restbench() {
         "calibrated at {calibrated:.2}: update NOMIC_VOUCHES_FROM"
     );
     assert!(refused("answerable", NOMIC_VOUCHES_FROM) <= refused("answerable", 2.0), "vouching never refuses more");
+}
+
+/// `search_tools` with the real embedding model, through a session as every front door makes
+/// it: once the model has read TMDB's tools, a request TMDB serves is answered by words and
+/// meaning, and one from another domain is still refused.
+#[test]
+fn a_session_searching_by_meaning_answers_its_domain_and_refuses_another() {
+    use tool_mediator::cache::{Cache, MemoryStore};
+    use tool_mediator::llm::{LlmClient, Provider};
+    use tool_mediator::search::meaning::Embedder;
+    let Some(model) = tool_mediator_tests::real_embedder() else { return };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
+    let cache = Arc::new(Cache::new(MemoryStore::default(), std::time::Duration::from_secs(3600)));
+    let policy = DisclosureMode::Search.apply(SessionPolicy::mediated(5), 5, 0);
+    let policy = SessionPolicy { embedder: Some(Arc::new(Embedder::new(client, Some(cache)))), ..policy };
+    let session = Session::new(rules(), ToolContext::new("TMDB", SourceType::Api), policy);
+    let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools("TMDB"))).unwrap();
+    runtime.block_on(session.list_tools(&tools, None)).unwrap();
+    let search = |query: &str| {
+        let arguments: Map<String, Value> = json!({"query": query}).as_object().cloned().unwrap();
+        match runtime.block_on(session.route_call("search_tools", arguments)) {
+            Route::Local(found) => found["structuredContent"].clone(),
+            other => panic!("search_tools is the session's own, not {other:?}"),
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let mut found = search("Who was the lead actor in the movie The Dark Knight?");
+    while found["rankedBy"] != "words and meaning" && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        found = search("Who was the lead actor in the movie The Dark Knight?");
+    }
+    assert_eq!(found["rankedBy"], "words and meaning", "the model read the tools: {found}");
+    let names: Vec<&str> =
+        found["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert!(names.iter().any(|name| name.contains("search_movie") || name.contains("credits")), "{names:?}");
+    let refused = search("Skip to the next song in my playlist");
+    assert_eq!((&refused["rankedBy"], &refused["tools"]), (&json!("words and meaning"), &json!([])), "{refused}");
 }

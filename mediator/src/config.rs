@@ -86,7 +86,7 @@ pub struct MediatorConfig {
     /// no key: a key never goes to a server it was not given for.
     pub embedding_provider: Option<Provider>,
     /// The embedding model's server, when it is not `llm_url`'s (llama.cpp serves one model a
-    /// server): http or https.
+    /// server; another provider's is at its own address): http or https.
     #[serde(deserialize_with = "model_url")]
     pub embedding_url: Option<String>,
     /// Leave out the tools the screen suspects of poisoning, in every session (the proxy, the
@@ -386,7 +386,9 @@ impl MediatorConfig {
             Some(provider) => provider,
             None => Provider::OpenAiCompatible,
         };
-        let url = self.embedding_url.clone().or_else(|| self.llm_url.clone());
+        // The language model's server serves embeddings too only if it is the same provider's.
+        let url =
+            self.embedding_url.clone().or_else(|| self.llm_url.clone().filter(|_| Some(provider) == self.llm_provider));
         if let Some(problem) = url.as_deref().and_then(model_url_problem) {
             return Err(BuildError::Setting(format!("embedding_url: {problem}")));
         }

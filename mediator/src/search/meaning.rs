@@ -28,6 +28,8 @@ const MAX_TEXT_CHARS: usize = 1_500;
 const QUERY_DEADLINE: Duration = Duration::from_secs(3);
 /// How long a model that failed is left alone before it is asked again.
 const REST: Duration = Duration::from_secs(60);
+/// The longest cache record read as a vector: 16,384 dimensions (the most an answer may have).
+const MAX_RECORD_BYTES: usize = 16_384 * 4;
 /// Reciprocal rank fusion's constant, at its usual value: a tool ranked first by one ranking
 /// and absent from the other is worth about as much as one ranked near the top of both.
 const FUSION_K: f32 = 60.0;
@@ -49,8 +51,13 @@ impl ModelHabits {
     /// --nocapture`). A model not known here is given no prefix, and ranks without vouching.
     pub fn of(model: &str) -> ModelHabits {
         let name = model.to_ascii_lowercase();
-        let (query_prefix, document_prefix, vouches_from) = if name.contains("nomic-embed-text") {
+        // Ollama's `nomic-embed-text` (`:latest`) is v1.5; other versions are not calibrated.
+        let nomic_v15 = name.contains("nomic-embed-text-v1.5")
+            || matches!(name.as_str(), "nomic-embed-text" | "nomic-embed-text:latest" | "nomic-embed-text:v1.5");
+        let (query_prefix, document_prefix, vouches_from) = if nomic_v15 {
             ("search_query: ", "search_document: ", NOMIC_VOUCHES_FROM)
+        } else if name.contains("nomic-embed-text") {
+            ("search_query: ", "search_document: ", 2.0)
         } else if name.contains("e5-") || name.starts_with("e5") {
             ("query: ", "passage: ", 2.0)
         } else {
@@ -73,6 +80,10 @@ pub struct Embedder {
     resting_until: Mutex<Option<Instant>>,
     /// Whether the log was told search goes on by words alone.
     warned: AtomicBool,
+    /// Whether the log was told vectors of two lengths were met.
+    mismatch_said: AtomicBool,
+    /// One batch of tools read at a time.
+    reading: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -86,7 +97,15 @@ impl Embedder {
     /// answers in `cache` when there is one.
     pub fn new(client: LlmClient, cache: Option<Arc<Cache>>) -> Self {
         let habits = ModelHabits::of(client.model());
-        Embedder { client, habits, cache, resting_until: Mutex::new(None), warned: AtomicBool::new(false) }
+        Embedder {
+            client,
+            habits,
+            cache,
+            resting_until: Mutex::new(None),
+            warned: AtomicBool::new(false),
+            mismatch_said: AtomicBool::new(false),
+            reading: tokio::sync::Semaphore::new(1),
+        }
     }
 
     pub fn with_habits(mut self, habits: ModelHabits) -> Self {
@@ -102,22 +121,41 @@ impl Embedder {
         self.client.model()
     }
 
-    /// The vectors of `texts` (tools' texts, [`text_of`]), from the cache where it has them, the
-    /// rest asked of the model a batch at a time (each batch kept as it comes, so a run cut
-    /// short is resumed, not redone).
+    /// The vectors of `texts` (tools' texts, [`text_of`]), a batch at a time: each from the cache
+    /// where it has it, the rest asked of the model and kept as they come (so a run cut short
+    /// is resumed, not redone). One batch is read at a time whoever asks: sessions reading the
+    /// same tools at once find each other's batches in the cache rather than ask twice.
     pub async fn documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
-        let prefixed: Vec<String> = texts.iter().map(|text| format!("{}{text}", self.habits.document_prefix)).collect();
-        self.vectors(&prefixed, None).await
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            let _turn = self.reading.acquire().await.expect("the semaphore is never closed");
+            let prefixed: Vec<String> =
+                batch.iter().map(|text| format!("{}{text}", self.habits.document_prefix)).collect();
+            vectors.extend(self.vectors(&prefixed, None).await?);
+        }
+        Ok(vectors)
     }
 
-    /// The vector of a query, or `None` when the model cannot give it in time (said once in the
-    /// log; the model is then left alone for a minute).
+    /// The vector of a query, or `None` when the model cannot give it within a few seconds
+    /// (said once in the log; the model is then left alone for a minute).
     pub async fn query(&self, query: &str) -> Option<Vec<f32>> {
         let text = format!("{}{query}", self.habits.query_prefix);
         let deadline = Instant::now() + QUERY_DEADLINE;
         self.vectors(std::slice::from_ref(&text), Some(deadline)).await.ok()?.pop()
     }
 
+    /// Says once that the vectors read before and now are of different lengths.
+    pub(super) fn mismatched(&self) {
+        if !self.mismatch_said.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "search ranks by words alone: the embedding model {}'s vectors are not all of one length (a model \
+                 changed under its name? `tool-mediator cache clear` forgets the old ones)",
+                self.client.model()
+            );
+        }
+    }
+
+    /// The vectors of `texts`: the cache's, the rest asked of the model (all by `deadline`).
     async fn vectors(&self, texts: &[String], deadline: Option<Instant>) -> Result<Vec<Vec<f32>>, LlmError> {
         let keys: Vec<Vec<u8>> = texts.iter().map(|text| self.key(text)).collect();
         let mut found: Vec<Option<Vec<f32>>> = match &self.cache {
@@ -125,30 +163,26 @@ impl Embedder {
                 let (cache, keys) = (cache.clone(), keys.clone());
                 let records = tokio::task::spawn_blocking(move || {
                     let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                    cache.get_many(&keys)
+                    cache.get_many_within(&keys, MAX_RECORD_BYTES)
                 })
                 .await
                 .unwrap_or_default();
-                records
-                    .into_iter()
-                    .map(|record| record.as_deref().and_then(decode))
-                    .chain(std::iter::repeat(None))
-                    .take(texts.len())
-                    .collect()
+                let decoded = records.into_iter().map(|record| record.as_deref().and_then(decode));
+                decoded.chain(std::iter::repeat(None)).take(texts.len()).collect()
             }
             None => vec![None; texts.len()],
         };
         let missing: Vec<usize> = (0..texts.len()).filter(|&at| found[at].is_none()).collect();
-        for batch in missing.chunks(BATCH) {
-            let asked: Vec<&str> = batch.iter().map(|&at| texts[at].as_str()).collect();
+        if !missing.is_empty() {
+            let asked: Vec<&str> = missing.iter().map(|&at| texts[at].as_str()).collect();
             let vectors = self.ask(&asked, deadline).await?;
             if let Some(cache) = &self.cache {
                 let records: Vec<(Vec<u8>, Vec<u8>)> =
-                    batch.iter().zip(&vectors).map(|(&at, vector)| (keys[at].clone(), encode(vector))).collect();
+                    missing.iter().zip(&vectors).map(|(&at, vector)| (keys[at].clone(), encode(vector))).collect();
                 let cache = cache.clone();
                 let _ = tokio::task::spawn_blocking(move || cache.put_many(&records)).await;
             }
-            for (&at, vector) in batch.iter().zip(vectors) {
+            for (&at, vector) in missing.iter().zip(vectors) {
                 found[at] = Some(vector);
             }
         }
@@ -196,7 +230,8 @@ impl Embedder {
     /// The cache key of a text as this model reads it.
     fn key(&self, text: &str) -> Vec<u8> {
         let mut hash = Sha256::new();
-        for part in ["embedding v1", self.client.model(), text] {
+        let provider = self.client.provider().to_string();
+        for part in ["embedding v1", &provider, self.client.base_url(), self.client.model(), text] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
@@ -269,17 +304,29 @@ pub fn text_of(document: &Document) -> String {
     }
 }
 
-/// One listing's tools as the model read them: their texts, and their vectors once read.
+/// One listing's tools as the model read them: their texts, and their vectors once read. They
+/// are read by one task in the background, tried again a while after a failure, until they are
+/// read or the reading is dropped (its tools changed, its session ended): a search only waits.
 pub struct Reading {
-    texts: Vec<String>,
-    vectors: tokio::sync::OnceCell<Vec<Vec<f32>>>,
+    texts: Arc<[String]>,
+    vectors: tokio::sync::watch::Sender<Option<Arc<Vec<Vec<f32>>>>>,
+    task: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        if let Some(task) = tool_mediator_core::sync::lock(&self.task).take() {
+            task.abort();
+        }
+    }
 }
 
 impl Reading {
     pub fn new<'a>(documents: impl IntoIterator<Item = Document<'a>>) -> Arc<Reading> {
         Arc::new(Reading {
             texts: documents.into_iter().map(|document| text_of(&document)).collect(),
-            vectors: tokio::sync::OnceCell::new(),
+            vectors: tokio::sync::watch::Sender::new(None),
+            task: Mutex::new(None),
         })
     }
 
@@ -288,35 +335,59 @@ impl Reading {
         &self.texts
     }
 
-    /// Has the tools read in the background, when there is a runtime to do it on.
+    /// Has the tools read in the background, once, when there is a runtime to do it on.
     pub fn begin(self: &Arc<Self>, embedder: &Arc<Embedder>) {
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let (reading, embedder) = (self.clone(), embedder.clone());
-            runtime.spawn(async move {
-                let _ = reading.read(&embedder).await;
-            });
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let mut task = tool_mediator_core::sync::lock(&self.task);
+        if task.is_some() {
+            return;
         }
-    }
-
-    /// The vectors, read now if no one has (a failed read is tried again next time).
-    async fn read(&self, embedder: &Embedder) -> Result<&Vec<Vec<f32>>, LlmError> {
-        self.vectors.get_or_try_init(|| embedder.documents(&self.texts)).await
+        let (reading, texts, embedder) = (Arc::downgrade(self), self.texts.clone(), embedder.clone());
+        *task = Some(
+            runtime
+                .spawn(async move {
+                    loop {
+                        match embedder.documents(&texts).await {
+                            Ok(vectors) => {
+                                if let Some(reading) = reading.upgrade() {
+                                    reading.vectors.send_replace(Some(Arc::new(vectors)));
+                                }
+                                return;
+                            }
+                            // Said once by the embedder; tried again once it has rested.
+                            Err(_) => tokio::time::sleep(REST).await,
+                        }
+                        if reading.strong_count() == 0 {
+                            return;
+                        }
+                    }
+                })
+                .abort_handle(),
+        );
     }
 
     /// How similar each tool is to `query` (by position, -1 to 1), when the tools are read
-    /// within `wait` and the query can be; else `None`, and search ranks by words.
-    pub async fn similarities(&self, embedder: &Embedder, query: &str, wait: Duration) -> Option<Vec<f32>> {
-        let vectors = match self.vectors.get() {
-            Some(vectors) => vectors,
-            None => tokio::time::timeout(wait, self.read(embedder)).await.ok()?.ok()?,
+    /// within `wait` and the query can be read too (within a few seconds); else `None`, and
+    /// search ranks by words.
+    pub async fn similarities(
+        self: &Arc<Self>,
+        embedder: &Arc<Embedder>,
+        query: &str,
+        wait: Duration,
+    ) -> Option<Vec<f32>> {
+        self.begin(embedder);
+        let vectors = {
+            let mut read = self.vectors.subscribe();
+            let vectors = tokio::time::timeout(wait, read.wait_for(Option::is_some)).await.ok()?.ok()?;
+            vectors.clone()?
         };
         let query = embedder.query(query).await?;
+        // A model changed under its name, or records of two models: not comparable.
+        if vectors.iter().any(|vector| vector.len() != query.len()) {
+            embedder.mismatched();
+            return None;
+        }
         Some(vectors.iter().map(|vector| cosine(vector, &query)).collect())
-    }
-
-    /// Whether every tool has been read.
-    pub fn is_read(&self) -> bool {
-        self.vectors.initialized()
     }
 }
 
@@ -374,5 +445,7 @@ mod tests {
         assert_eq!(ModelHabits::of("nomic-embed-text-v1.5.f16").query_prefix, "search_query: ");
         assert_eq!(ModelHabits::of("text-embedding-3-small").query_prefix, "");
         assert!(ModelHabits::of("text-embedding-3-small").vouches_from > 1.0, "uncalibrated: never vouches");
+        assert_eq!(ModelHabits::of("nomic-embed-text").vouches_from, NOMIC_VOUCHES_FROM, "Ollama's is v1.5");
+        assert!(ModelHabits::of("nomic-embed-text-v2-moe").vouches_from > 1.0, "another version: prefixes only");
     }
 }

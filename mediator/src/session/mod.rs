@@ -81,8 +81,8 @@ pub struct SessionPolicy {
     /// Fewer visible tools than this are listed whole: no category folded, no search (0: never).
     pub whole_below: usize,
     /// How much of a query the best tool `search_tools` finds must match (0 to 1,
-    /// [`crate::search::MATCH_THRESHOLD`] unless set): below it the answer is that no tool
-    /// matches, and tools matching less are left out of an answer.
+    /// [`crate::search::MATCH_THRESHOLD`] unless set): below it, unless the embedding model
+    /// vouches for a tool, the answer is that no tool matches.
     pub search_threshold: f32,
     /// The embedding model `search_tools` also ranks by, by what tools mean (see
     /// [`crate::search::meaning`]); `None` ranks by words alone.

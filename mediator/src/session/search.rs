@@ -80,10 +80,12 @@ fn whole_number(value: &Value) -> Option<u64> {
 impl Session {
     /// Answers `search_tools(arguments)`; what it finds is listed from then on.
     ///
-    /// The tools the client may see that match enough of the query's words (see
-    /// [`Weighed`](crate::search::Weighed)), or that the embedding model, where there is one,
-    /// finds close enough in meaning to vouch for them; ranked by BM25, fused with the model's
-    /// ranking once it has read the tools. When none is found, the answer says so.
+    /// Whether to answer is the query's: when no tool the client may see matches enough of its
+    /// words (see [`Weighed`](crate::search::Weighed)), and the embedding model, where there is
+    /// one, vouches for none, the answer says that no tool matches. Otherwise the answer is the
+    /// best `limit` of the tools the client may see, ranked by BM25, fused with the model's
+    /// ranking once it has read the tools: a request often needs a tool that matches less of
+    /// it (the search that finds an id) beside the one that matches most.
     pub(super) async fn search(&self, arguments: &Map<String, Value>) -> Value {
         let (query, limit) = match read(arguments) {
             Ok(read) => read,
@@ -106,38 +108,30 @@ impl Session {
             let tools = state.tools.as_deref().unwrap_or_default();
             let weighed = index.weigh(query);
             let needed = self.policy.search_threshold;
-            let vouches_from =
-                self.policy.embedder.as_ref().map_or(f32::INFINITY, |embedder| embedder.habits().vouches_from);
-            let similarity =
-                |position: usize| similarities.as_ref().map_or(-1.0, |similarities| similarities[position]);
             let visible = |position: usize| self.is_visible(&state, &tools[position]);
-            let enough = |position: usize| weighed.share(position) >= needed || similarity(position) >= vouches_from;
+            let by_words: Vec<usize> =
+                index.search_among(query, usize::MAX, visible).into_iter().map(|(position, _)| position).collect();
+            let closest = by_words.iter().map(|&position| weighed.share(position)).fold(0.0, f32::max);
+            let vouched = match (&similarities, &self.policy.embedder) {
+                (Some(similarities), Some(embedder)) => {
+                    let vouches_from = embedder.habits().vouches_from;
+                    (0..tools.len()).any(|position| similarities[position] >= vouches_from && visible(position))
+                }
+                _ => false,
+            };
+            if closest < needed && !vouched {
+                return refusal(query, closest, needed, ranked_by(&similarities));
+            }
             let hits: Vec<usize> = match &similarities {
-                // The best `limit` of the tools the client may see that match enough, selected
-                // rather than sorted.
-                None => index
-                    .search_among(query, limit, |position| visible(position) && enough(position))
-                    .into_iter()
-                    .map(|(position, _)| position)
-                    .collect(),
+                None => by_words.into_iter().take(limit).collect(),
                 Some(similarities) => {
-                    let by_words: Vec<usize> = index
-                        .search_among(query, usize::MAX, |position| visible(position) && enough(position))
-                        .into_iter()
-                        .map(|(position, _)| position)
-                        .collect();
-                    let mut by_meaning: Vec<usize> =
-                        (0..tools.len()).filter(|&position| visible(position) && enough(position)).collect();
+                    let mut by_meaning: Vec<usize> = (0..tools.len()).filter(|&position| visible(position)).collect();
                     by_meaning.sort_by(|&a, &b| similarities[b].total_cmp(&similarities[a]).then(a.cmp(&b)));
                     meaning::fuse(&by_words, &by_meaning, limit)
                 }
             };
+            // At a threshold of 0, a query none of whose words any tool has.
             if hits.is_empty() {
-                let closest = index
-                    .search_among(query, usize::MAX, visible)
-                    .into_iter()
-                    .map(|(position, _)| weighed.share(position))
-                    .fold(0.0, f32::max);
                 return refusal(query, closest, needed, ranked_by(&similarities));
             }
             let matches: Vec<f32> = hits.iter().map(|&position| weighed.share(position)).collect();
