@@ -173,7 +173,7 @@ fn real_halves() -> (Vec<Tool>, Vec<Tool>) {
 fn judged_sets(check: Vec<Tool>) -> Vec<Judged> {
     let dir = eval_dir().join("poisoning");
     let mut sets = Vec::new();
-    for name in ["dev-3", "dev-5", "heldout", "heldout-2"] {
+    for name in ["dev-3", "dev-5", "heldout", "heldout-2", "heldout-3"] {
         let kept = name.starts_with("heldout");
         for (file, poisoned) in [("poisoned.jsonl", true), ("benign_hard.jsonl", false)] {
             let what = if poisoned { "poisoned" } else { "benign hard" };
@@ -241,8 +241,15 @@ async fn judged_by(model: &tool_mediator_tests::RealModel) {
             share(alone, set.tools.len()),
             share(both, set.tools.len()),
         );
-        // What the judge flagged and the screen did not, outside the parts kept aside.
+        // What the judge flagged and the screen did not, and the poisoned tools both let
+        // through, outside the parts kept aside.
         if !set.name.contains("kept aside") {
+            if set.name.ends_with("poisoned") {
+                for ((tool, _), odds) in set.tools.iter().zip(&verdicts).zip(&odds).filter(|((_, v), _)| !v.flagged()) {
+                    let text: String = tool.description.as_deref().unwrap_or("").chars().take(160).collect();
+                    println!("    missed {} (odds {odds:?}): {}", screen::printable(&tool.name), screen::printable(&text));
+                }
+            }
             for (tool, verdict) in set.tools.iter().zip(&verdicts).filter(|(_, verdict)| verdict.judgement.is_some()) {
                 println!(
                     "    judged {}: {}",
