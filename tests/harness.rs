@@ -112,7 +112,8 @@ pub fn kept_answers(name: &str) -> (PathBuf, Arc<tool_mediator::cache::Cache>) {
     let store = tool_mediator::cache::SledStore::open(&kept).unwrap();
     // Under a key kept beside the answers: a cache's own key is new each run, and would read
     // back nothing of the run before.
-    let key = tool_mediator::cache::CacheKey::kept_in(&std::env::temp_dir().join(format!("{name}-key/cache.key"))).unwrap();
+    let key =
+        tool_mediator::cache::CacheKey::kept_in(&std::env::temp_dir().join(format!("{name}-key/cache.key"))).unwrap();
     (kept, Arc::new(tool_mediator::cache::Cache::new(store, Duration::from_secs(30 * 86_400)).with_key(key)))
 }
 
