@@ -782,7 +782,7 @@ fn start_real_model() -> RealModel {
     let installed = root().join(".tools/model/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.sha256").is_file();
     assert!(installed, "TOOL_MEDIATOR_MODEL=1 but the model is not installed: run tests/peers/model/install");
     // A listing of fifty documented tools is ten thousand tokens (the tool-choice benchmark).
-    let url = serve_model(&["--ctx", "16384"]);
+    let url = serve_model(&["--ctx", "16384"], 47_180);
     RealModel { url, name: "qwen2.5-coder-1.5b-instruct", turn: Mutex::new(()) }
 }
 
@@ -803,16 +803,22 @@ pub fn real_embedder() -> Option<&'static RealModel> {
             installed,
             "TOOL_MEDIATOR_MODEL=1 but the embedding model is not installed: run tests/peers/model/install"
         );
-        let url = serve_model(&["--embeddings", "--ctx", "2048"]);
+        let url = serve_model(&["--embeddings", "--ctx", "2048"], 47_181);
         RealModel { url, name: "nomic-embed-text-v1.5", turn: Mutex::new(()) }
     }))
 }
 
-/// Starts `tests/peers/model/serve` with `arguments` on a free port, for as long as the test
-/// binary runs; its URL once it answers.
-fn serve_model(arguments: &[&str]) -> String {
+/// Starts `tests/peers/model/serve` with `arguments` on `preferred` port, else on a free one,
+/// for as long as the test binary runs; its URL once it answers. On the same port run after
+/// run, the measures' kept answers, which name the server's URL, are read back.
+fn serve_model(arguments: &[&str], preferred: u16) -> String {
     let serve = root().join("tests/peers/model/serve");
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind(("127.0.0.1", preferred))
+        .or_else(|_| TcpListener::bind("127.0.0.1:0"))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let log = std::env::temp_dir().join(format!("tool-mediator-model-{port}.log"));
     let mut child = Command::new(&serve)
         .args(arguments)
