@@ -333,6 +333,7 @@ fn search_by_meaning_on_restbench() {
     use tool_mediator::llm::{LlmClient, Provider};
     use tool_mediator::search::meaning::{Embedder, NOMIC_VOUCHES_FROM, Reading, fuse};
     let Some(model) = tool_mediator_tests::real_embedder() else { return };
+    let _turn = model.turn();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let embedder = Arc::new(Embedder::new(
         LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None),
@@ -452,6 +453,8 @@ fn a_session_searching_by_meaning_answers_its_domain_and_refuses_another() {
     use tool_mediator::llm::{LlmClient, Provider};
     use tool_mediator::search::meaning::Embedder;
     let Some(model) = tool_mediator_tests::real_embedder() else { return };
+    // The model reads for one test at a time: a query waits behind no other test's tools.
+    let _turn = model.turn();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let client = LlmClient::new(Provider::OpenAiCompatible, model.name, Some(model.url.clone()), None);
     let cache = Arc::new(Cache::new(MemoryStore::default(), std::time::Duration::from_secs(3600)));

@@ -1,6 +1,6 @@
 //! Finding tools by what they mean: each tool's enhanced text as an embedding model reads it (a
-//! vector), asked once per text and kept in the cache like every model answer (a fleet sharing
-//! Redis pays once), compared with the query's vector by cosine similarity, and fused with BM25's
+//! vector), asked once per text and kept in the cache like every model answer (replicas that
+//! share Redis and reach the model at one address pay once), compared with the query's vector by cosine similarity, and fused with BM25's
 //! ranking (reciprocal rank fusion).
 //!
 //! The model is asked off the call path: a listing's tools are read in the background when they
@@ -18,8 +18,9 @@ use super::{Document, words};
 use crate::cache::Cache;
 use crate::llm::{LlmClient, LlmError};
 
-/// How many texts one request asks the model to read.
-const BATCH: usize = 16;
+/// How many texts one request asks the model to read: a query waits behind at most one batch
+/// (about 3 s for 8 tools on two CPU cores).
+const BATCH: usize = 8;
 /// The most of a tool's text the model reads, in characters: a description and its parameters,
 /// well inside an embedding model's window (512 tokens for the smallest).
 const MAX_TEXT_CHARS: usize = 1_500;
@@ -212,6 +213,12 @@ impl Embedder {
                     );
                 }
                 Ok(vectors)
+            }
+            // A query not answered in time behind a busy server (one batch of tools being read):
+            // this search ranks by words, the next asks again. The model is not down.
+            Err(error @ LlmError::Deadline { .. }) if deadline.is_some() => {
+                tracing::debug!("the embedding model {} did not read a query in time: {error}", self.client.model());
+                Err(error)
             }
             Err(error) => {
                 *tool_mediator_core::sync::lock(&self.resting_until) = Some(Instant::now() + REST);
