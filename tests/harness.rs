@@ -768,44 +768,41 @@ impl RealModel {
 }
 
 pub fn real_model() -> Option<&'static RealModel> {
-    if std::env::var("TOOL_MEDIATOR_MODEL").as_deref() != Ok("1") {
-        eprintln!(
-            "skipped: the real language model is asked for with TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install puts it in .tools/model)"
-        );
-        return None;
-    }
     static MODEL: OnceLock<RealModel> = OnceLock::new();
-    Some(MODEL.get_or_init(start_real_model))
-}
-
-fn start_real_model() -> RealModel {
-    let installed = root().join(".tools/model/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.sha256").is_file();
-    assert!(installed, "TOOL_MEDIATOR_MODEL=1 but the model is not installed: run tests/peers/model/install");
     // A listing of fifty documented tools is ten thousand tokens (the tool-choice benchmark).
-    let url = serve_model(&["--ctx", "16384"], 47_180);
-    RealModel { url, name: "qwen2.5-coder-1.5b-instruct", turn: Mutex::new(()) }
+    let weights = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+    let start = || start_model("language model", weights, "qwen2.5-coder-1.5b-instruct", &["--ctx", "16384"], 47_180);
+    asked_for("language model").then(|| MODEL.get_or_init(start))
 }
 
 /// The real embedding model (nomic-embed-text-v1.5 on llama.cpp's server, `tests/peers/model`),
-/// with `TOOL_MEDIATOR_MODEL=1` as [`real_model`]. It reads a tool in tens of milliseconds, and
-/// is asked beside the language model without waiting its turn.
+/// with `TOOL_MEDIATOR_MODEL=1` as [`real_model`]: a server of its own, and a turn of its own.
 pub fn real_embedder() -> Option<&'static RealModel> {
-    if std::env::var("TOOL_MEDIATOR_MODEL").as_deref() != Ok("1") {
-        eprintln!(
-            "skipped: the real embedding model is asked for with TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install puts it in .tools/model)"
-        );
-        return None;
-    }
     static EMBEDDER: OnceLock<RealModel> = OnceLock::new();
-    Some(EMBEDDER.get_or_init(|| {
-        let installed = root().join(".tools/model/nomic-embed-text-v1.5.f16.gguf.sha256").is_file();
-        assert!(
-            installed,
-            "TOOL_MEDIATOR_MODEL=1 but the embedding model is not installed: run tests/peers/model/install"
+    let weights = "nomic-embed-text-v1.5.f16.gguf";
+    let arguments = ["--embeddings", "--ctx", "2048"];
+    let start = || start_model("embedding model", weights, "nomic-embed-text-v1.5", &arguments, 47_181);
+    asked_for("embedding model").then(|| EMBEDDER.get_or_init(start))
+}
+
+/// Whether the real models are asked for (`TOOL_MEDIATOR_MODEL=1`); when not, the test says it
+/// was skipped and how to run it.
+fn asked_for(what: &str) -> bool {
+    let asked = std::env::var("TOOL_MEDIATOR_MODEL").as_deref() == Ok("1");
+    if !asked {
+        eprintln!(
+            "skipped: the real {what} is asked for with TOOL_MEDIATOR_MODEL=1 (tests/peers/model/install puts it in .tools/model)"
         );
-        let url = serve_model(&["--embeddings", "--ctx", "2048"], 47_181);
-        RealModel { url, name: "nomic-embed-text-v1.5", turn: Mutex::new(()) }
-    }))
+    }
+    asked
+}
+
+/// The model `weights` in `.tools/model` (`what`, to say it is missing), served with `arguments`
+/// under `name`.
+fn start_model(what: &str, weights: &str, name: &'static str, arguments: &[&str], port: u16) -> RealModel {
+    let installed = root().join(format!(".tools/model/{weights}.sha256")).is_file();
+    assert!(installed, "TOOL_MEDIATOR_MODEL=1 but the {what} is not installed: run tests/peers/model/install");
+    RealModel { url: serve_model(arguments, port), name, turn: Mutex::new(()) }
 }
 
 /// Starts `tests/peers/model/serve` with `arguments` on `preferred` port, else on a free one,

@@ -739,3 +739,38 @@ async fn a_refused_answer_is_named_in_the_tools_provenance() {
         provenance(&out[1])
     );
 }
+
+/// An embeddings answer is untrusted input: one of the wrong shape is refused whole, named, never
+/// a vector read half or a panic.
+#[tokio::test]
+async fn an_embeddings_answer_of_the_wrong_shape_is_refused() {
+    let vector = |index: usize, numbers: Value| json!({"index": index, "embedding": numbers});
+    let cases = [
+        (json!({"data": [vector(0, json!([1.0, 0.0]))]}), "1 vectors for 2 texts"),
+        (json!({"data": [vector(0, json!([1.0, 0.0])), vector(0, json!([0.0, 1.0]))]}), "out of range or repeated"),
+        (json!({"data": [vector(0, json!([1.0, 0.0])), vector(1, json!([0.0, 0.0]))]}), "no direction"),
+        (json!({"data": [vector(0, json!([1.0, 0.0])), vector(1, json!([1.0, "x"]))]}), "not a finite number"),
+        (json!({"data": [vector(0, json!([1.0, 0.0])), vector(1, json!([1.0]))]}), "different lengths"),
+        (json!({"data": [vector(0, json!([1.0, 0.0])), vector(1, json!([]))]}), "not an array of 1 to"),
+        (json!({"vectors": []}), "no `data` array"),
+    ];
+    for (answer, expected) in cases {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/embeddings"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer.clone()))
+            .mount(&server)
+            .await;
+        let client = LlmClient::new(Provider::OpenAiCompatible, "m", Some(server.uri()), None);
+        let error = client.embed(&["a", "b"], None).await.expect("an embeddings endpoint").unwrap_err().to_string();
+        assert!(error.contains(expected), "{answer}: {error}");
+    }
+    let server = MockServer::start().await;
+    let answer = json!({"data": [{"index": 1, "embedding": [0.0, 2.0]}, {"index": 0, "embedding": [3.0, 4.0]}]});
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(answer)).mount(&server).await;
+    let client = LlmClient::new(Provider::OpenAiCompatible, "m", Some(server.uri()), None);
+    let vectors = client.embed(&["a", "b"], None).await.unwrap().unwrap();
+    assert_eq!(vectors, [vec![0.6, 0.8], vec![0.0, 1.0]], "put in order by index, each of length 1");
+    let anthropic = LlmClient::new(Provider::Anthropic, "m", Some(server.uri()), None);
+    assert!(anthropic.embed(&["a"], None).await.is_none(), "Anthropic's API has no embeddings");
+}

@@ -109,11 +109,6 @@ impl Embedder {
         }
     }
 
-    pub fn with_habits(mut self, habits: ModelHabits) -> Self {
-        self.habits = habits;
-        self
-    }
-
     pub fn habits(&self) -> &ModelHabits {
         &self.habits
     }
