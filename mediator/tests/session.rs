@@ -1029,3 +1029,51 @@ async fn an_embedding_model_that_never_answers_does_not_hold_a_search() {
     // half-second, far under the model's 30 s timeout.
     assert!(began.elapsed() < std::time::Duration::from_secs(20), "{:?}", began.elapsed());
 }
+
+/// Two sessions over the same tools with one embedding model (every client of a gateway): the
+/// model reads each tool once between them, and both rank by meaning from the one reading.
+#[tokio::test]
+async fn sessions_over_the_same_tools_share_one_reading() {
+    use tool_mediator::llm::{LlmClient, Provider};
+    use tool_mediator::search::meaning::Embedder;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    // Every text points the same way: what is counted is what is read, not how it ranks.
+    let respond = |request: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let count = body["input"].as_array().unwrap().len();
+        let data: Vec<Value> = (0..count).map(|index| json!({"index": index, "embedding": [1.0, 0.5, 0.25]})).collect();
+        ResponseTemplate::new(200).set_body_json(json!({"data": data}))
+    };
+    Mock::given(wiremock::matchers::path("/v1/embeddings")).respond_with(respond).mount(&server).await;
+    let client = LlmClient::new(Provider::OpenAiCompatible, "nomic-embed-text-v1.5", Some(server.uri()), None);
+    let embedder = Arc::new(Embedder::new(client, None));
+    let policy = DisclosureMode::Both.apply(SessionPolicy { page_size: None, ..SessionPolicy::mediated(5) }, 5, 0);
+    let policy = SessionPolicy { embedder: Some(embedder), ..policy };
+    let sessions = [(); 2].map(|_| Session::new(rules(), ToolContext::new("t", SourceType::Api), policy.clone()));
+    for session in &sessions {
+        session.take_in(github()).await;
+    }
+    for session in &sessions {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let found = search(session, json!({"query": "create an issue"})).await;
+            if found["structuredContent"]["rankedBy"] == "words and meaning" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the tools were never read: {found}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    let asked: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|request| {
+            serde_json::from_slice::<Value>(&request.body).unwrap()["input"].as_array().unwrap().clone()
+        })
+        .collect();
+    let documents = asked.iter().filter(|text| text.as_str().unwrap().starts_with("search_document: ")).count();
+    assert_eq!(documents, github().len(), "each tool read once between the two sessions");
+}

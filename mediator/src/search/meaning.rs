@@ -8,7 +8,7 @@
 //! is said once in the log and left alone for a while; search goes on by words.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -85,6 +85,9 @@ pub struct Embedder {
     mismatch_said: AtomicBool,
     /// One batch of tools read at a time.
     reading: tokio::sync::Semaphore,
+    /// The readings alive, by the digest of their texts: sessions over the same tools (every
+    /// client of a gateway) share one, its vectors held once.
+    readings: Mutex<rustc_hash::FxHashMap<[u8; 32], Weak<Reading>>>,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -106,7 +109,28 @@ impl Embedder {
             warned: AtomicBool::new(false),
             mismatch_said: AtomicBool::new(false),
             reading: tokio::sync::Semaphore::new(1),
+            readings: Mutex::default(),
         }
+    }
+
+    /// The reading of `documents`: the one alive for the same texts, or a new one.
+    pub fn reading<'a>(&self, documents: impl IntoIterator<Item = Document<'a>>) -> Arc<Reading> {
+        let texts: Arc<[String]> = documents.into_iter().map(|document| text_of(&document)).collect();
+        let mut hash = Sha256::new();
+        for text in texts.iter() {
+            hash.update((text.len() as u64).to_le_bytes());
+            hash.update(text.as_bytes());
+        }
+        let digest: [u8; 32] = hash.finalize().into();
+        let mut readings = tool_mediator_core::sync::lock(&self.readings);
+        if let Some(reading) = readings.get(&digest).and_then(Weak::upgrade) {
+            return reading;
+        }
+        // Those no session holds any more go as a new one comes: the map holds the live ones.
+        readings.retain(|_, reading| reading.strong_count() > 0);
+        let reading = Reading::of(texts);
+        readings.insert(digest, Arc::downgrade(&reading));
+        reading
     }
 
     pub fn habits(&self) -> &ModelHabits {
@@ -324,12 +348,13 @@ impl Drop for Reading {
 }
 
 impl Reading {
+    /// A reading of its own (sessions share theirs: [`Embedder::reading`]).
     pub fn new<'a>(documents: impl IntoIterator<Item = Document<'a>>) -> Arc<Reading> {
-        Arc::new(Reading {
-            texts: documents.into_iter().map(|document| text_of(&document)).collect(),
-            vectors: tokio::sync::watch::Sender::new(None),
-            task: Mutex::new(None),
-        })
+        Reading::of(documents.into_iter().map(|document| text_of(&document)).collect())
+    }
+
+    fn of(texts: Arc<[String]>) -> Arc<Reading> {
+        Arc::new(Reading { texts, vectors: tokio::sync::watch::Sender::new(None), task: Mutex::new(None) })
     }
 
     /// What the model reads of each tool ([`text_of`]), by position.
@@ -337,11 +362,13 @@ impl Reading {
         &self.texts
     }
 
-    /// Has the tools read in the background, once, when there is a runtime to do it on.
+    /// Has the tools read in the background, once, when there is a runtime to do it on (again
+    /// when the runtime it was read on ended before it was read: a reading is shared).
     pub fn begin(self: &Arc<Self>, embedder: &Arc<Embedder>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let mut task = tool_mediator_core::sync::lock(&self.task);
-        if task.is_some() {
+        let read = self.vectors.borrow().is_some();
+        if read || task.as_ref().is_some_and(|task| !task.is_finished()) {
             return;
         }
         let (reading, texts, embedder) = (Arc::downgrade(self), self.texts.clone(), embedder.clone());

@@ -576,7 +576,7 @@ impl Session {
         if self.policy.search
             && let Some(embedder) = &self.policy.embedder
         {
-            self.reading(state).begin(embedder);
+            self.reading(state, embedder).begin(embedder);
         }
         self.view_now(state).1
     }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::disclosure::{Described, EXPANDED_BYTES, describe, described_result};
 use super::{Session, State, text_result};
-use crate::search::meaning::{self, Reading};
+use crate::search::meaning::{self, Embedder, Reading};
 use crate::search::{Document, ToolIndex};
 use tool_mediator_core::Tool;
 use tool_mediator_core::json::Json;
@@ -93,7 +93,8 @@ impl Session {
         };
         let (index, reading) = {
             let mut state = self.state();
-            (self.index(&mut state), self.policy.embedder.as_ref().map(|_| self.reading(&mut state)))
+            let reading = self.policy.embedder.as_ref().map(|embedder| self.reading(&mut state, embedder));
+            (self.index(&mut state), reading)
         };
         let similarities = match (&self.policy.embedder, reading) {
             (Some(embedder), Some(reading)) => reading.similarities(embedder, query, READING_WAIT).await,
@@ -177,12 +178,13 @@ impl Session {
         index
     }
 
-    /// The tools as they are now, as the embedding model reads them.
-    pub(super) fn reading(&self, state: &mut State) -> Arc<Reading> {
+    /// The tools as they are now, as the embedding model reads them (shared with the other
+    /// sessions over the same tools).
+    pub(super) fn reading(&self, state: &mut State, embedder: &Embedder) -> Arc<Reading> {
         if let Some(reading) = &state.reading {
             return reading.clone();
         }
-        let reading = Reading::new(self.documents(state));
+        let reading = embedder.reading(self.documents(state));
         state.reading = Some(reading.clone());
         reading
     }
