@@ -483,3 +483,126 @@ fn a_session_searching_by_meaning_answers_its_domain_and_refuses_another() {
     let refused = search("Skip to the next song in my playlist");
     assert_eq!((&refused["rankedBy"], &refused["tools"]), (&json!("words and meaning"), &json!([])), "{refused}");
 }
+
+/// The area under the ROC curve: the chance that a score of `higher` beats one of `lower` (ties
+/// count half). 0.5 is a coin.
+fn separation(higher: &[f64], lower: &[f64]) -> f64 {
+    let wins: f64 = higher
+        .iter()
+        .flat_map(|a| {
+            lower.iter().map(move |b| {
+                if a > b {
+                    1.0
+                } else if a == b {
+                    0.5
+                } else {
+                    0.0
+                }
+            })
+        })
+        .sum();
+    wins / (higher.len() * lower.len()) as f64
+}
+
+/// Whether the chat model can tell a search that found the right tools from one that did not,
+/// where words and meaning cannot (`TOOL_MEDIATOR_MODEL=1 cargo test -p tool-mediator-tests
+/// --test search a_chat_model -- --ignored --nocapture`, about 6 minutes on 2 cores). On every
+/// third RestBench query, in three catalogs (its own service's tools; its own without the tools
+/// that answer it; the other service's), the best five tools as words and meaning rank them are
+/// shown to the local chat model, which is asked whether they can do the task; its odds of "yes"
+/// are read from its first word. Printed: how well each signal (the best word share, the best
+/// similarity, the model's odds) tells an answerable query from each kind of unanswerable one,
+/// and what each refuses at the threshold that refuses 5% of answerable queries.
+#[test]
+#[ignore = "a measurement with both real models: minutes"]
+fn a_chat_model_asked_whether_the_tools_found_fit_the_task() {
+    use tool_mediator::llm::{LlmClient, Provider};
+    use tool_mediator::search::meaning::{Embedder, Reading, fuse};
+    const SYSTEM: &str = "You decide whether a set of tools can do a user's task. You answer with one word: yes or no.";
+    let (Some(chat), Some(reader)) = (tool_mediator_tests::real_model(), tool_mediator_tests::real_embedder()) else {
+        return;
+    };
+    let (_chat_turn, _reader_turn) = (chat.turn(), reader.turn());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let embedder =
+        Embedder::new(LlmClient::new(Provider::OpenAiCompatible, reader.name, Some(reader.url.clone()), None), None);
+    let judge = LlmClient::new(Provider::OpenAiCompatible, chat.name, Some(chat.url.clone()), None);
+    let mut by_service = BTreeMap::new();
+    for service in restbench::SERVICES {
+        let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools(service))).unwrap();
+        let tools = runtime.block_on(rules().enhance(tools, &ToolContext::new(service, SourceType::Api)));
+        let reading = Reading::new(tools.iter().map(|tool| Document { tool, server: None }));
+        let vectors = runtime.block_on(embedder.documents(reading.texts())).expect("the model reads the tools");
+        by_service.insert(service, (tools, vectors));
+    }
+    // Per kind of catalog: (the best word share, the best similarity, the model's odds).
+    let mut signals: BTreeMap<&str, Vec<[f64; 3]>> = BTreeMap::new();
+    let (mut asked, mut seconds) = (0, 0.0);
+    for service in restbench::SERVICES {
+        let other = restbench::SERVICES.iter().find(|&&other| other != service).unwrap();
+        for query in restbench::queries(service).into_iter().step_by(3) {
+            let vector = runtime.block_on(embedder.query(&query.text)).expect("the model reads the query");
+            for (kind, of, all) in
+                [("answerable", service, true), ("right tool removed", service, false), ("another domain", other, true)]
+            {
+                let (tools, vectors) = &by_service[of];
+                let kept: Vec<usize> =
+                    (0..tools.len()).filter(|&p| all || !query.relevant.contains(&tools[p].original_name)).collect();
+                let index = ToolIndex::new(kept.iter().map(|&p| Document { tool: &tools[p], server: None }));
+                let weighed = index.weigh(&query.text);
+                let by_words: Vec<usize> =
+                    index.search(&query.text, usize::MAX).into_iter().map(|(position, _)| position).collect();
+                let similarity = |at: usize| vectors[kept[at]].iter().zip(&vector).map(|(a, b)| a * b).sum::<f32>();
+                let mut by_meaning: Vec<usize> = (0..kept.len()).collect();
+                by_meaning.sort_by(|&a, &b| similarity(b).total_cmp(&similarity(a)));
+                let share = by_words.iter().map(|&at| weighed.share(at)).fold(0.0, f32::max);
+                let close = (0..kept.len()).map(similarity).fold(-1.0, f32::max);
+                let found: Vec<String> = fuse(&by_words, &by_meaning, LIMIT)
+                    .into_iter()
+                    .map(|at| {
+                        let tool = &tools[kept[at]].tool;
+                        let description = tool.description.as_deref().unwrap_or_default();
+                        let first = description.lines().next().unwrap_or_default();
+                        let sentence = first.split_inclusive(['.', '!', '?']).next().unwrap_or(first);
+                        format!("- {}: {}", tool.name, sentence.chars().take(160).collect::<String>())
+                    })
+                    .collect();
+                let prompt = format!(
+                    "Task: {}\n\nTools:\n{}\n\nCan these tools, called one after another if needed, do this task? Answer yes or no.",
+                    query.text,
+                    found.join("\n")
+                );
+                let began = std::time::Instant::now();
+                let odds = runtime.block_on(judge.yes_odds(SYSTEM, &prompt, None)).unwrap().expect("the model's odds");
+                (asked, seconds) = (asked + 1, seconds + began.elapsed().as_secs_f64());
+                signals.entry(kind).or_default().push([f64::from(share), f64::from(close), odds]);
+            }
+        }
+    }
+    println!("asked {asked} questions in {seconds:.0} s ({:.1} s each)\n", seconds / asked as f64);
+    println!(
+        "| signal | answerable over another domain (AUC) | answerable over right tool removed (AUC) | refused at 5% of answerable: another domain | right tool removed |"
+    );
+    println!("|---|---|---|---|---|");
+    for (at, signal) in
+        ["the best word share", "the best similarity", "the chat model's odds of yes"].iter().enumerate()
+    {
+        let of = |kind: &str| -> Vec<f64> { signals[kind].iter().map(|signals| signals[at]).collect() };
+        let answerable = of("answerable");
+        let mut sorted = answerable.clone();
+        sorted.sort_by(f64::total_cmp);
+        let threshold = sorted[sorted.len() / 20];
+        let refused = |kind: &str| {
+            let of = of(kind);
+            100.0 * of.iter().filter(|&&x| x < threshold).count() as f64 / of.len() as f64
+        };
+        println!(
+            "| {signal} | {:.3} | {:.3} | {:.1}% | {:.1}% |",
+            separation(&answerable, &of("another domain")),
+            separation(&answerable, &of("right tool removed")),
+            refused("another domain"),
+            refused("right tool removed"),
+        );
+    }
+    assert_eq!(asked, 3 * signals["answerable"].len(), "every question answered");
+}
