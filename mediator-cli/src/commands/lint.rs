@@ -61,9 +61,6 @@ pub enum FailOn {
     Never,
 }
 
-/// The share of honest tools a calibrated threshold may flag.
-const CALIBRATED_SHARE: f64 = 0.01;
-
 /// `--calibrate-judge`: the model's odds on the input's tools, and the threshold they call for.
 async fn calibrate(args: &LintArgs, judge: &tool_mediator::llm::Judge) -> Result<ExitCode> {
     if !judge.asks_odds() {
@@ -78,7 +75,7 @@ async fn calibrate(args: &LintArgs, judge: &tool_mediator::llm::Judge) -> Result
         }
     }
     let started = std::time::Instant::now();
-    let calibration = judge.calibrate("lint", &tools, CALIBRATED_SHARE).await;
+    let calibration = judge.calibrate("lint", &tools, tool_mediator::llm::CALIBRATED_SHARE).await;
     let seconds = started.elapsed().as_secs_f64();
     let mut out = String::new();
     let scored = calibration.scored.len();
@@ -100,10 +97,10 @@ async fn calibrate(args: &LintArgs, judge: &tool_mediator::llm::Judge) -> Result
         "judge_threshold = {threshold}   # flags {} of these {scored} tools (at most {}%); read the highest above: \
          a poisoned one among them calls for a cleaner sample",
         calibration.flagged_at(threshold),
-        CALIBRATED_SHARE * 100.0
+        tool_mediator::llm::CALIBRATED_SHARE * 100.0
     );
-    if scored < 100 {
-        let _ = writeln!(out, "(fewer than 100 tools: the threshold rests on few odds; give more)");
+    if scored < 200 {
+        let _ = writeln!(out, "(fewer than 200 tools: the threshold rests on few odds; give more)");
     }
     output::print(&out)?;
     Ok(ExitCode::SUCCESS)

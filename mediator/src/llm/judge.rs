@@ -353,6 +353,13 @@ impl Calibration {
     }
 }
 
+/// The share of honest tools a calibrated threshold may flag (`lint --calibrate-judge`): half the
+/// 1% of real tools a judge may flag at most, as a threshold flags more of the tools it was not
+/// calibrated on than of those it was. Measured with the local 1.5B model on 1,000 real tools
+/// to calibrate and 1,000 others to check: calibrated to flag 1%, it flagged 1.4% of the others
+/// (95% interval 0.8 to 2.3%); to flag 0.5%, 0.7% (0.3 to 1.4%).
+pub const CALIBRATED_SHARE: f64 = 0.005;
+
 /// The threshold over which at most `share` (0 to 1) of `odds`, a model's odds on honest tools,
 /// would be flagged: the odds ranked `share` of the way down, highest first (a tool is flagged
 /// over it, not at it). None for no odds.

@@ -17,7 +17,7 @@ use futures_util::stream::{self, StreamExt as _};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-pub use judge::{Calibration, Judge, Ruling, threshold_for};
+pub use judge::{CALIBRATED_SHARE, Calibration, Judge, Ruling, threshold_for};
 pub use left_weak::{LeftWeak, Why, left_weak};
 pub use prompts::{PromptError, Prompts, Task};
 pub use provider::{Completion, DEFAULT_MAX_RESPONSE_BYTES, LlmClient, LlmError, Provider};
