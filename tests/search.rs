@@ -322,6 +322,30 @@ fn hits(queries: &[Query], rankings: &[Vec<String>]) -> (f64, f64, f64) {
     (first / count, five / count, recall / count)
 }
 
+/// Each RestBench service's tools, and the vector of each as the embedding model read it.
+type Read = BTreeMap<&'static str, (Vec<tool_mediator::EnhancedTool>, Vec<Vec<f32>>)>;
+
+/// RestBench's tools of each service through `mediator`, each with its vector as `embedder` reads
+/// it; and the seconds the reading took.
+fn read_restbench(
+    runtime: &tokio::runtime::Runtime,
+    mediator: &Mediator,
+    embedder: &tool_mediator::search::meaning::Embedder,
+) -> (Read, f64) {
+    let (mut by_service, mut seconds) = (BTreeMap::new(), 0.0);
+    for service in restbench::SERVICES {
+        let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools(service))).unwrap();
+        let tools = runtime.block_on(mediator.enhance(tools, &ToolContext::new(service, SourceType::Api)));
+        let reading =
+            tool_mediator::search::meaning::Reading::new(tools.iter().map(|tool| Document { tool, server: None }));
+        let began = std::time::Instant::now();
+        let vectors = runtime.block_on(embedder.documents(reading.texts())).expect("the model reads the tools");
+        seconds += began.elapsed().as_secs_f64();
+        by_service.insert(service, (tools, vectors));
+    }
+    (by_service, seconds)
+}
+
 /// Ranking by meaning, measured on RestBench with the real embedding model (nomic-embed-text-v1.5
 /// on llama.cpp's server): hit@1, hit@5 and recall@10 of BM25 alone and of both fused, each as
 /// `search_tools` answers (nothing for a query it refuses), and of the model alone, over the
@@ -331,7 +355,7 @@ fn hits(queries: &[Query], rankings: &[Vec<String>]) -> (f64, f64, f64) {
 #[test]
 fn search_by_meaning_on_restbench() {
     use tool_mediator::llm::{LlmClient, Provider};
-    use tool_mediator::search::meaning::{Embedder, NOMIC_VOUCHES_FROM, Reading, fuse};
+    use tool_mediator::search::meaning::{Embedder, NOMIC_VOUCHES_FROM, fuse};
     let Some(model) = tool_mediator_tests::real_embedder() else { return };
     let _turn = model.turn();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -346,17 +370,9 @@ fn search_by_meaning_on_restbench() {
     let (mut read_seconds, mut read_tools) = (0.0, 0);
     for (listing, mediator) in [("raw", raw), ("enhanced", rules())] {
         let (mut words, mut meaning, mut both, mut queries) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut by_service = BTreeMap::new();
-        for service in restbench::SERVICES {
-            let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools(service))).unwrap();
-            let tools = runtime.block_on(mediator.enhance(tools, &ToolContext::new(service, SourceType::Api)));
-            let reading = Reading::new(tools.iter().map(|tool| Document { tool, server: None }));
-            let began = std::time::Instant::now();
-            let vectors = runtime.block_on(embedder.documents(reading.texts())).expect("the model reads the tools");
-            read_seconds += began.elapsed().as_secs_f64();
-            read_tools += tools.len();
-            by_service.insert(service, (tools, vectors));
-        }
+        let (by_service, seconds) = read_restbench(&runtime, &mediator, &embedder);
+        read_seconds += seconds;
+        read_tools += by_service.values().map(|(tools, _)| tools.len()).sum::<usize>();
         for service in restbench::SERVICES {
             let other = restbench::SERVICES.iter().find(|&&other| other != service).unwrap();
             let (tools, vectors) = &by_service[service];
@@ -487,17 +503,14 @@ fn a_session_searching_by_meaning_answers_its_domain_and_refuses_another() {
 /// The area under the ROC curve: the chance that a score of `higher` beats one of `lower` (ties
 /// count half). 0.5 is a coin.
 fn separation(higher: &[f64], lower: &[f64]) -> f64 {
+    use std::cmp::Ordering::{Equal, Greater, Less};
     let wins: f64 = higher
         .iter()
         .flat_map(|a| {
-            lower.iter().map(move |b| {
-                if a > b {
-                    1.0
-                } else if a == b {
-                    0.5
-                } else {
-                    0.0
-                }
+            lower.iter().map(move |b| match a.total_cmp(b) {
+                Greater => 1.0,
+                Equal => 0.5,
+                Less => 0.0,
             })
         })
         .sum();
@@ -517,7 +530,7 @@ fn separation(higher: &[f64], lower: &[f64]) -> f64 {
 #[ignore = "a measurement with both real models: minutes"]
 fn a_chat_model_asked_whether_the_tools_found_fit_the_task() {
     use tool_mediator::llm::{LlmClient, Provider};
-    use tool_mediator::search::meaning::{Embedder, Reading, fuse};
+    use tool_mediator::search::meaning::{Embedder, fuse};
     const SYSTEM: &str = "You decide whether a set of tools can do a user's task. You answer with one word: yes or no.";
     let (Some(chat), Some(reader)) = (tool_mediator_tests::real_model(), tool_mediator_tests::real_embedder()) else {
         return;
@@ -527,14 +540,7 @@ fn a_chat_model_asked_whether_the_tools_found_fit_the_task() {
     let embedder =
         Embedder::new(LlmClient::new(Provider::OpenAiCompatible, reader.name, Some(reader.url.clone()), None), None);
     let judge = LlmClient::new(Provider::OpenAiCompatible, chat.name, Some(chat.url.clone()), None);
-    let mut by_service = BTreeMap::new();
-    for service in restbench::SERVICES {
-        let tools: Vec<Tool> = serde_json::from_value(Value::Array(restbench::tools(service))).unwrap();
-        let tools = runtime.block_on(rules().enhance(tools, &ToolContext::new(service, SourceType::Api)));
-        let reading = Reading::new(tools.iter().map(|tool| Document { tool, server: None }));
-        let vectors = runtime.block_on(embedder.documents(reading.texts())).expect("the model reads the tools");
-        by_service.insert(service, (tools, vectors));
-    }
+    let (by_service, _) = read_restbench(&runtime, &rules(), &embedder);
     // Per kind of catalog: (the best word share, the best similarity, the model's odds).
     let mut signals: BTreeMap<&str, Vec<[f64; 3]>> = BTreeMap::new();
     let (mut asked, mut seconds) = (0, 0.0);

@@ -116,12 +116,7 @@ impl Embedder {
     /// The reading of `documents`: the one alive for the same texts, or a new one.
     pub fn reading<'a>(&self, documents: impl IntoIterator<Item = Document<'a>>) -> Arc<Reading> {
         let texts: Arc<[String]> = documents.into_iter().map(|document| text_of(&document)).collect();
-        let mut hash = Sha256::new();
-        for text in texts.iter() {
-            hash.update((text.len() as u64).to_le_bytes());
-            hash.update(text.as_bytes());
-        }
-        let digest: [u8; 32] = hash.finalize().into();
+        let digest = framed(texts.iter().map(String::as_str));
         let mut readings = tool_mediator_core::sync::lock(&self.readings);
         if let Some(reading) = readings.get(&digest).and_then(Weak::upgrade) {
             return reading;
@@ -255,16 +250,23 @@ impl Embedder {
 
     /// The cache key of a text as this model reads it.
     fn key(&self, text: &str) -> Vec<u8> {
-        let mut hash = Sha256::new();
         let provider = self.client.provider().to_string();
-        for part in ["embedding v1", &provider, self.client.base_url(), self.client.model(), text] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part.as_bytes());
-        }
+        let parts = ["embedding v1", &provider, self.client.base_url(), self.client.model(), text];
         let mut key = b"embedding:".to_vec();
-        key.extend_from_slice(&hash.finalize());
+        key.extend_from_slice(&framed(parts));
         key
     }
+}
+
+/// The SHA-256 of `parts`, each preceded by its length: no two lists of parts hash alike by
+/// where one ends and the next begins.
+fn framed<'a>(parts: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part.as_bytes());
+    }
+    hash.finalize().into()
 }
 
 /// A vector as the cache keeps it: its numbers, little-endian.
